@@ -1,0 +1,121 @@
+// In charge of /api/v1/api-keys: scoped keys and their grants. The secret is returned once, at
+// creation, and only its SHA-256 is stored. Every grant field is validated here, then trusted.
+import { isIP } from 'node:net';
+import * as v from 'valibot';
+import { generateSecret, hashSecret } from '../auth/keys.js';
+import { CallError } from '../call/errors.js';
+import { jsonAnswer } from '../http/respond.js';
+import { localTimestamp } from '../store/store.js';
+import type { KeyRow } from '../store/types.js';
+import type { ApiRouter, ControlContext } from './routes.js';
+import { checkName, name, parseBody, RATE_LIMIT, readJson } from './validate.js';
+
+const names = v.array(v.string('must be text'), 'must be a list of names');
+const lowerNames = v.pipe(names, v.transform((a) => [...new Set(a.map((s) => s.toLowerCase()))].sort()));
+const rateLimit = v.pipe(v.string('must be text'), v.regex(RATE_LIMIT, 'must look like N/second, N/minute, N/hour or N/day'));
+const ipOrCidr = v.pipe(v.string('must be text'), v.check(validIpOrCidr, 'must be an IPv4 or IPv6 address or CIDR'));
+const date = v.pipe(v.string('must be text'), v.check(validDate, 'must be a date, YYYY-MM-DD'));
+
+const grants = {
+  connections: v.optional(v.union([v.literal('*'), names], 'must be "*" or a list of connection names')),
+  queries: v.optional(v.union([
+    v.literal('*'),
+    v.array(v.union([v.string(), v.object({ name: v.string(), allow_writes: v.boolean() })]), 'must be names or {"name", "allow_writes"}'),
+  ], 'must be "*" or a list of query grants')),
+  allow_writes: v.optional(v.boolean('must be true or false')),
+  allowed_write_ops: v.optional(v.nullable(lowerNames)),
+  allowed_tables: v.optional(v.nullable(lowerNames)),
+  mask: v.optional(v.nullable(v.array(v.object({
+    column: v.pipe(v.string('must be text'), v.minLength(1)),
+    action: v.picklist(['hash', 'mask', 'null', 'drop'], 'must be hash, mask, null or drop'),
+  })))),
+  rate_limit: v.optional(v.nullable(rateLimit)),
+  rate_limits: v.optional(v.nullable(v.record(v.string(), rateLimit))),
+  allowed_ips: v.optional(v.nullable(v.array(ipOrCidr, 'must be a list of addresses'))),
+  expires_at: v.optional(v.nullable(date)),
+  active: v.optional(v.boolean('must be true or false')),
+};
+const createSchema = v.object({ name, ...grants });
+const patchSchema = v.object(grants);
+
+function validIpOrCidr(s: string): boolean {
+  const [addr, bits, extra] = s.split('/');
+  const family = isIP(addr);
+  if (!family || extra !== undefined) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && +bits <= (family === 4 ? 32 : 128);
+}
+
+function validDate(s: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
+  const d = new Date(s + 'T00:00:00Z');
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
+}
+
+export function keyView(k: KeyRow) {
+  return {
+    name: k.name, connections: k.connections, queries: k.queries, allow_writes: k.allow_writes,
+    allowed_write_ops: k.allowed_write_ops, allowed_tables: k.allowed_tables, mask: k.mask, rate_limit: k.rate_limit,
+    rate_limits: k.rate_limits, allowed_ips: k.allowed_ips, expires_at: k.expires_at, active: k.active,
+    expired: k.expires_at !== null && new Date() >= endOfDay(k.expires_at), created_at: k.created_at,
+    last_used_at: k.last_used_at, example: k.example,
+  };
+}
+
+function endOfDay(d: string): Date {
+  const [y, m, day] = d.split('-').map(Number);
+  return new Date(y, m - 1, day + 1);
+}
+
+type GrantInput = v.InferOutput<typeof patchSchema>;
+
+function applyGrants(k: KeyRow, b: GrantInput): void {
+  for (const f of Object.keys(grants) as Array<keyof GrantInput>) {
+    if (b[f] !== undefined) (k as unknown as Record<string, unknown>)[f] = b[f];
+  }
+  if (Array.isArray(k.connections)) k.connections = [...new Set(k.connections)].sort();
+}
+
+async function mustGet(ctx: ControlContext, n: string): Promise<KeyRow> {
+  const k = await ctx.store.getKey(n);
+  if (!k) throw new CallError('key_not_found', `API key '${n}' not found`);
+  return k;
+}
+
+export function apiKeyRoutes(r: ApiRouter): void {
+  r.add('GET', '/api/v1/api-keys', async (ctx) => jsonAnswer(200, { items: (await ctx.store.listKeys()).map(keyView) }));
+
+  r.add('POST', '/api/v1/api-keys', async (ctx, req) => {
+    const b = parseBody(createSchema, readJson(req.body));
+    checkName(b.name);
+    if (b.name === 'admin') throw new CallError('invalid_name', "The name 'admin' is reserved");
+    const secret = generateSecret();
+    const now = localTimestamp();
+    const key: KeyRow = {
+      name: b.name, hash: hashSecret(secret), active: true, expires_at: null, example: false, created_at: now, updated_at: now,
+      last_used_at: null, connections: [], queries: [], allow_writes: false, allowed_write_ops: null, allowed_tables: null,
+      mask: null, rate_limit: null, rate_limits: null, allowed_ips: null,
+    };
+    // Omitted connections means every connection, as the contract's key model says.
+    key.connections = '*';
+    applyGrants(key, b);
+    if (!(await ctx.store.putKey(key, true))) throw new CallError('key_exists', `API key '${b.name}' already exists`);
+    return jsonAnswer(201, { ...keyView(key), secret }, ['Cache-Control', 'no-store']);
+  });
+
+  r.add('GET', '/api/v1/api-keys/:name', async (ctx, _req, [n]) => jsonAnswer(200, keyView(await mustGet(ctx, n))));
+
+  r.add('PATCH', '/api/v1/api-keys/:name', async (ctx, req, [n]) => {
+    const b = parseBody(patchSchema, readJson(req.body));
+    const key = await mustGet(ctx, n);
+    applyGrants(key, b);
+    key.updated_at = localTimestamp();
+    await ctx.store.putKey(key, false);
+    return jsonAnswer(200, keyView(key));
+  });
+
+  r.add('DELETE', '/api/v1/api-keys/:name', async (ctx, _req, [n]) => {
+    if (!(await ctx.store.deleteKey(n))) throw new CallError('key_not_found', `API key '${n}' not found`);
+    return jsonAnswer(204, null);
+  });
+}

@@ -1,0 +1,55 @@
+// In charge of reading run history through /api/v1: filters, newest first, paged by an opaque cursor.
+import { CallError } from '../call/errors.js';
+import { jsonAnswer } from '../http/respond.js';
+import type { HistoryFilter } from '../store/types.js';
+import type { ApiRouter, ControlContext } from './routes.js';
+
+const TIME = /^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}:\d{2})?$/;
+
+export async function historyPage(ctx: ControlContext, qs: string, fixed: { query?: string; defaultLimit: number }) {
+  const a = new URLSearchParams(qs);
+  const f: HistoryFilter = { limit: fixed.defaultLimit };
+  const query = fixed.query ?? a.get('query');
+  if (query) f.query = query;
+  const version = a.get('version');
+  if (version) {
+    if (!/^\d+$/.test(version)) throw new CallError('invalid_filter', 'version must be a positive integer');
+    f.version = Number(version);
+  }
+  const status = a.get('status');
+  if (status) {
+    if (status !== 'success' && status !== 'error') throw new CallError('invalid_filter', 'status must be success or error');
+    f.status = status;
+  }
+  const key = a.get('key');
+  if (key) f.key = key;
+  for (const k of ['since', 'until'] as const) {
+    const t = a.get(k);
+    if (!t) continue;
+    if (!TIME.test(t)) throw new CallError('invalid_filter', `${k} must be YYYY-MM-DD or YYYY-MM-DD HH:MM:SS`);
+    f[k] = t.length === 10 ? t + ' 00:00:00' : t;
+  }
+  const limit = a.get('limit');
+  if (limit) {
+    if (!/^\d+$/.test(limit) || +limit < 1 || +limit > 1000) throw new CallError('invalid_filter', 'limit must be between 1 and 1000');
+    f.limit = Number(limit);
+  }
+  const cursor = a.get('cursor');
+  if (cursor) {
+    const id = Number(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (!Number.isSafeInteger(id) || id < 1) throw new CallError('invalid_filter', 'cursor is not valid');
+    f.before = id;
+  }
+  await ctx.flushHistory();
+  const rows = await ctx.store.listHistory({ ...f, limit: f.limit + 1 });
+  const more = rows.length > f.limit;
+  if (more) rows.length = f.limit;
+  return {
+    items: rows.map(({ id: _id, ...entry }) => entry),
+    next_cursor: more ? Buffer.from(String(rows[rows.length - 1].id)).toString('base64url') : null,
+  };
+}
+
+export function historyRoutes(r: ApiRouter): void {
+  r.add('GET', '/api/v1/history', async (ctx, req) => jsonAnswer(200, await historyPage(ctx, req.query, { defaultLimit: 100 })));
+}

@@ -1,0 +1,153 @@
+// In charge of /api/v1/queries: saved queries and their versions (create, list, get, add a version,
+// publish, unpublish, delete) and a query's run history. A version's SQL and parameter rules are
+// checked when saved, so a call can trust them.
+import { randomUUID } from 'node:crypto';
+import * as v from 'valibot';
+import { CallError } from '../call/errors.js';
+import { normalizeParameters, toPublicRule, type ParamRule } from '../call/params.js';
+import { scanMarkers, splitsIntoMultipleStatements } from '../call/sqlMarkers.js';
+import { jsonAnswer } from '../http/respond.js';
+import { localTimestamp } from '../store/store.js';
+import type { QueryRow, VersionFields, VersionRow } from '../store/types.js';
+import { historyPage } from './history.js';
+import type { ApiRouter, ControlContext } from './routes.js';
+import { checkName, name, optionalText, parseBody, readJson } from './validate.js';
+
+const versionEntries = {
+  description: v.pipe(v.string('must be text'), v.minLength(1, 'is required')),
+  author: optionalText,
+  tags: v.optional(v.array(v.string('must be text'), 'must be a list of text')),
+  query_type: v.optional(v.literal('sql', 'only "sql" is supported')),
+  sql: v.pipe(v.string('must be text'), v.trim(), v.minLength(1, 'is required')),
+  connection_name: optionalText,
+  parameters: v.optional(v.nullable(v.record(v.string(), v.unknown(), 'must be an object'))),
+  cache_ttl: v.optional(v.nullable(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0)))),
+  publish: v.optional(v.boolean('must be true or false')),
+};
+const versionSchema = v.object(versionEntries);
+const createSchema = v.object({ name, collection: optionalText, ...versionEntries });
+const publishSchema = v.object({ version: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1)) });
+
+type VersionInput = v.InferOutput<typeof versionSchema>;
+
+/** The SQL is one statement and the parameter rules hold; otherwise 400 with an errors map. */
+function checkVersion(b: VersionInput, author: string | null): VersionFields & { uuid: string } {
+  if (splitsIntoMultipleStatements(b.sql)) throw new CallError('multiple_statements', 'Only one SQL statement is allowed');
+  const { placeholders } = scanMarkers(b.sql);
+  const { rules, errors } = normalizeParameters(b.parameters ?? {}, placeholders);
+  if (Object.keys(errors).length) {
+    throw new CallError('invalid_body', `Invalid parameters: ${Object.entries(errors).map(([k, m]) => `${k}: ${m}`).join('; ')}`, { errors });
+  }
+  return {
+    uuid: randomUUID(), sql: b.sql, connection_name: b.connection_name ?? null, parameters: rules, description: b.description,
+    author: b.author ?? author, tags: b.tags ?? [], cache_ttl: b.cache_ttl ?? null,
+  };
+}
+
+function status(q: QueryRow, ver: VersionRow): 'published' | 'previous' | 'draft' {
+  if (q.published_version === ver.version) return 'published';
+  return ver.was_published ? 'previous' : 'draft';
+}
+
+function versionView(q: QueryRow, ver: VersionRow, runCount?: number) {
+  const params: Record<string, unknown> = {};
+  for (const [k, rule] of Object.entries(ver.parameters)) params[k] = toPublicRule(rule as ParamRule);
+  return {
+    version: ver.version, status: status(q, ver), uuid: ver.uuid, author: ver.author, description: ver.description, tags: ver.tags,
+    query_type: 'sql', sql: ver.sql, connection_name: ver.connection_name, parameters: params,
+    placeholders: scanMarkers(ver.sql).placeholders, cache_ttl: ver.cache_ttl, created_at: ver.created_at,
+    last_modified_at: ver.last_modified_at, ...(runCount === undefined ? {} : { run_count: runCount }),
+  };
+}
+
+function summary(q: QueryRow) {
+  const shown = q.versions.find((x) => x.version === q.published_version) ?? q.versions[q.versions.length - 1];
+  return {
+    name: q.name, description: shown?.description ?? null, query_type: 'sql', connection_name: shown?.connection_name ?? null,
+    collection: q.collection, tags: shown?.tags ?? [], published_version: q.published_version,
+    latest_version: q.versions.length ? q.versions[q.versions.length - 1].version : null,
+    has_draft: q.versions.some((x) => status(q, x) === 'draft'), version_count: q.versions.length, example: q.example,
+    endpoint: `/q/${q.name}`, created_at: q.created_at, updated_at: q.updated_at, cache_ttl: shown?.cache_ttl ?? null,
+  };
+}
+
+async function detail(ctx: ControlContext, n: string) {
+  const q = await mustGet(ctx, n);
+  const counts = await ctx.store.runCounts(n);
+  return { ...summary(q), versions: q.versions.map((x) => versionView(q, x, counts.get(x.version) ?? 0)) };
+}
+
+async function mustGet(ctx: ControlContext, n: string): Promise<QueryRow> {
+  const q = await ctx.store.getQuery(n);
+  if (!q) throw new CallError('query_not_found', `Saved query '${n}' not found`);
+  return q;
+}
+
+export function queryRoutes(r: ApiRouter): void {
+  r.add('GET', '/api/v1/queries', async (ctx, req) => {
+    const args = new URLSearchParams(req.query);
+    let items = (await ctx.store.listQueries()).map(summary);
+    const search = args.get('search')?.toLowerCase();
+    if (search) items = items.filter((q) => q.name.toLowerCase().includes(search) || (q.description ?? '').toLowerCase().includes(search));
+    const connection = args.get('connection');
+    if (connection) items = items.filter((q) => q.connection_name === connection);
+    const collection = args.get('collection');
+    if (collection) items = items.filter((q) => q.collection === collection);
+    const st = args.get('status');
+    if (st === 'published') items = items.filter((q) => q.published_version !== null);
+    else if (st === 'unpublished') items = items.filter((q) => q.published_version === null);
+    else if (st === 'draft') items = items.filter((q) => q.has_draft);
+    else if (st) throw new CallError('invalid_filter', 'status must be published, unpublished or draft');
+    return jsonAnswer(200, { items });
+  });
+
+  r.add('POST', '/api/v1/queries', async (ctx, req) => {
+    const b = parseBody(createSchema, readJson(req.body));
+    checkName(b.name);
+    const fields = checkVersion(b, req.apiKey ? 'admin' : null);
+    const ok = await ctx.store.createQuery({ name: b.name, collection: b.collection ?? null, example: false }, fields, b.publish ?? false, localTimestamp());
+    if (!ok) throw new CallError('query_exists', `Saved query '${b.name}' already exists`);
+    return jsonAnswer(201, await detail(ctx, b.name));
+  });
+
+  r.add('GET', '/api/v1/queries/:name', async (ctx, _req, [n]) => jsonAnswer(200, await detail(ctx, n)));
+
+  r.add('DELETE', '/api/v1/queries/:name', async (ctx, _req, [n]) => {
+    if (!(await ctx.store.deleteQuery(n))) throw new CallError('query_not_found', `Saved query '${n}' not found`);
+    return jsonAnswer(204, null);
+  });
+
+  r.add('POST', '/api/v1/queries/:name/versions', async (ctx, req, [n]) => {
+    const b = parseBody(versionSchema, readJson(req.body));
+    const fields = checkVersion(b, req.apiKey ? 'admin' : null);
+    if ((await ctx.store.addVersion(n, fields, b.publish ?? false, localTimestamp())) === null) {
+      throw new CallError('query_not_found', `Saved query '${n}' not found`);
+    }
+    return jsonAnswer(201, await detail(ctx, n));
+  });
+
+  r.add('GET', '/api/v1/queries/:name/versions/:version', async (ctx, _req, [n, ver]) => {
+    const q = await mustGet(ctx, n);
+    const found = q.versions.find((x) => String(x.version) === ver);
+    if (!found) throw new CallError('version_not_found', `Version ${ver} not found`);
+    return jsonAnswer(200, versionView(q, found, (await ctx.store.runCounts(n)).get(found.version) ?? 0));
+  });
+
+  r.add('POST', '/api/v1/queries/:name/publish', async (ctx, req, [n]) => {
+    const b = parseBody(publishSchema, readJson(req.body));
+    const q = await mustGet(ctx, n);
+    if (!q.versions.some((x) => x.version === b.version)) throw new CallError('version_not_found', `Version ${b.version} not found`);
+    await ctx.store.setPublished(n, b.version, localTimestamp());
+    return jsonAnswer(200, await detail(ctx, n));
+  });
+
+  r.add('POST', '/api/v1/queries/:name/unpublish', async (ctx, _req, [n]) => {
+    if (!(await ctx.store.setPublished(n, null, localTimestamp()))) throw new CallError('query_not_found', `Saved query '${n}' not found`);
+    return jsonAnswer(200, await detail(ctx, n));
+  });
+
+  r.add('GET', '/api/v1/queries/:name/history', async (ctx, req, [n]) => {
+    await mustGet(ctx, n);
+    return jsonAnswer(200, await historyPage(ctx, req.query, { query: n, defaultLimit: 50 }));
+  });
+}

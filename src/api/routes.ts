@@ -1,0 +1,78 @@
+// In charge of the management API's routing and its one rule: administrators only (the admin key,
+// or open mode while no admin key and no scoped key exist). Compiled once, before listen.
+import { hashSecret, isAdminKey, keyIsUsable } from '../auth/keys.js';
+import { CallError } from '../call/errors.js';
+import type { Answer, Request } from '../http/respond.js';
+import type { Store } from '../store/store.js';
+import type { Config } from '../config.js';
+
+/** What the control plane needs: the store, and ways to tell executors and the recorder. */
+export interface ControlContext {
+  config: Config;
+  store: Store;
+  adminKey: Buffer | null;
+  /** Tells every executor that a connection changed (its pools are replaced). */
+  connectionChanged(name: string): void;
+  /** Waits until runs recorded so far are in the store (read-your-writes for history). */
+  flushHistory(): Promise<void>;
+}
+
+export type ApiHandler = (ctx: ControlContext, req: Request, params: string[]) => Promise<Answer> | Answer;
+
+interface Route {
+  method: string;
+  parts: string[];
+  handler: ApiHandler;
+}
+
+export class ApiRouter {
+  #routes: Route[] = [];
+  #locked = false;
+
+  add(method: string, pattern: string, handler: ApiHandler): this {
+    if (this.#locked) throw new Error(`route ${method} ${pattern} added after the router was locked`);
+    this.#routes.push({ method, parts: pattern.split('/').filter(Boolean), handler });
+    return this;
+  }
+
+  lock(): this {
+    this.#locked = true;
+    return this;
+  }
+
+  /** The handler and its path parameters; 405 when the path exists for other methods; null when none. */
+  match(method: string, url: string): { handler: ApiHandler; params: string[] } | 'method_not_allowed' | null {
+    const segs = url.split('/').filter(Boolean);
+    let pathMatched = false;
+    for (const r of this.#routes) {
+      if (r.parts.length !== segs.length) continue;
+      const params: string[] = [];
+      let ok = true;
+      for (let i = 0; i < segs.length && ok; i++) {
+        if (r.parts[i][0] === ':') {
+          try {
+            params.push(decodeURIComponent(segs[i]));
+          } catch {
+            ok = false;
+          }
+        } else ok = r.parts[i] === segs[i];
+      }
+      if (!ok) continue;
+      if (r.method === method) return { handler: r.handler, params };
+      pathMatched = true;
+    }
+    return pathMatched ? 'method_not_allowed' : null;
+  }
+}
+
+/** 401 without a valid credential, 403 admin_only for a scoped key. */
+export async function requireAdmin(ctx: ControlContext, req: Request): Promise<void> {
+  if (req.apiKey) {
+    if (isAdminKey(ctx.adminKey, req.apiKey)) return;
+    const key = await ctx.store.getKeyByHash(hashSecret(req.apiKey));
+    if (key && keyIsUsable(key, new Date())) throw new CallError('admin_only', 'Only an administrator may do this');
+    throw new CallError('unauthorized', 'Unauthorized');
+  }
+  if (!ctx.adminKey && (await ctx.store.countKeys()) === 0) return; // open mode
+  throw new CallError('unauthorized', 'Unauthorized');
+}

@@ -1,0 +1,43 @@
+// In charge of API key secrets and the checks made on every call against a key's row: hashing,
+// generation, the admin key comparison, activity and expiry. Knows nothing of HTTP or SQL.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { KeyRow } from '../store/types.js';
+
+/** Who is calling: the admin key, open mode (no keys configured), or a scoped key's row. */
+export type Caller =
+  | { kind: 'admin'; name: 'admin' }
+  | { kind: 'open'; name: '-' }
+  | { kind: 'key'; name: string; key: KeyRow };
+
+export const ADMIN: Caller = Object.freeze({ kind: 'admin', name: 'admin' });
+export const OPEN: Caller = Object.freeze({ kind: 'open', name: '-' });
+
+/** 'sk_' + 32 random bytes, base64url, as the contract's secrets.token_urlsafe(32). */
+export function generateSecret(): string {
+  return 'sk_' + randomBytes(32).toString('base64url');
+}
+
+/** Only this unsalted SHA-256 hex of a secret is stored; a lookup is one indexed read. */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+/** Constant-time comparison against the configured admin key. */
+export function isAdminKey(adminKey: Buffer | null, supplied: string): boolean {
+  if (!adminKey || !supplied) return false;
+  const given = Buffer.from(supplied, 'utf8');
+  return given.length === adminKey.length && timingSafeEqual(given, adminKey);
+}
+
+/**
+ * The rules checked on every call against the key's row: active, and not past expires_at
+ * (a YYYY-MM-DD date, valid through the end of that day in the server's zone).
+ */
+export function keyIsUsable(key: KeyRow, now: Date): boolean {
+  if (!key.active) return false;
+  if (key.expires_at) {
+    const [y, m, d] = key.expires_at.split('-').map(Number);
+    if (y && m && d && now.getTime() >= new Date(y, m - 1, d + 1).getTime()) return false;
+  }
+  return true;
+}

@@ -1,0 +1,72 @@
+// In charge of what one executor owns: its store reader, its data-source pools, its plan cache and
+// its batch of run records for the recorder. Nothing here is shared with another thread.
+import { LRUCache } from 'lru-cache';
+import type { Config } from '../config.js';
+import { RunBatcher } from '../recorder/batcher.js';
+import { openSource } from '../sources/index.js';
+import type { Source } from '../sources/types.js';
+import { attachStore, type Store } from '../store/store.js';
+import type { ConnectionRow } from '../store/types.js';
+import type { CallPlan } from './plan.js';
+
+export interface CallContext {
+  config: Config;
+  store: Store;
+  adminKey: Buffer | null;
+  plans: LRUCache<string, CallPlan>;
+  source(conn: ConnectionRow): Source;
+  runs: RunBatcher;
+  close(): Promise<void>;
+}
+
+export const CHANGES_CHANNEL = 'queryapigate:changes';
+
+/** A change made through the management API, broadcast to every executor. */
+export interface ChangeMessage {
+  kind: 'connection';
+  name: string;
+}
+
+export function createCallContext(config: Config): CallContext {
+  const store = attachStore(config, { readonly: true, max: Math.max(2, Math.min(config.poolSize, 8)) });
+  // One pool per connection, replaced when the connection's row changes (updated_at).
+  const sources = new Map<string, { stamp: string; source: Source }>();
+  const drop = (name: string) => {
+    const s = sources.get(name);
+    if (s) {
+      sources.delete(name);
+      s.source.close().catch(() => undefined);
+    }
+  };
+  const changes = new BroadcastChannel(CHANGES_CHANNEL);
+  changes.onmessage = (e: MessageEvent) => {
+    const m = e.data as ChangeMessage;
+    if (m.kind === 'connection') drop(m.name);
+  };
+  (changes as unknown as { unref?: () => void }).unref?.();
+  const runs = new RunBatcher(config.historyMaxPending);
+  return {
+    config,
+    store,
+    adminKey: config.adminKey ? Buffer.from(config.adminKey, 'utf8') : null,
+    plans: new LRUCache<string, CallPlan>({ max: 2000 }),
+    source(conn) {
+      const stamp = conn.db + '|' + conn.updated_at;
+      const have = sources.get(conn.name);
+      if (have && have.stamp === stamp) return have.source;
+      if (have) drop(conn.name);
+      const source = openSource(conn, { poolSize: config.poolSize, home: config.home });
+      sources.set(conn.name, { stamp, source });
+      return source;
+    },
+    runs,
+    async close() {
+      changes.close();
+      runs.flush();
+      runs.close();
+      await Promise.all([...sources.values()].map((s) => s.source.close().catch(() => undefined)));
+      sources.clear();
+      await store.close();
+    },
+  };
+}

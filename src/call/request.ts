@@ -1,0 +1,147 @@
+// In charge of turning a CallTask into a CallRequest: the caller's intent (query string, JSON body,
+// format, version, timeout), checked for shape only. Nothing is looked up here.
+import { CallError } from './errors.js';
+import type { CallTask } from './messages.js';
+
+export const FORMATS = ['json', 'ndjson', 'csv', 'tsv'] as const;
+export type Format = (typeof FORMATS)[number];
+
+/** Query-string names that are request options, never parameters. */
+const RESERVED = new Set(['format', 'page', 'page_size', 'connection_name', 'version', 'timeout', 'stream']);
+
+export interface CallRequest {
+  name: string;
+  version: number | null;
+  connectionName: string | null;
+  format: Format;
+  page: string | null;
+  pageSize: string | null;
+  /** Seconds asked for by the caller, or null for the server's limit. */
+  timeout: number | null;
+  /** Parameter values: strings from the query string, JSON values from a POST body's params. */
+  params: Record<string, unknown>;
+  /** True when params came from a JSON body, so values must already have their types. */
+  typed: boolean;
+}
+
+const decoder = new TextDecoder();
+
+export function parseQueryString(qs: string): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  if (!qs) return out;
+  let start = 0;
+  while (start <= qs.length) {
+    let end = qs.indexOf('&', start);
+    if (end === -1) end = qs.length;
+    if (end > start) {
+      const eq = qs.indexOf('=', start);
+      const hasValue = eq !== -1 && eq < end;
+      const k = decode(qs.slice(start, hasValue ? eq : end));
+      if (!(k in out)) out[k] = hasValue ? decode(qs.slice(eq + 1, end)) : ''; // first value wins
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+function decode(s: string): string {
+  if (s.indexOf('%') === -1 && s.indexOf('+') === -1) return s;
+  try {
+    return decodeURIComponent(s.replace(/\+/g, ' '));
+  } catch {
+    throw new CallError('invalid_request', 'The query string is not valid URL encoding');
+  }
+}
+
+export function parseJsonBody(task: CallTask): Record<string, unknown> | null {
+  if (!task.body || task.body.length === 0) return null;
+  let body: unknown;
+  try {
+    body = JSON.parse(decoder.decode(task.body));
+  } catch {
+    throw new CallError('invalid_body', 'Request body is not valid JSON');
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new CallError('invalid_body', 'Request body must be a JSON object');
+  }
+  return body as Record<string, unknown>;
+}
+
+export function parseCall(task: CallTask): CallRequest {
+  const args = parseQueryString(task.query);
+  const body = task.method === 'POST' ? parseJsonBody(task) : null;
+  const params: Record<string, unknown> = Object.create(null);
+  for (const k in args) if (!RESERVED.has(k)) params[k] = args[k];
+  let typed = false;
+  if (body && body.params !== undefined) {
+    if (body.params === null || typeof body.params !== 'object' || Array.isArray(body.params)) {
+      throw new CallError('invalid_body', 'params must be a JSON object');
+    }
+    Object.assign(params, body.params);
+    typed = true;
+  }
+  const pick = (k: string): unknown => (args[k] !== undefined ? args[k] : body?.[k]);
+
+  const formatRaw = pick('format');
+  const format = (formatRaw === undefined || formatRaw === '' ? 'json' : String(formatRaw).toLowerCase()) as Format;
+  if (!FORMATS.includes(format)) {
+    throw new CallError('invalid_format', `Unsupported format '${String(formatRaw)}'. Supported formats: ${FORMATS.join(', ')}`);
+  }
+
+  let version: number | null = null;
+  const versionRaw = pick('version');
+  if (versionRaw !== undefined && versionRaw !== '') {
+    version = Number(versionRaw);
+    if (!Number.isSafeInteger(version) || version < 1 || (typeof versionRaw === 'string' && !/^\d+$/.test(versionRaw))) {
+      throw new CallError('invalid_request', 'version must be a positive integer');
+    }
+  }
+
+  let timeout: number | null = null;
+  const timeoutRaw = pick('timeout');
+  if (timeoutRaw !== undefined && timeoutRaw !== '') {
+    timeout = typeof timeoutRaw === 'number' ? timeoutRaw : /^\s*\d*\.?\d+\s*$/.test(String(timeoutRaw)) ? Number(timeoutRaw) : NaN;
+    if (Number.isNaN(timeout)) throw new CallError('invalid_timeout', 'timeout must be a number of seconds');
+    if (!(timeout > 0) || !Number.isFinite(timeout)) throw new CallError('invalid_timeout', 'timeout must be a positive number of seconds');
+  }
+
+  const stream = pick('stream');
+  if (stream !== undefined && ['1', 'true', 'yes', 'on', true].includes(stream as string)) {
+    throw new CallError('invalid_stream', 'stream=true is not available on this server yet');
+  }
+
+  const connectionName = pick('connection_name');
+  const page = pick('page');
+  const pageSize = pick('page_size');
+  return {
+    name: task.name,
+    version,
+    connectionName: connectionName === undefined || connectionName === '' ? null : String(connectionName),
+    format,
+    page: page === undefined ? null : String(page),
+    pageSize: pageSize === undefined ? null : String(pageSize),
+    timeout,
+    params,
+    typed,
+  };
+}
+
+export interface Paging {
+  page: number;
+  pageSize: number;
+}
+
+/** page (default 1) and page_size (default 10, at most maxPageSize); checked after parameters. */
+export function parsePaging(req: CallRequest, maxPageSize: number): Paging {
+  const page = req.page === null || req.page === '' ? 1 : wholeNumber(req.page, 'page');
+  const pageSize = req.pageSize === null || req.pageSize === '' ? Math.min(10, maxPageSize) : wholeNumber(req.pageSize, 'page_size');
+  if (page < 1 || pageSize < 1) throw new CallError('invalid_paging', 'page and page_size must be positive');
+  if (pageSize > maxPageSize) throw new CallError('invalid_paging', `page_size must not exceed ${maxPageSize}`);
+  if ((page - 1) * pageSize > Number.MAX_SAFE_INTEGER) throw new CallError('invalid_paging', 'page is too large');
+  return { page, pageSize };
+}
+
+function wholeNumber(s: string, name: string): number {
+  if (!/^-?\d{1,15}$/.test(s)) throw new CallError('invalid_paging', `${name} must be an integer`);
+  return Number(s);
+}

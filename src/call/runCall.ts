@@ -1,0 +1,126 @@
+// In charge of one saved-query call end to end: the only place that sequences the stages
+// (parse → authenticate → resolve → authorize → plan → bind → execute → shape → record) and the
+// only catch that turns errors into an answer. Never imports uWS; runs inline or in an executor.
+import { ADMIN, OPEN, hashSecret, isAdminKey, keyIsUsable, type Caller } from '../auth/keys.js';
+import { localTimestamp } from '../store/store.js';
+import type { RunRecord } from '../store/types.js';
+import { authorizeCall, authorizeWrite, checkConnection, selectVersion } from './access.js';
+import type { CallContext } from './context.js';
+import { CallError, errorBody, type ErrorCode } from './errors.js';
+import { CONTENT_TYPES, EMPTY_JSON } from './formats.js';
+import type { CallAnswer, CallTask } from './messages.js';
+import { planCall, writerFor, type CallPlan } from './plan.js';
+import { parseCall, parsePaging } from './request.js';
+
+const UNAUTHORIZED: CallAnswer['headers'] = ['Content-Type', 'application/json'];
+const HIDDEN_DETAIL = 'An error occurred while executing the SQL query';
+
+export async function runCall(ctx: CallContext, task: CallTask): Promise<CallAnswer> {
+  let run: RunRecord | null = null; // set once execution starts: from then on errors are recorded
+  let caller: Caller | null = null;
+  try {
+    const req = parseCall(task);
+    caller = await authenticate(ctx, task.apiKey);
+    if (!caller) return errorAnswer('unauthorized', 'Unauthorized', task.requestId);
+
+    const query = await ctx.store.getQuery(req.name);
+    if (!query) throw new CallError('query_not_found', `Saved query '${req.name}' not found`);
+    const version = selectVersion(query, req.version, caller);
+    const connectionName = req.connectionName ?? version.connection_name;
+    if (!connectionName) throw new CallError('connection_required', 'Connection name is missing');
+    authorizeCall(caller, query.name, version.connection_name, connectionName);
+    const connection = checkConnection(await ctx.store.getConnection(connectionName), connectionName);
+
+    const source = ctx.source(connection);
+    const planKey = version.uuid + '\u0000' + connection.name + '\u0000' + source.dialect;
+    let plan = ctx.plans.get(planKey);
+    if (!plan) ctx.plans.set(planKey, (plan = planCall(version, source.dialect)));
+    const bound = plan.bind(req.typed ? { kind: 'json', get: (n) => req.params[n] } : { kind: 'query', get: (n) => req.params[n] as string | undefined });
+    const paging = parsePaging(req, ctx.config.maxPageSize);
+    const timeout = effectiveTimeout(ctx.config.queryTimeout, req.timeout);
+
+    run = {
+      query: query.name, version: version.version, kind: 'saved', executed_at: localTimestamp(), status: 'success',
+      connection_name: connection.name, key_name: caller.name, request_id: task.requestId,
+      rows: null, duration_ms: null, serialization_ms: null, transport: 'rest',
+    };
+    if (plan.write) authorizeWrite(caller, query.name, plan.verb, ctx.config.allowWrites);
+
+    const started = performance.now();
+    const values = fillValues(plan, bound, paging.pageSize + 1, (paging.page - 1) * paging.pageSize);
+    const result = await source.run(plan.write ? plan.text : plan.pagedText, values, { timeoutMs: timeout * 1000, readOnly: !plan.write });
+    const executed = performance.now();
+
+    const rows = result.rows;
+    const hasMore = !plan.write && rows.length > paging.pageSize;
+    if (hasMore) rows.length = paging.pageSize;
+    const headers = ['Content-Type', CONTENT_TYPES.json, 'X-Page', String(paging.page), 'X-Page-Size', String(paging.pageSize), 'X-Has-More', hasMore ? 'true' : 'false'];
+    let body: string;
+    if (rows.length === 0) {
+      body = EMPTY_JSON; // the contract's empty answer, whatever the format
+    } else {
+      body = writerFor(plan, result.columns, req.format)(rows);
+      headers[1] = CONTENT_TYPES[req.format];
+    }
+    run.rows = rows.length;
+    run.duration_ms = Math.round(executed - started);
+    run.serialization_ms = Math.round((performance.now() - executed) * 10) / 10;
+    ctx.runs.add(run);
+    return { status: 200, headers, body };
+  } catch (e) {
+    const err = e instanceof CallError ? e : null;
+    if (!err) console.error(`[${task.requestId}] internal error in /q/${task.name}:`, e);
+    const code: ErrorCode = err ? err.code : 'internal_error';
+    let message = err ? err.message : 'An error occurred';
+    let extras = err?.extras;
+    // A scoped key never sees the database's own error text.
+    if (extras?.detail !== undefined && caller?.kind === 'key') {
+      const { detail: _hidden, ...rest } = extras;
+      extras = rest;
+      if (code === 'query_failed') message = HIDDEN_DETAIL;
+    }
+    if (run) {
+      run.status = 'error';
+      run.error = message;
+      run.code = code;
+      ctx.runs.add(run);
+    }
+    return errorAnswer(code, message, task.requestId, extras);
+  }
+}
+
+function errorAnswer(code: ErrorCode, message: string, requestId: string, extras?: CallError['extras']): CallAnswer {
+  const status = new CallError(code, message).status;
+  const headers = UNAUTHORIZED.slice();
+  if (extras?.retry_after !== undefined) headers.push('Retry-After', String(extras.retry_after));
+  return { status, headers, body: errorBody(code, message, requestId, extras) };
+}
+
+/** The admin key, a usable scoped key, open mode when no keys exist at all, or null (401). */
+async function authenticate(ctx: CallContext, supplied: string): Promise<Caller | null> {
+  if (supplied) {
+    if (isAdminKey(ctx.adminKey, supplied)) return ADMIN;
+    const key = await ctx.store.getKeyByHash(hashSecret(supplied));
+    return key && keyIsUsable(key, new Date()) ? { kind: 'key', name: key.name, key } : null;
+  }
+  if (ctx.adminKey) return null;
+  return (await ctx.store.countKeys()) === 0 ? OPEN : null;
+}
+
+/** A request may lower QUERYAPIGATE_QUERY_TIMEOUT, never raise it; 0 means no limit. */
+function effectiveTimeout(server: number, requested: number | null): number {
+  if (requested === null) return server;
+  return server === 0 ? requested : Math.min(server, requested);
+}
+
+function fillValues(plan: CallPlan, bound: unknown[], limit: number, offset: number): unknown[] {
+  const order = plan.order;
+  const n = order.length;
+  const values = new Array(plan.write ? n : n + 2);
+  for (let i = 0; i < n; i++) values[i] = bound[order[i]];
+  if (!plan.write) {
+    values[n] = limit;
+    values[n + 1] = offset;
+  }
+  return values;
+}

@@ -1,0 +1,107 @@
+// In charge of every QUERYAPIGATE_* variable: parsed and validated once at boot, then frozen and
+// trusted. A bad value stops startup with a message naming the variable. Imports no project module.
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+import * as v from 'valibot';
+
+export interface Config {
+  readonly home: string;
+  readonly host: string;
+  readonly port: number;
+  readonly databaseUrl: string | null;
+  readonly loadExamples: boolean;
+  readonly adminKey: string | null;
+  readonly allowWrites: boolean;
+  /** Seconds; 0 = no limit. */
+  readonly queryTimeout: number;
+  readonly maxPageSize: number;
+  readonly poolSize: number;
+  /** Executor threads; 0 runs calls inline in the acceptor. */
+  readonly workers: number;
+  /** Calls one executor thread takes at once before piscina queues. */
+  readonly tasksPerWorker: number;
+  /** Calls waiting for an executor beyond which the gateway answers 503. */
+  readonly maxQueue: number;
+  readonly historyLimit: number;
+  /** Seconds between batched history writes. */
+  readonly historyFlushInterval: number;
+  /** Runs an executor holds for the recorder before it drops and counts them. */
+  readonly historyMaxPending: number;
+  readonly maxBodyBytes: number;
+}
+
+const flag = v.pipe(
+  v.string(),
+  v.transform((s) => s.trim().toLowerCase()),
+  v.check((s) => ['1', 'true', 'yes', 'on', '0', 'false', 'no', 'off', ''].includes(s), 'must be 1/true/yes/on or 0/false/no/off'),
+  v.transform((s) => ['1', 'true', 'yes', 'on'].includes(s)),
+);
+const int = (min: number, max: number) =>
+  v.pipe(v.string(), v.trim(), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(min), v.maxValue(max));
+const num = (min: number, max: number) =>
+  v.pipe(v.string(), v.trim(), v.regex(/^\d+(\.\d+)?$/, 'must be a number'), v.transform(Number), v.minValue(min), v.maxValue(max));
+const text = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'));
+
+/** Each variable (without the QUERYAPIGATE_ prefix), its schema and its default as text. */
+const VARIABLES = {
+  HOME: [text, '.'],
+  HOST: [text, '127.0.0.1'],
+  PORT: [int(0, 65535), '5000'],
+  DATABASE_URL: [v.pipe(text, v.regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')), null],
+  LOAD_EXAMPLES: [flag, '0'],
+  API_KEY: [text, null],
+  ALLOW_WRITES: [flag, '0'],
+  QUERY_TIMEOUT: [num(0, 86400), '30'],
+  MAX_PAGE_SIZE: [int(1, 1_000_000), '1000'],
+  POOL_SIZE: [int(1, 1000), '8'],
+  WORKERS: [int(0, 256), String(Math.max(1, availableParallelism() - 1))],
+  TASKS_PER_WORKER: [int(1, 100_000), '64'],
+  MAX_QUEUE: [int(1, 10_000_000), '4096'],
+  HISTORY_LIMIT: [int(1, 1_000_000), '50'],
+  HISTORY_FLUSH_INTERVAL: [num(0.01, 60), '1'],
+  HISTORY_MAX_PENDING: [int(1, 10_000_000), '10000'],
+  MAX_BODY_BYTES: [int(1, 1 << 30), String(1 << 20)],
+} as const;
+
+type Name = keyof typeof VARIABLES;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = [];
+  const read = (name: Name): any => {
+    const [schema, fallback] = VARIABLES[name];
+    const raw = env[`QUERYAPIGATE_${name}`];
+    const value = raw === undefined || raw === '' ? fallback : raw;
+    if (value === null) return null;
+    const parsed = v.safeParse(schema as v.GenericSchema<string, unknown>, value);
+    if (parsed.success) return parsed.output;
+    problems.push(`QUERYAPIGATE_${name}=${JSON.stringify(raw)}: ${parsed.issues[0].message}`);
+    return null;
+  };
+  const config: Config = {
+    home: resolve(read('HOME')),
+    host: read('HOST'),
+    port: read('PORT'),
+    databaseUrl: read('DATABASE_URL'),
+    loadExamples: read('LOAD_EXAMPLES'),
+    adminKey: read('API_KEY'),
+    allowWrites: read('ALLOW_WRITES'),
+    queryTimeout: read('QUERY_TIMEOUT'),
+    maxPageSize: read('MAX_PAGE_SIZE'),
+    poolSize: read('POOL_SIZE'),
+    workers: read('WORKERS'),
+    tasksPerWorker: read('TASKS_PER_WORKER'),
+    maxQueue: read('MAX_QUEUE'),
+    historyLimit: read('HISTORY_LIMIT'),
+    historyFlushInterval: read('HISTORY_FLUSH_INTERVAL'),
+    historyMaxPending: read('HISTORY_MAX_PENDING'),
+    maxBodyBytes: read('MAX_BODY_BYTES'),
+  };
+  if (problems.length) throw new ConfigError(problems);
+  return Object.freeze(config);
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+}

@@ -1,0 +1,73 @@
+// In charge of the acceptor's routes: /health, /q/<name> (handed to the executors), the management
+// API under /api/v1, and a catch-all 404. Built once before listen; the acceptor never runs SQL.
+import uWS from 'uWebSockets.js';
+import { ApiRouter, requireAdmin, type ControlContext } from '../api/routes.js';
+import { apiKeyRoutes } from '../api/apiKeys.js';
+import { connectionRoutes } from '../api/connections.js';
+import { historyRoutes } from '../api/history.js';
+import { queryRoutes } from '../api/queries.js';
+import { CallError } from '../call/errors.js';
+import type { CallTask } from '../call/messages.js';
+import type { Dispatcher } from './dispatch.js';
+import { errorAnswer, jsonAnswer, serve, type Answer, type Handler, type Request } from './respond.js';
+
+export const VERSION = '0.1.0';
+
+export function buildApp(control: ControlContext, dispatcher: Dispatcher, state: { draining: boolean }): uWS.TemplatedApp {
+  const maxBody = control.config.maxBodyBytes;
+  const router = new ApiRouter();
+  connectionRoutes(router);
+  queryRoutes(router);
+  apiKeyRoutes(router);
+  historyRoutes(router);
+  router.lock();
+
+  const health = healthBody();
+  const call: Handler = (req) => {
+    if (state.draining) return errorAnswer(503, 'unavailable', 'The server is shutting down', req.requestId);
+    if (req.method !== 'GET' && req.method !== 'POST') return errorAnswer(405, 'method_not_allowed', 'Method not allowed', req.requestId);
+    const task: CallTask = {
+      requestId: req.requestId, method: req.method, name: decodeName(req.url.slice(3)), query: req.query, apiKey: req.apiKey,
+      contentType: req.contentType, ifNoneMatch: req.ifNoneMatch, body: req.body, clientIp: req.ip, receivedAt: req.receivedAt,
+    };
+    return dispatcher.run(task);
+  };
+  const api: Handler = async (req) => {
+    try {
+      const found = router.match(req.method, req.url);
+      if (found === null) return errorAnswer(404, 'not_found', 'Not found', req.requestId);
+      await requireAdmin(control, req);
+      if (found === 'method_not_allowed') return errorAnswer(405, 'method_not_allowed', 'Method not allowed', req.requestId);
+      return await found.handler(control, req, found.params);
+    } catch (e) {
+      if (e instanceof CallError) return errorAnswer(e.status, e.code, e.message, req.requestId, e.extras);
+      throw e;
+    }
+  };
+  const notFound: Handler = (req) => errorAnswer(404, 'not_found', 'Not found', req.requestId);
+
+  return uWS.App()
+    .get('/health', (res, req) => serve(res, req, () => health, maxBody))
+    .any('/q/*', (res, req) => serve(res, req, call, maxBody))
+    .any('/api/v1/*', (res, req) => serve(res, req, api, maxBody))
+    .any('/*', (res, req) => serve(res, req, notFound, maxBody));
+}
+
+function decodeName(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+function healthBody(): Answer {
+  const offsetMin = -new Date().getTimezoneOffset();
+  const sign = offsetMin >= 0 ? '+' : '-';
+  const abs = Math.abs(offsetMin);
+  const offset = `${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone ?? null;
+  return jsonAnswer(200, { status: 'ok', version: VERSION, time_zone: zone, utc_offset: offset });
+}
+
+export type { Request };

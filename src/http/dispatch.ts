@@ -1,0 +1,58 @@
+// In charge of handing /q/ calls to the executors: a piscina pool tuned for I/O-bound tasks, or the
+// same call module inline when QUERYAPIGATE_WORKERS=0. A full queue answers 503 at once.
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import { createCallContext } from '../call/context.js';
+import { errorBody } from '../call/errors.js';
+import type { CallAnswer, CallTask } from '../call/messages.js';
+import { runCall } from '../call/runCall.js';
+import type { Config } from '../config.js';
+
+export interface Dispatcher {
+  run(task: CallTask): Promise<CallAnswer>;
+  /** Calls refused because the queue was full. */
+  readonly refused: number;
+  close(): Promise<void>;
+}
+
+const EXECUTOR = fileURLToPath(new URL('../../workers/executor.js', import.meta.url));
+
+export function createDispatcher(config: Config): Dispatcher {
+  if (config.workers === 0) {
+    const ctx = createCallContext(config);
+    return { run: (task) => runCall(ctx, task), refused: 0, close: () => ctx.close() };
+  }
+  const pool = new Piscina({
+    filename: EXECUTOR,
+    workerData: config,
+    minThreads: config.workers,
+    maxThreads: config.workers,
+    concurrentTasksPerWorker: config.tasksPerWorker,
+    maxQueue: config.maxQueue,
+    idleTimeout: 2 ** 31 - 1,
+    // An executor blocked in Atomics.wait would miss BroadcastChannel invalidations and pool timers.
+    atomics: 'disabled',
+  });
+  let refused = 0;
+  return {
+    run(task) {
+      return pool.run(task).catch((e: Error) => {
+        if (/queue is at limit/i.test(e.message)) {
+          refused++;
+          return {
+            status: 503,
+            headers: ['Content-Type', 'application/json', 'Retry-After', '1'],
+            body: errorBody('unavailable', 'The server is busy; try again shortly', task.requestId, { retry_after: 1 }),
+          };
+        }
+        throw e;
+      });
+    },
+    get refused() {
+      return refused;
+    },
+    async close() {
+      await pool.close();
+    },
+  };
+}

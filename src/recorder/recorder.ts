@@ -1,0 +1,73 @@
+// In charge of writing run history: takes batches from every executor, keeps a bounded queue, and
+// writes it to the store in one transaction per flush. Used by workers/recorder.ts; knows nothing
+// of HTTP or executors beyond the batch message.
+import { attachStore, type Store, type StoreLocation } from '../store/store.js';
+import type { RunRecord } from '../store/types.js';
+import { RUNS_CHANNEL, type RunBatchMessage } from './batcher.js';
+
+export interface RecorderSettings extends StoreLocation {
+  historyLimit: number;
+  historyFlushInterval: number;
+  historyMaxPending: number;
+}
+
+export interface RecorderCounts {
+  recorded: number;
+  dropped: number;
+  failed: number;
+  pending: number;
+}
+
+const BATCH = 500;
+
+export class Recorder {
+  #store: Store;
+  #queue: RunRecord[] = [];
+  #counts = { recorded: 0, dropped: 0, failed: 0 };
+  #channel = new BroadcastChannel(RUNS_CHANNEL);
+  #timer: NodeJS.Timeout;
+  #writing: Promise<void> = Promise.resolve();
+
+  constructor(readonly settings: RecorderSettings) {
+    this.#store = attachStore(settings, { readonly: false, max: 2 });
+    this.#channel.onmessage = (e: MessageEvent) => this.take(e.data as RunBatchMessage);
+    this.#timer = setInterval(() => void this.flush(), settings.historyFlushInterval * 1000);
+  }
+
+  take(m: RunBatchMessage): void {
+    this.#counts.dropped += m.dropped;
+    const room = this.settings.historyMaxPending - this.#queue.length;
+    if (m.runs.length > room) this.#counts.dropped += m.runs.length - Math.max(0, room);
+    for (let i = 0; i < m.runs.length && i < room; i++) this.#queue.push(m.runs[i]);
+    if (this.#queue.length >= BATCH) void this.flush();
+  }
+
+  /** Writes everything queued so far; batches are written one after another. */
+  flush(): Promise<void> {
+    this.#writing = this.#writing.then(async () => {
+      while (this.#queue.length) {
+        const batch = this.#queue.splice(0, BATCH * 10);
+        try {
+          await this.#store.writeRuns(batch, this.settings.historyLimit);
+          this.#counts.recorded += batch.length;
+        } catch (e) {
+          this.#counts.failed += batch.length;
+          console.error(`recorder: could not write ${batch.length} runs: ${(e as Error).message}`);
+        }
+      }
+    });
+    return this.#writing;
+  }
+
+  counts(): RecorderCounts {
+    return { ...this.#counts, pending: this.#queue.length };
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    await new Promise((r) => setTimeout(r, 20)); // let batches already posted arrive
+    this.#channel.close();
+    await this.flush();
+    await this.#store.close();
+  }
+}

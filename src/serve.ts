@@ -1,0 +1,116 @@
+// In charge of the server's life: open and migrate the store, load the examples when asked, start
+// the recorder thread and the executors, listen, and on SIGTERM/SIGINT stop accepting, finish the
+// calls in flight, flush the recorder and exit 0.
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import uWS from 'uWebSockets.js';
+import type { ControlContext } from './api/routes.js';
+import { CHANGES_CHANNEL, type ChangeMessage } from './call/context.js';
+import type { Config } from './config.js';
+import { loadExamples } from './examples/load.js';
+import { buildApp } from './http/app.js';
+import { createDispatcher, type Dispatcher } from './http/dispatch.js';
+import type { RecorderSettings } from './recorder/recorder.js';
+import { openStore } from './store/store.js';
+
+const RECORDER = fileURLToPath(new URL('../workers/recorder.js', import.meta.url));
+
+export interface RunningServer {
+  port: number;
+  stop(): Promise<void>;
+}
+
+export async function startServer(config: Config, log: (line: string) => void = console.log): Promise<RunningServer> {
+  const store = await openStore(config);
+  if (config.loadExamples) {
+    const loaded = await loadExamples(store, config.home);
+    for (const k of loaded.createdKeys) {
+      log(`Example key ${k.name} (shown once): ${k.secret}  queries: ${k.queries.join(', ')}`);
+    }
+  }
+
+  const recorder = startRecorder(config);
+  const dispatcher = countInFlight(createDispatcher(config));
+  const changes = new BroadcastChannel(CHANGES_CHANNEL);
+  const control: ControlContext = {
+    config,
+    store,
+    adminKey: config.adminKey ? Buffer.from(config.adminKey, 'utf8') : null,
+    connectionChanged: (name) => changes.postMessage({ kind: 'connection', name } satisfies ChangeMessage),
+    flushHistory: () => recorder.request('flush').then(() => undefined),
+  };
+  const state = { draining: false };
+  const app = buildApp(control, dispatcher, state);
+
+  const { token, port } = await new Promise<{ token: uWS.us_listen_socket; port: number }>((resolve, reject) => {
+    app.listen(config.host, config.port, (t) => {
+      if (t) resolve({ token: t, port: uWS.us_socket_local_port(t) });
+      else reject(new Error(`Could not listen on ${config.host}:${config.port} (is the port taken?)`));
+    });
+  });
+
+  let stopping: Promise<void> | null = null;
+  const stop = () =>
+    (stopping ??= (async () => {
+      state.draining = true;
+      uWS.us_listen_socket_close(token);
+      await dispatcher.idle();
+      await dispatcher.close();
+      await recorder.request('stop');
+      await recorder.worker.terminate();
+      changes.close();
+      await store.close();
+      (app as unknown as { close(): void }).close(); // closes kept-alive sockets too
+    })());
+  return { port, stop };
+}
+
+/** Wraps the dispatcher so shutdown can wait for the calls in flight. */
+function countInFlight(d: Dispatcher): Dispatcher & { idle(): Promise<void> } {
+  let inFlight = 0;
+  let waiters: Array<() => void> = [];
+  const settle = () => {
+    if (--inFlight === 0) {
+      for (const w of waiters) w();
+      waiters = [];
+    }
+  };
+  return {
+    run(task) {
+      inFlight++;
+      const p = d.run(task);
+      p.then(settle, settle);
+      return p;
+    },
+    get refused() {
+      return d.refused;
+    },
+    close: () => d.close(),
+    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => waiters.push(r))),
+  };
+}
+
+function startRecorder(config: Config) {
+  const settings: RecorderSettings = {
+    home: config.home, databaseUrl: config.databaseUrl, historyLimit: config.historyLimit,
+    historyFlushInterval: config.historyFlushInterval, historyMaxPending: config.historyMaxPending,
+  };
+  const worker = new Worker(RECORDER, { workerData: settings });
+  let next = 0;
+  const pending = new Map<number, (v: unknown) => void>();
+  worker.on('message', (m: { id: number }) => {
+    pending.get(m.id)?.(m);
+    pending.delete(m.id);
+  });
+  worker.on('error', (e) => console.error('recorder thread failed:', e));
+  return {
+    worker,
+    request(op: 'flush' | 'stop' | 'counts'): Promise<unknown> {
+      const id = ++next;
+      return new Promise((resolve) => {
+        pending.set(id, resolve);
+        worker.postMessage({ id, op });
+      });
+    },
+  };
+}

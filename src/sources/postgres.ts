@@ -1,0 +1,262 @@
+// In charge of running statements on PostgreSQL through postgres.js (pools, value parsing, read-only
+// sessions, statement timeouts, error mapping); must not import keys, HTTP, governance or the store.
+
+import postgres from 'postgres';
+import { CallError } from '../call/errors.js';
+import type { ConnectionConfig, ResultSet, RunOptions, Source, SourceSettings } from './types.js';
+
+type Sql = postgres.Sql<{}>;
+
+/**
+ * One postgres.js client per connection (`max: 1`). Measured (DESIGN, "Measured traps"): a client
+ * with more queries in flight than connections gets slower the longer it runs, while `max: 1`
+ * clients used in turn stay fast; several calls on one client are pipelined on its connection.
+ */
+interface Client {
+  sql: Sql;
+  /** Calls in flight on this client; the least busy client takes the next call. */
+  busy: number;
+}
+
+// Value types, decided once for every pool. Parsers get the text form of a column; serializers turn
+// a bound value into the text PostgreSQL parses (for `prepare: true` the server tells us each
+// parameter's type, so these run by the parameter's declared type).
+const PG_TYPES: Record<string, postgres.PostgresType> = {
+  // int8: a number while it is exact, else the decimal string (never a rounded number).
+  int8: { to: 20, from: [20], serialize: (x: unknown) => String(x), parse: parseInt8 },
+  // numeric: a float, as the contract's Decimal → float.
+  numeric: { to: 1700, from: [1700], serialize: (x: unknown) => String(x), parse: (x: string) => +x },
+  // timestamp without time zone: the wall-clock value read as UTC, so it does not move with the
+  // process's TZ. Values a JS Date can't hold (infinity, BC, year > 9999, LMT offsets) stay strings.
+  timestamp: { to: 1114, from: [1114], serialize: serializeTime, parse: parseTimestamp },
+  timestamptz: { to: 1184, from: [1184], serialize: serializeTime, parse: parseTimestamptz },
+  // date: 'YYYY-MM-DD' as PostgreSQL prints it (postgres.js would make it a local-midnight Date).
+  date: { to: 1082, from: [1082], serialize: serializeTime, parse: (x: string) => x },
+  // A string bound to a json parameter is the JSON text itself (as psycopg2 sends it), not a JSON string.
+  json: {
+    to: 114,
+    from: [114, 3802],
+    serialize: (x: unknown) => (typeof x === 'string' ? x : JSON.stringify(x)),
+    parse: (x: string) => JSON.parse(x),
+  },
+  // postgres.js sends 'f' for anything but `true`; let the server parse 'true', 'yes', '1', ...
+  boolean: {
+    to: 16,
+    from: [16],
+    serialize: (x: unknown) => (x === true ? 't' : x === false ? 'f' : String(x)),
+    parse: (x: string) => x === 't',
+  },
+};
+
+const noop = (): void => {};
+const columnNames = new WeakMap<object, string[]>();
+
+export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): Source {
+  const size = Math.max(1, Math.floor(settings.poolSize) || 0);
+  const defaultMs = toMs(settings.queryTimeoutMs ?? 0);
+  const password = conn.password ?? '';
+  const readPool = makePool(true);
+  let writePool: Client[] | null = null;
+  let next = 0;
+  let closed = false;
+
+  return {
+    dialect: 'postgres',
+    run,
+    close,
+  };
+
+  async function run(text: string, values: unknown[], opts: RunOptions): Promise<ResultSet> {
+    if (closed) throw new CallError('connection_failed', 'Could not connect to the database', { detail: 'source closed' });
+    const client = pick(opts.readOnly ? readPool : (writePool ??= makePool(false)));
+    const ms = toMs(opts.timeoutMs);
+    client.busy++;
+    try {
+      let res: postgres.RowList<postgres.Row[]>;
+      if (ms === defaultMs) {
+        res = await client.sql.unsafe(text, values as never[], { prepare: true }).values();
+      } else {
+        // A different limit for this call: SET, the statement and RESET go out back to back on the
+        // client's one connection (pipelined, no extra round trip, nothing else can slip between);
+        // RESET returns to the session's startup value, and a reconnect starts from it anyway.
+        client.sql.unsafe(`set statement_timeout = ${ms}`).catch(noop);
+        const q = client.sql.unsafe(text, values as never[], { prepare: true }).values().execute();
+        client.sql.unsafe('reset statement_timeout').catch(noop);
+        res = await q;
+      }
+      const columns = namesOf(res.columns);
+      const rowCount = res.length > 0 || columns.length > 0 ? res.length : (res.count ?? 0);
+      return { columns, rows: res as unknown as unknown[][], rowCount };
+    } catch (err) {
+      throw toCallError(err, ms, password);
+    } finally {
+      client.busy--;
+    }
+  }
+
+  async function close(): Promise<void> {
+    if (closed) return;
+    closed = true;
+    const all = writePool ? readPool.concat(writePool) : readPool;
+    await Promise.all(all.map((c) => c.sql.end({ timeout: 5 })));
+  }
+
+  /** The least busy client, ties broken round-robin so idle connections share the load. */
+  function pick(pool: Client[]): Client {
+    const n = pool.length;
+    const start = next;
+    next = (next + 1) % n;
+    let best = pool[start]!;
+    for (let i = 1; i < n && best.busy > 0; i++) {
+      const c = pool[(start + i) % n]!;
+      if (c.busy < best.busy) best = c;
+    }
+    return best;
+  }
+
+  function makePool(readOnly: boolean): Client[] {
+    const pool: Client[] = [];
+    for (let i = 0; i < size; i++) pool.push(makeClient(readOnly));
+    return pool;
+  }
+
+  function makeClient(readOnly: boolean): Client {
+    const connection: Record<string, string | number | boolean> = { application_name: 'queryapigate' };
+    // Startup parameters cost nothing per call. A read pool's sessions refuse writes themselves
+    // (SQLSTATE 25006); the write pool is a separate set of sessions, created on first use.
+    if (defaultMs > 0) connection.statement_timeout = defaultMs;
+    if (readOnly) connection.default_transaction_read_only = 'on';
+    const client: Client = { sql: undefined as unknown as Sql, busy: 0 };
+    client.sql = postgres({
+      host: conn.host || 'localhost',
+      port: conn.port || 5432,
+      database: conn.database || undefined,
+      username: conn.user || undefined,
+      password: conn.password || undefined,
+      ssl: sslOption(conn.options?.sslmode),
+      max: 1, // max_pipeline stays at postgres.js's 100 (not in its typings)
+      prepare: true,
+      // Kept on: it is one catalogue query per new connection, and without it arrays come back as
+      // '{1,2}' strings instead of parsed values (element parsers above apply inside arrays too).
+      fetch_types: true,
+      idle_timeout: settings.idleTimeoutS ?? 300,
+      // Jittered, as postgres.js does by default, so a pool's connections do not all recycle at once.
+      max_lifetime: 60 * (30 + Math.random() * 30),
+      connect_timeout: 5,
+      onnotice: noop,
+      // PostgreSQL ≥ 14 reports default_transaction_read_only. A read session that switched it off
+      // (e.g. `select set_config('default_transaction_read_only', 'off', false)`) is switched back
+      // before any later call reaches it. Best effort: the SQL guard is the first line.
+      onparameter: readOnly
+        ? (key: string, value: unknown) => {
+            if (key === 'default_transaction_read_only' && value === 'off') {
+              client.sql.unsafe('set default_transaction_read_only = on').catch(noop);
+            }
+          }
+        : undefined,
+      transform: { undefined: null },
+      connection: connection as Partial<postgres.ConnectionParameters>,
+      types: PG_TYPES,
+    }) as unknown as Sql;
+    return client;
+  }
+}
+
+/** A limit in whole ms (0 = none); fractions round up so a tiny limit never becomes "none". */
+function toMs(timeoutMs: number): number {
+  return timeoutMs > 0 ? Math.max(1, Math.ceil(timeoutMs)) : 0;
+}
+
+function namesOf(columns: readonly { name: string }[] | undefined): string[] {
+  if (!columns) return [];
+  let names = columnNames.get(columns);
+  if (!names) {
+    names = columns.map((c) => c.name);
+    columnNames.set(columns, names);
+  }
+  return names;
+}
+
+function parseInt8(x: string): number | string {
+  const n = +x;
+  return Number.isSafeInteger(n) ? n : x;
+}
+
+function parseTimestamp(x: string): Date | string {
+  const d = new Date(x.replace(' ', 'T') + 'Z');
+  return Number.isNaN(d.getTime()) ? x : d;
+}
+
+function parseTimestamptz(x: string): Date | string {
+  const d = new Date(x);
+  return Number.isNaN(d.getTime()) ? x : d;
+}
+
+function serializeTime(x: unknown): string {
+  return x instanceof Date ? x.toISOString() : String(x);
+}
+
+function sslOption(mode: unknown): postgres.Options<{}>['ssl'] {
+  switch (mode) {
+    case undefined:
+    case null:
+    case 'disable':
+      return false;
+    case 'allow':
+    case 'prefer':
+    case 'require':
+    case 'verify-full':
+      return mode;
+    case 'verify-ca':
+      return { rejectUnauthorized: true, checkServerIdentity: () => undefined };
+    default:
+      throw new CallError('connection_misconfigured', `Unsupported sslmode '${String(mode)}'`);
+  }
+}
+
+// SQLSTATEs that mean the session could not be had or was lost: connection exceptions (08),
+// authorization (28), unknown database, too many connections, shutdown or termination.
+const PG_CONNECT_STATES = new Set(['3D000', '53300', '57P01', '57P02', '57P03', '57P04', '57P05']);
+// postgres.js's own (non-server) codes for a connection that failed or went away.
+const DRIVER_CONNECT_CODES = new Set([
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_DESTROYED',
+  'CONNECTION_ENDED',
+  'SASL_SIGNATURE_MISMATCH',
+  'AUTH_TYPE_NOT_IMPLEMENTED',
+]);
+
+function toCallError(err: unknown, ms: number, password: string): CallError {
+  if (err instanceof CallError) return err;
+  const e = (err ?? {}) as { name?: unknown; code?: unknown; syscall?: unknown; message?: unknown };
+  const code = typeof e.code === 'string' ? e.code : '';
+  const detail = redact(typeof e.message === 'string' ? e.message : String(err), password);
+  if (e.name === 'PostgresError') {
+    if (code === '57014' && detail.includes('statement timeout')) return timeoutError(ms);
+    if (code === '25006') {
+      return new CallError('read_only', 'The database refused a write: the statement ran in a read-only session', {
+        detail,
+      });
+    }
+    if (code.startsWith('08') || code.startsWith('28') || PG_CONNECT_STATES.has(code)) return connectionFailed(detail);
+  } else if (DRIVER_CONNECT_CODES.has(code) || typeof e.syscall === 'string' || /CERT|TLS|SSL/.test(code)) {
+    return connectionFailed(detail);
+  }
+  return new CallError('query_failed', 'An error occurred while executing the SQL query', { detail });
+}
+
+function timeoutError(ms: number): CallError {
+  const seconds = ms / 1000;
+  return new CallError('query_timeout', `The query exceeded the time limit of ${seconds} seconds and was cancelled`, {
+    timeout: seconds,
+  });
+}
+
+function connectionFailed(detail: string): CallError {
+  return new CallError('connection_failed', 'Could not connect to the database', { detail });
+}
+
+function redact(message: string, password: string): string {
+  return password && message.includes(password) ? message.split(password).join('***') : message;
+}

@@ -1,0 +1,133 @@
+// In charge of running statements on a read-only SQLite file through better-sqlite3 (statement
+// cache, integer safety, error mapping); must not import keys, HTTP, governance or the store.
+
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { LRUCache } from 'lru-cache';
+import { CallError } from '../call/errors.js';
+import type { ConnectionConfig, ResultSet, RunOptions, Source, SourceSettings } from './types.js';
+
+type Statement = Database.Statement<unknown[], unknown[]>;
+
+/**
+ * Decisions:
+ * - Read-only, as the contract says (`mode=ro`): the file is opened `readonly`, and a statement
+ *   that returns no data (`stmt.reader === false`: INSERT, CREATE TEMP TABLE, ATTACH, ...) is
+ *   refused before it runs, whatever `opts.readOnly` says. One connection per source, not pooled.
+ * - Integers are read with `safeIntegers` (as BigInt) and turned into numbers when exact, or into
+ *   their decimal string beyond 2^53, so a large INTEGER is never rounded (same rule as int8 on
+ *   PostgreSQL). REAL stays a number, BLOB a Buffer, TEXT a string.
+ * - Timeout: better-sqlite3 runs on the calling thread and exposes neither a progress handler nor
+ *   sqlite3_interrupt, so a running statement cannot be stopped from JS. The limit is checked when
+ *   the statement returns: past it, the rows are dropped and the call is `query_timeout`, so the
+ *   contract's answer holds, but the thread was busy for the whole run. Waits on a writer's lock
+ *   are bounded by the busy timeout (5 s), not by the call's limit.
+ */
+const BUSY_TIMEOUT_MS = 5000;
+const STATEMENT_CACHE_SIZE = 500;
+
+export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): Source {
+  if (!conn.database) {
+    throw new CallError('connection_misconfigured', 'A SQLite connection needs `database`, the path of its file');
+  }
+  const file = path.isAbsolute(conn.database) ? conn.database : path.join(settings.home, conn.database);
+  let db: Database.Database;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
+  } catch (err) {
+    throw new CallError('connection_failed', 'Could not connect to the database', { detail: messageOf(err) });
+  }
+  const statements = new LRUCache<string, Statement>({ max: STATEMENT_CACHE_SIZE });
+
+  return {
+    dialect: 'sqlite',
+    run,
+    close,
+  };
+
+  async function run(text: string, values: unknown[], opts: RunOptions): Promise<ResultSet> {
+    const started = opts.timeoutMs > 0 ? performance.now() : 0;
+    let rows: unknown[][];
+    let columns: string[];
+    try {
+      const stmt = prepare(text);
+      // Names per run, not cached: a schema change on the file can change what `*` expands to.
+      columns = stmt.columns().map((c) => c.name);
+      rows = stmt.all(...bindable(values)) as unknown[][];
+    } catch (err) {
+      throw toCallError(err);
+    }
+    if (opts.timeoutMs > 0 && performance.now() - started > opts.timeoutMs) throw timeoutError(opts.timeoutMs);
+    for (const row of rows) {
+      for (let i = 0; i < row.length; i++) {
+        const v = row[i];
+        if (typeof v === 'bigint') row[i] = Number.isSafeInteger(Number(v)) ? Number(v) : v.toString();
+      }
+    }
+    return { columns, rows, rowCount: rows.length };
+  }
+
+  async function close(): Promise<void> {
+    statements.clear();
+    if (db.open) db.close();
+  }
+
+  function prepare(text: string): Statement {
+    let stmt = statements.get(text);
+    if (!stmt) {
+      stmt = db.prepare<unknown[], unknown[]>(text);
+      if (!stmt.reader) {
+        throw new CallError('read_only', 'Only statements that read are allowed: SQLite connections are read-only');
+      }
+      stmt.raw(true).safeIntegers(true);
+      statements.set(text, stmt);
+    }
+    return stmt;
+  }
+}
+
+/** better-sqlite3 binds numbers, strings, bigints, buffers and null; map the rest like sqlite3 does. */
+function bindable(values: unknown[]): unknown[] {
+  let out = values;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    let w: unknown = v;
+    if (v === undefined) w = null;
+    else if (typeof v === 'boolean') w = v ? 1 : 0;
+    else if (v instanceof Date) w = v.toISOString();
+    else if (v !== null && typeof v === 'object' && !Buffer.isBuffer(v)) w = JSON.stringify(v);
+    if (w !== v) {
+      if (out === values) out = values.slice();
+      out[i] = w;
+    }
+  }
+  return out;
+}
+
+function toCallError(err: unknown): CallError {
+  if (err instanceof CallError) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  const detail = messageOf(err);
+  if (typeof code === 'string') {
+    if (code.startsWith('SQLITE_READONLY')) {
+      return new CallError('read_only', 'Only statements that read are allowed: SQLite connections are read-only', {
+        detail,
+      });
+    }
+    if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CANTOPEN')) {
+      return new CallError('connection_failed', 'Could not connect to the database', { detail });
+    }
+  }
+  return new CallError('query_failed', 'An error occurred while executing the SQL query', { detail });
+}
+
+function timeoutError(ms: number): CallError {
+  const seconds = ms / 1000;
+  return new CallError('query_timeout', `The query exceeded the time limit of ${seconds} seconds and was cancelled`, {
+    timeout: seconds,
+  });
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,102 @@
+// In charge of one tiny SQL interface over the two store engines (better-sqlite3 and postgres.js),
+// so the store's queries are written once with `?` markers. Knows nothing of the store's tables.
+import Database from 'better-sqlite3';
+import postgres from 'postgres';
+
+export interface SqlDb {
+  readonly dialect: 'sqlite' | 'postgres';
+  all<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+  run(text: string, params?: unknown[]): Promise<number>;
+  /** Runs fn in one transaction (serialized on SQLite, where the connection is shared). */
+  tx<T>(fn: (db: SqlDb) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export function openSqlite(file: string, opts: { readonly?: boolean } = {}): SqlDb {
+  const db = new Database(file, { readonly: opts.readonly ?? false, fileMustExist: opts.readonly ?? false });
+  db.pragma('busy_timeout = 5000');
+  if (!opts.readonly) {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+  }
+  const statements = new Map<string, Database.Statement>(); // the store's SQL is a fixed, small set
+  const prepare = (text: string) => {
+    let s = statements.get(text);
+    if (!s) statements.set(text, (s = db.prepare(text)));
+    return s;
+  };
+  const bind = (params: unknown[]) => params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p));
+  let chain: Promise<unknown> = Promise.resolve();
+  const self: SqlDb = {
+    dialect: 'sqlite',
+    async all<T>(text: string, params: unknown[] = []) {
+      return prepare(text).all(...bind(params)) as T[];
+    },
+    async run(text, params = []) {
+      return prepare(text).run(...bind(params)).changes;
+    },
+    tx<T>(fn: (db: SqlDb) => Promise<T>) {
+      const next = chain.then(async () => {
+        db.exec('BEGIN IMMEDIATE');
+        try {
+          const out = await fn(self);
+          db.exec('COMMIT');
+          return out;
+        } catch (e) {
+          if (db.inTransaction) db.exec('ROLLBACK');
+          throw e;
+        }
+      });
+      chain = next.catch(() => undefined);
+      return next;
+    },
+    async close() {
+      db.close();
+    },
+  };
+  return self;
+}
+
+export function openPostgres(url: string, opts: { max?: number } = {}): SqlDb {
+  const sql = postgres(url, {
+    max: opts.max ?? 4,
+    idle_timeout: 60,
+    connect_timeout: 10,
+    onnotice: () => undefined,
+    types: { bigint: postgres.BigInt },
+  });
+  const positional = new Map<string, string>();
+  const toPg = (text: string) => {
+    let out = positional.get(text);
+    if (out === undefined) {
+      let n = 0;
+      out = text.replace(/\?/g, () => `$${++n}`);
+      positional.set(text, out);
+    }
+    return out;
+  };
+  const wrap = (q: postgres.Sql | postgres.TransactionSql): SqlDb => ({
+    dialect: 'postgres',
+    async all<T>(text: string, params: unknown[] = []) {
+      const rows = await q.unsafe(toPg(text), params as postgres.ParameterOrJSON<never>[], { prepare: true });
+      return rows.map(fromPg) as T[];
+    },
+    async run(text, params = []) {
+      const res = await q.unsafe(toPg(text), params as postgres.ParameterOrJSON<never>[], { prepare: true });
+      return res.count;
+    },
+    tx<T>(fn: (db: SqlDb) => Promise<T>) {
+      return sql.begin((t) => fn(wrap(t))) as Promise<T>;
+    },
+    async close() {
+      await sql.end({ timeout: 5 });
+    },
+  });
+  return wrap(sql);
+}
+
+/** Store ids are BIGSERIAL on PostgreSQL; they stay far below 2^53, so plain numbers. */
+function fromPg(row: Record<string, unknown>): Record<string, unknown> {
+  for (const k in row) if (typeof row[k] === 'bigint') row[k] = Number(row[k]);
+  return row;
+}

@@ -1,0 +1,280 @@
+// In charge of reading and writing the store's rows (connections, saved queries and versions, API
+// keys, run history) on either engine. Rows are validated by the API layer before they get here.
+import { join } from 'node:path';
+import { migrate } from './migrations.js';
+import { openPostgres, openSqlite, type SqlDb } from './sql.js';
+import type {
+  ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, RunRecord, VersionFields, VersionRow,
+} from './types.js';
+
+export const STORE_FILE = 'queryapigate.db';
+
+export interface StoreLocation {
+  home: string;
+  databaseUrl: string | null;
+}
+
+/** Opens the store and brings its schema up to date (the control plane's copy). */
+export async function openStore(where: StoreLocation): Promise<Store> {
+  const db = where.databaseUrl ? openPostgres(where.databaseUrl) : openSqlite(join(where.home, STORE_FILE));
+  try {
+    await migrate(db);
+  } catch (e) {
+    await db.close();
+    throw e;
+  }
+  return new Store(db);
+}
+
+/** An executor's or the recorder's own connection to an existing, migrated store. */
+export function attachStore(where: StoreLocation, opts: { readonly: boolean; max?: number }): Store {
+  return new Store(
+    where.databaseUrl
+      ? openPostgres(where.databaseUrl, { max: opts.max ?? 2 })
+      : openSqlite(join(where.home, STORE_FILE), { readonly: opts.readonly }),
+  );
+}
+
+/** Local time as the contract writes it: YYYY-MM-DD HH:MM:SS. */
+export function localTimestamp(d = new Date()): string {
+  const p = (n: number) => (n < 10 ? '0' + n : '' + n);
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+const bool = (v: unknown) => v === 1 || v === true || v === '1';
+
+export class Store {
+  constructor(readonly db: SqlDb) {}
+
+  close(): Promise<void> {
+    return this.db.close();
+  }
+
+  // ── connections ───────────────────────────────────────────────────────────────────────────
+  async listConnections(): Promise<ConnectionRow[]> {
+    return (await this.db.all<any>('SELECT * FROM connections ORDER BY name')).map(toConnection);
+  }
+
+  async getConnection(name: string): Promise<ConnectionRow | null> {
+    const rows = await this.db.all<any>('SELECT * FROM connections WHERE name = ?', [name]);
+    return rows.length ? toConnection(rows[0]) : null;
+  }
+
+  async putConnection(c: ConnectionRow, isNew: boolean): Promise<boolean> {
+    const details = JSON.stringify({ host: c.host, port: c.port, database: c.database, user: c.user, password: c.password, options: c.options });
+    if (isNew) {
+      const sql = this.db.dialect === 'sqlite'
+        ? 'INSERT OR IGNORE INTO connections (name, db, active, example, created_at, updated_at, details_json) VALUES (?, ?, ?, ?, ?, ?, ?)'
+        : 'INSERT INTO connections (name, db, active, example, created_at, updated_at, details_json) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING';
+      return (await this.db.run(sql, [c.name, c.db, c.active ? 1 : 0, c.example ? 1 : 0, c.created_at, c.updated_at, details])) === 1;
+    }
+    return (await this.db.run('UPDATE connections SET db = ?, active = ?, updated_at = ?, details_json = ? WHERE name = ?',
+      [c.db, c.active ? 1 : 0, c.updated_at, details, c.name])) === 1;
+  }
+
+  async deleteConnection(name: string): Promise<boolean> {
+    return (await this.db.run('DELETE FROM connections WHERE name = ?', [name])) === 1;
+  }
+
+  // ── saved queries ─────────────────────────────────────────────────────────────────────────
+  async listQueries(): Promise<QueryRow[]> {
+    const [queries, versions] = await Promise.all([
+      this.db.all<any>('SELECT * FROM saved_queries ORDER BY name'),
+      this.db.all<any>('SELECT * FROM saved_query_versions ORDER BY query_name, version'),
+    ]);
+    const byName = new Map<string, VersionRow[]>();
+    for (const v of versions) {
+      let list = byName.get(v.query_name);
+      if (!list) byName.set(v.query_name, (list = []));
+      list.push(toVersion(v));
+    }
+    return queries.map((q) => toQuery(q, byName.get(q.name) ?? []));
+  }
+
+  async getQuery(name: string): Promise<QueryRow | null> {
+    const rows = await this.db.all<any>('SELECT * FROM saved_queries WHERE name = ?', [name]);
+    if (!rows.length) return null;
+    const versions = await this.db.all<any>('SELECT * FROM saved_query_versions WHERE query_name = ? ORDER BY version', [name]);
+    return toQuery(rows[0], versions.map(toVersion));
+  }
+
+  /** Creates the query with its first version; false when the name is taken. */
+  async createQuery(q: { name: string; collection: string | null; example: boolean }, first: VersionFields & { uuid: string },
+    publish: boolean, now: string): Promise<boolean> {
+    return this.db.tx(async (t) => {
+      if ((await t.all('SELECT 1 FROM saved_queries WHERE name = ?', [q.name])).length) return false;
+      await t.run('INSERT INTO saved_queries (name, collection, example, published_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
+        [q.name, q.collection, q.example ? 1 : 0, publish ? 1 : null, now, now]);
+      await insertVersion(t, q.name, 1, first, publish, now);
+      return true;
+    });
+  }
+
+  /** Adds the next version; returns its number, or null when the query is gone. */
+  async addVersion(name: string, fields: VersionFields & { uuid: string }, publish: boolean, now: string): Promise<number | null> {
+    return this.db.tx(async (t) => {
+      const rows = await t.all<{ v: number | null }>('SELECT (SELECT MAX(version) FROM saved_query_versions WHERE query_name = ?) AS v FROM saved_queries WHERE name = ?', [name, name]);
+      if (!rows.length) return null;
+      const version = Number(rows[0].v ?? 0) + 1;
+      await insertVersion(t, name, version, fields, publish, now);
+      await t.run(`UPDATE saved_queries SET updated_at = ?${publish ? ', published_version = ?' : ''} WHERE name = ?`,
+        publish ? [now, version, name] : [now, name]);
+      return version;
+    });
+  }
+
+  /** Publishes a version (or unpublishes with null); false when the query or version is missing. */
+  async setPublished(name: string, version: number | null, now: string): Promise<boolean> {
+    return this.db.tx(async (t) => {
+      if (version !== null) {
+        const n = await t.run('UPDATE saved_query_versions SET was_published = 1, last_modified_at = ? WHERE query_name = ? AND version = ?', [now, name, version]);
+        if (n !== 1) return false;
+      }
+      return (await t.run('UPDATE saved_queries SET published_version = ?, updated_at = ? WHERE name = ?', [version, now, name])) === 1;
+    });
+  }
+
+  async deleteQuery(name: string): Promise<boolean> {
+    return this.db.tx(async (t) => {
+      await t.run('DELETE FROM execution_history WHERE query_name = ?', [name]);
+      await t.run('DELETE FROM saved_query_versions WHERE query_name = ?', [name]);
+      return (await t.run('DELETE FROM saved_queries WHERE name = ?', [name])) === 1;
+    });
+  }
+
+  async runCounts(name: string): Promise<Map<number, number>> {
+    const rows = await this.db.all<{ version: number; n: number }>(
+      'SELECT version, COUNT(*) AS n FROM execution_history WHERE query_name = ? GROUP BY version', [name]);
+    return new Map(rows.map((r) => [Number(r.version), Number(r.n)]));
+  }
+
+  // ── API keys ──────────────────────────────────────────────────────────────────────────────
+  async listKeys(): Promise<KeyRow[]> {
+    return (await this.db.all<any>('SELECT * FROM api_keys ORDER BY name')).map(toKey);
+  }
+
+  async getKey(name: string): Promise<KeyRow | null> {
+    const rows = await this.db.all<any>('SELECT * FROM api_keys WHERE name = ?', [name]);
+    return rows.length ? toKey(rows[0]) : null;
+  }
+
+  async getKeyByHash(hash: string): Promise<KeyRow | null> {
+    const rows = await this.db.all<any>('SELECT * FROM api_keys WHERE hash = ?', [hash]);
+    return rows.length ? toKey(rows[0]) : null;
+  }
+
+  async countKeys(): Promise<number> {
+    const rows = await this.db.all<{ n: number }>('SELECT COUNT(*) AS n FROM api_keys');
+    return Number(rows[0].n);
+  }
+
+  async putKey(k: KeyRow, isNew: boolean): Promise<boolean> {
+    const grants: KeyGrants = {
+      connections: k.connections, queries: k.queries, allow_writes: k.allow_writes, allowed_write_ops: k.allowed_write_ops,
+      allowed_tables: k.allowed_tables, mask: k.mask, rate_limit: k.rate_limit, rate_limits: k.rate_limits, allowed_ips: k.allowed_ips,
+    };
+    const details = JSON.stringify(grants);
+    if (isNew) {
+      if ((await this.db.all('SELECT 1 FROM api_keys WHERE name = ?', [k.name])).length) return false;
+      await this.db.run('INSERT INTO api_keys (name, hash, active, expires_at, example, created_at, updated_at, last_used_at, details_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        [k.name, k.hash, k.active ? 1 : 0, k.expires_at, k.example ? 1 : 0, k.created_at, k.updated_at, k.last_used_at, details]);
+      return true;
+    }
+    return (await this.db.run('UPDATE api_keys SET active = ?, expires_at = ?, updated_at = ?, details_json = ? WHERE name = ?',
+      [k.active ? 1 : 0, k.expires_at, k.updated_at, details, k.name])) === 1;
+  }
+
+  async deleteKey(name: string): Promise<boolean> {
+    return (await this.db.run('DELETE FROM api_keys WHERE name = ?', [name])) === 1;
+  }
+
+  // ── run history ───────────────────────────────────────────────────────────────────────────
+  /**
+   * Writes a batch of runs in one transaction and trims each touched version to its newest
+   * `keep` runs. The batch is coalesced first, so runs that would be trimmed at once are never written.
+   */
+  async writeRuns(runs: RunRecord[], keep: number): Promise<number> {
+    const perVersion = new Map<string, number>();
+    const kept: RunRecord[] = [];
+    for (let i = runs.length - 1; i >= 0; i--) {
+      const r = runs[i];
+      const slot = `${r.query}\u0000${r.version}`;
+      const n = perVersion.get(slot) ?? 0;
+      if (r.query !== null && n >= keep) continue;
+      perVersion.set(slot, n + 1);
+      kept.push(r);
+    }
+    kept.reverse();
+    if (!kept.length) return 0;
+    await this.db.tx(async (t) => {
+      for (const r of kept) {
+        // A run whose query was deleted meanwhile is skipped.
+        await t.run(`INSERT INTO execution_history (query_name, version, executed_at, status, key_name, entry_json)
+          SELECT ?, ?, ?, ?, ?, ? WHERE ? IS NULL OR EXISTS (SELECT 1 FROM saved_queries WHERE name = ?)`,
+          [r.query, r.version, r.executed_at, r.status, r.key_name, JSON.stringify(r), r.query, r.query]);
+      }
+      for (const slot of perVersion.keys()) {
+        const [query, version] = slot.split('\u0000');
+        if (query === 'null') continue;
+        await t.run(`DELETE FROM execution_history WHERE query_name = ? AND version = ? AND id <= (
+            SELECT id FROM execution_history WHERE query_name = ? AND version = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`,
+          [query, Number(version), query, Number(version), keep]);
+      }
+    });
+    return kept.length;
+  }
+
+  async listHistory(f: HistoryFilter): Promise<HistoryEntry[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const add = (clause: string, value: unknown) => { where.push(clause); params.push(value); };
+    if (f.query !== undefined) add('query_name = ?', f.query);
+    if (f.version !== undefined) add('version = ?', f.version);
+    if (f.status !== undefined) add('status = ?', f.status);
+    if (f.key !== undefined) add('key_name = ?', f.key);
+    if (f.since !== undefined) add('executed_at >= ?', f.since);
+    if (f.until !== undefined) add('executed_at < ?', f.until);
+    if (f.before !== undefined) add('id < ?', f.before);
+    params.push(f.limit);
+    const rows = await this.db.all<any>(
+      `SELECT id, entry_json FROM execution_history ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`, params);
+    return rows.map((r) => ({ id: Number(r.id), ...JSON.parse(r.entry_json) }));
+  }
+}
+
+async function insertVersion(t: SqlDb, name: string, version: number, f: VersionFields & { uuid: string }, publish: boolean, now: string) {
+  const fields: VersionFields = {
+    sql: f.sql, connection_name: f.connection_name, parameters: f.parameters, description: f.description,
+    author: f.author, tags: f.tags, cache_ttl: f.cache_ttl,
+  };
+  await t.run('INSERT INTO saved_query_versions (query_name, version, uuid, was_published, created_at, last_modified_at, fields_json) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    [name, version, f.uuid, publish ? 1 : 0, now, now, JSON.stringify(fields)]);
+}
+
+function toConnection(r: any): ConnectionRow {
+  const d = JSON.parse(r.details_json);
+  return {
+    name: r.name, db: r.db, active: bool(r.active), host: d.host ?? null, port: d.port ?? null, database: d.database ?? null,
+    user: d.user ?? null, password: d.password ?? null, options: d.options ?? null, example: bool(r.example),
+    created_at: r.created_at, updated_at: r.updated_at,
+  };
+}
+
+function toVersion(r: any): VersionRow {
+  return { ...JSON.parse(r.fields_json), version: Number(r.version), uuid: r.uuid, was_published: bool(r.was_published), created_at: r.created_at, last_modified_at: r.last_modified_at };
+}
+
+function toQuery(r: any, versions: VersionRow[]): QueryRow {
+  return {
+    name: r.name, collection: r.collection ?? null, example: bool(r.example),
+    published_version: r.published_version === null ? null : Number(r.published_version),
+    created_at: r.created_at, updated_at: r.updated_at, versions,
+  };
+}
+
+function toKey(r: any): KeyRow {
+  return {
+    ...JSON.parse(r.details_json), name: r.name, hash: r.hash, active: bool(r.active), expires_at: r.expires_at ?? null,
+    example: bool(r.example), created_at: r.created_at, updated_at: r.updated_at, last_used_at: r.last_used_at ?? null,
+  };
+}

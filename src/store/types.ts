@@ -1,0 +1,107 @@
+// In charge of the store's row shapes: what the control plane writes (validated there) and what
+// executors read (trusted). Imports nothing.
+
+export interface ConnectionRow {
+  name: string;
+  db: string;
+  active: boolean;
+  host: string | null;
+  port: number | null;
+  database: string | null;
+  user: string | null;
+  password: string | null;
+  options: Record<string, unknown> | null;
+  example: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface VersionFields {
+  sql: string;
+  connection_name: string | null;
+  /** Normalized parameter rules (see call/params.ts), keyed by name. */
+  parameters: Record<string, unknown>;
+  description: string;
+  author: string | null;
+  tags: string[];
+  cache_ttl: number | null;
+}
+
+export interface VersionRow extends VersionFields {
+  version: number;
+  uuid: string;
+  /** True once this version has been published; a never-published version is a draft. */
+  was_published: boolean;
+  created_at: string;
+  last_modified_at: string;
+}
+
+export interface QueryRow {
+  name: string;
+  collection: string | null;
+  example: boolean;
+  published_version: number | null;
+  created_at: string;
+  updated_at: string;
+  /** Ascending by version. */
+  versions: VersionRow[];
+}
+
+export type QueryGrant = string | { name: string; allow_writes: boolean };
+
+export interface KeyGrants {
+  connections: '*' | string[];
+  queries: '*' | QueryGrant[];
+  allow_writes: boolean;
+  allowed_write_ops: string[] | null;
+  allowed_tables: string[] | null;
+  mask: Array<{ column: string; action: string }> | null;
+  rate_limit: string | null;
+  rate_limits: Record<string, string> | null;
+  allowed_ips: string[] | null;
+}
+
+export interface KeyRow extends KeyGrants {
+  name: string;
+  hash: string;
+  active: boolean;
+  expires_at: string | null;
+  example: boolean;
+  created_at: string;
+  updated_at: string;
+  last_used_at: string | null;
+}
+
+/** One run as the recorder writes it to history. */
+export interface RunRecord {
+  query: string | null;
+  version: number | null;
+  kind: 'saved' | 'adhoc';
+  executed_at: string;
+  status: 'success' | 'error';
+  connection_name: string | null;
+  key_name: string | null;
+  request_id: string;
+  rows: number | null;
+  duration_ms: number | null;
+  serialization_ms: number | null;
+  transport: string;
+  error?: string;
+  code?: string;
+}
+
+export interface HistoryEntry extends RunRecord {
+  id: number;
+}
+
+export interface HistoryFilter {
+  query?: string;
+  version?: number;
+  status?: 'success' | 'error';
+  key?: string;
+  since?: string;
+  until?: string;
+  /** Return entries with id below this one (the cursor). */
+  before?: number;
+  limit: number;
+}

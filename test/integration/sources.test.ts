@@ -1,0 +1,303 @@
+// Integration tests for src/sources against the real PostgreSQL on 127.0.0.1:5432 (a scratch
+// database created and dropped here) and a temporary SQLite file.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import postgres from 'postgres';
+import Database from 'better-sqlite3';
+import { CallError } from '../../src/call/errors.js';
+import { openSource, resolveEnvRefs } from '../../src/sources/index.js';
+import type { ConnectionConfig, Source } from '../../src/sources/index.js';
+
+const PG_HOST = process.env.QUERYAPIGATE_TEST_PG_HOST ?? '127.0.0.1';
+const PG_PORT = Number(process.env.QUERYAPIGATE_TEST_PG_PORT ?? 5432);
+const PG_USER = process.env.QUERYAPIGATE_TEST_PG_USER ?? 'postgres';
+const SCRATCH = `qag_sources_${process.pid}_${Date.now().toString(36)}`;
+const READ = { timeoutMs: 30_000, readOnly: true };
+const WRITE = { timeoutMs: 30_000, readOnly: false };
+const settings = { poolSize: 4, home: os.tmpdir(), queryTimeoutMs: 30_000 };
+
+function pgConn(extra: Partial<ConnectionConfig> = {}): ConnectionConfig {
+  return { name: 'pg', db: 'postgres', host: PG_HOST, port: PG_PORT, user: PG_USER, database: SCRATCH, ...extra };
+}
+
+async function rejectsWith(p: Promise<unknown>, code: string): Promise<CallError> {
+  let caught: unknown;
+  await p.then(
+    () => assert.fail(`expected ${code}, but the run succeeded`),
+    (err: unknown) => {
+      caught = err;
+    },
+  );
+  assert.ok(caught instanceof CallError, `expected a CallError, got ${String(caught)}`);
+  assert.equal(caught.code, code, caught.message + ' ' + (caught.extras?.detail ?? ''));
+  return caught;
+}
+
+describe('postgres source', () => {
+  const admin = postgres({ host: PG_HOST, port: PG_PORT, username: PG_USER, database: 'postgres', onnotice: () => {} });
+  const opened: Source[] = [];
+  let src: Source;
+
+  function open(conn = pgConn(), s: typeof settings = settings): Source {
+    const source = openSource(conn, s);
+    opened.push(source);
+    return source;
+  }
+
+  before(async () => {
+    await admin.unsafe(`create database ${SCRATCH}`);
+    const setup = postgres({ host: PG_HOST, port: PG_PORT, username: PG_USER, database: SCRATCH, onnotice: () => {} });
+    await setup.unsafe(`
+      create table kinds (
+        id int primary key, big int8, small int8, n numeric, ts timestamp, tstz timestamptz, d date,
+        tm time, j jsonb, b bytea, ok bool, nothing text, ints int4[], bigs int8[]
+      );
+      insert into kinds values (
+        1, 9007199254740993, 42, 12.5, '2024-01-02 03:04:05.123', '2024-01-02 03:04:05+02', '2024-02-29',
+        '13:14:15', '{"a": [1, "x"], "b": null}', '\\x00ff10', true, null, '{1,2,3}', '{9007199254740993,7}'
+      );
+      create table items (id int primary key, parent int, name text, qty int);
+      insert into items select g, g % 10, 'item ' || g, g from generate_series(1, 500) g;
+    `);
+    await setup.end();
+    src = open();
+  });
+
+  after(async () => {
+    await Promise.all(opened.map((s) => s.close()));
+    await admin.unsafe(`drop database if exists ${SCRATCH} with (force)`);
+    await admin.end();
+  });
+
+  test('value types', async () => {
+    const r = await src.run('select big, small, n, ts, tstz, d, tm, j, b, ok, nothing, ints, bigs from kinds where id = $1', [1], READ);
+    assert.deepEqual(r.columns, ['big', 'small', 'n', 'ts', 'tstz', 'd', 'tm', 'j', 'b', 'ok', 'nothing', 'ints', 'bigs']);
+    assert.equal(r.rowCount, 1);
+    const [big, small, n, ts, tstz, d, tm, j, b, ok, nothing, ints, bigs] = r.rows[0]!;
+    assert.equal(big, '9007199254740993'); // beyond 2^53: exact, as a string
+    assert.equal(small, 42); // int8 within range: a number
+    assert.equal(n, 12.5);
+    assert.ok(ts instanceof Date);
+    assert.equal(ts.toISOString(), '2024-01-02T03:04:05.123Z'); // timestamp: wall clock read as UTC
+    assert.ok(tstz instanceof Date);
+    assert.equal(tstz.toISOString(), '2024-01-02T01:04:05.000Z');
+    assert.equal(d, '2024-02-29');
+    assert.equal(tm, '13:14:15');
+    assert.deepEqual(j, { a: [1, 'x'], b: null });
+    assert.ok(Buffer.isBuffer(b));
+    assert.deepEqual([...b], [0, 255, 16]);
+    assert.equal(ok, true);
+    assert.equal(nothing, null);
+    assert.deepEqual(ints, [1, 2, 3]);
+    assert.deepEqual(bigs, ['9007199254740993', 7]);
+  });
+
+  test('count(*) is an int8 that comes back as a number', async () => {
+    const r = await src.run('select count(*) as c from items', [], READ);
+    assert.deepEqual(r.rows, [[500]]);
+  });
+
+  test('parameters: $1 reused, strings for typed parameters', async () => {
+    const r = await src.run(
+      'select count(*) from items where id = $1 or parent = $1',
+      ['3'],
+      READ,
+    );
+    assert.deepEqual(r.rows, [[51]]); // id 3, plus parents 3 (3, 13, ..., 493)
+    const t = await src.run('select $1::int + $1::int as s, $2::bool as yes, $3::jsonb as doc, $4::date as d', [
+      '21',
+      'true',
+      '{"k":1}',
+      '2024-03-01',
+    ], READ);
+    assert.deepEqual(t.columns, ['s', 'yes', 'doc', 'd']);
+    assert.deepEqual(t.rows, [[42, true, { k: 1 }, '2024-03-01']]);
+    const nulls = await src.run('select $1::text is null', [null], READ);
+    assert.deepEqual(nulls.rows, [[true]]);
+  });
+
+  test('a read-only run refuses an UPDATE; a write run succeeds', async () => {
+    const e = await rejectsWith(src.run('update items set qty = qty + 1 where id = $1', [1], READ), 'read_only');
+    assert.match(e.extras?.detail ?? '', /read-only transaction/);
+    const w = await src.run('update items set qty = qty + 1 where id <= $1', [3], WRITE);
+    assert.deepEqual(w.columns, []);
+    assert.equal(w.rowCount, 3);
+    const r = await src.run('select qty from items where id = 1', [], READ);
+    assert.deepEqual(r.rows, [[2]]);
+  });
+
+  test('a read session that switches read-only off is switched back', async () => {
+    const one = open(pgConn(), { ...settings, poolSize: 1 });
+    const flip = await one.run("select set_config('default_transaction_read_only', 'off', false)", [], READ);
+    assert.deepEqual(flip.rows, [['off']]);
+    await rejectsWith(one.run('update items set qty = 0 where id = 2', [], READ), 'read_only');
+    const r = await one.run('select qty from items where id = 2', [], READ);
+    assert.notEqual(r.rows[0]![0], 0);
+  });
+
+  test('a statement past its limit is query_timeout and no longer runs on the server', async () => {
+    const one = open(pgConn(), { ...settings, poolSize: 1 });
+    const e = await rejectsWith(one.run('select pg_sleep(20) as qag_slow_marker', [], { timeoutMs: 300, readOnly: true }), 'query_timeout');
+    assert.equal(e.extras?.timeout, 0.3);
+    assert.equal(e.status, 504);
+    const active = await admin.unsafe(
+      "select pid from pg_stat_activity where datname = $1 and state = 'active' and query like '%qag_slow_marker%' and pid <> pg_backend_pid()",
+      [SCRATCH],
+    );
+    assert.equal(active.length, 0);
+    // The session went back to the pool's limit, and the connection still serves calls.
+    const r = await one.run('show statement_timeout', [], READ);
+    assert.deepEqual(r.rows, [['30s']]);
+  });
+
+  test('the pool-wide limit applies without a per-call SET', async () => {
+    const tight = open(pgConn(), { ...settings, poolSize: 1, queryTimeoutMs: 250 });
+    const shown = await tight.run('show statement_timeout', [], { timeoutMs: 250, readOnly: true });
+    assert.deepEqual(shown.rows, [['250ms']]);
+    const e = await rejectsWith(tight.run('select pg_sleep(20)', [], { timeoutMs: 250, readOnly: true }), 'query_timeout');
+    assert.equal(e.extras?.timeout, 0.25);
+    // timeout 0 means no limit for this call
+    const none = await tight.run('select pg_sleep(0.3) is null', [], { timeoutMs: 0, readOnly: true });
+    assert.deepEqual(none.rows, [[false]]);
+  });
+
+  test('unreachable server, unknown database and unknown role are connection_failed', async () => {
+    const down = open(pgConn({ port: 1, password: 's3cret-pw' }));
+    const e = await rejectsWith(down.run('select 1', [], READ), 'connection_failed');
+    assert.equal(e.status, 502);
+    assert.equal(e.message, 'Could not connect to the database');
+    assert.ok(!(e.extras?.detail ?? '').includes('s3cret-pw'));
+    await rejectsWith(open(pgConn({ database: `${SCRATCH}_missing` })).run('select 1', [], READ), 'connection_failed');
+    await rejectsWith(open(pgConn({ user: 'qag_no_such_role' })).run('select 1', [], READ), 'connection_failed');
+  });
+
+  test('bad SQL is query_failed with the driver message as detail', async () => {
+    const e = await rejectsWith(src.run('selec 1', [], READ), 'query_failed');
+    assert.equal(e.message, 'An error occurred while executing the SQL query');
+    assert.match(e.extras?.detail ?? '', /syntax error/);
+    await rejectsWith(src.run('select * from no_such_table', [], READ), 'query_failed');
+    // the source still works afterwards
+    assert.deepEqual((await src.run('select 1 as one', [], READ)).rows, [[1]]);
+  });
+
+  test('200 concurrent lookups through a poolSize 4 source all succeed', async () => {
+    const ids = Array.from({ length: 200 }, (_, i) => (i % 500) + 1);
+    const results = await Promise.all(ids.map((id) => src.run('select id, name from items where id = $1', [id], READ)));
+    results.forEach((r, i) => assert.deepEqual(r.rows, [[ids[i], `item ${ids[i]}`]]));
+  });
+
+  test('concurrent calls with different limits keep their own limits', async () => {
+    const runs = Array.from({ length: 40 }, (_, i) =>
+      i % 4 === 0
+        ? rejectsWith(src.run('select pg_sleep(5)', [], { timeoutMs: 100, readOnly: true }), 'query_timeout').then(() => 'timeout')
+        : src.run('select current_setting($1)', ['statement_timeout'], READ).then((r) => r.rows[0]![0]),
+    );
+    const out = await Promise.all(runs);
+    out.forEach((v, i) => assert.equal(v, i % 4 === 0 ? 'timeout' : '30s'));
+  });
+});
+
+describe('sqlite source', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qag-sources-'));
+  const file = path.join(dir, 'data.db');
+  let src: Source;
+
+  before(() => {
+    const db = new Database(file);
+    db.exec(`
+      create table kinds (id integer primary key, big integer, small integer, r real, t text, b blob, nothing text);
+      insert into kinds values (1, 9007199254740993, 42, 1.5, 'héllo', x'00ff10', null);
+      create table items (id integer primary key, parent integer, name text);
+    `);
+    const ins = db.prepare('insert into items values (?, ?, ?)');
+    db.transaction(() => {
+      for (let i = 1; i <= 100; i++) ins.run(i, i % 10, `item ${i}`);
+    })();
+    db.close();
+    // relative to home
+    src = openSource({ name: 'lite', db: 'sqlite', database: path.basename(file) }, { poolSize: 4, home: dir });
+  });
+
+  after(async () => {
+    await src.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('value types', async () => {
+    const r = await src.run('select big, small, r, t, b, nothing from kinds where id = ?', [1], READ);
+    assert.deepEqual(r.columns, ['big', 'small', 'r', 't', 'b', 'nothing']);
+    assert.equal(r.rowCount, 1);
+    const [big, small, real, text, blob, nothing] = r.rows[0]!;
+    assert.equal(big, '9007199254740993');
+    assert.equal(small, 42);
+    assert.equal(real, 1.5);
+    assert.equal(text, 'héllo');
+    assert.ok(Buffer.isBuffer(blob));
+    assert.deepEqual([...blob], [0, 255, 16]);
+    assert.equal(nothing, null);
+  });
+
+  test('parameters bind in order; booleans become 1/0', async () => {
+    const r = await src.run('select count(*) from items where id = ? or parent = ?', [3, 3], READ);
+    assert.deepEqual(r.rows, [[10]]); // 3, 13, ..., 93
+    const b = await src.run('select ? as yes, ? as no, ? as s', [true, false, 'x'], READ);
+    assert.deepEqual(b.rows, [[1, 0, 'x']]);
+  });
+
+  test('writes are refused: no-data statements and writes that return rows', async () => {
+    await rejectsWith(src.run('update items set name = ? where id = 1', ['x'], WRITE), 'read_only');
+    await rejectsWith(src.run('insert into items values (1000, 1, ?) returning id', ['x'], WRITE), 'read_only');
+    const r = await src.run('select name from items where id = 1', [], READ);
+    assert.deepEqual(r.rows, [['item 1']]);
+  });
+
+  test('bad SQL is query_failed with detail', async () => {
+    const e = await rejectsWith(src.run('selec 1', [], READ), 'query_failed');
+    assert.match(e.extras?.detail ?? '', /syntax error/);
+    await rejectsWith(src.run('select * from no_such_table', [], READ), 'query_failed');
+  });
+
+  test('a statement that ran past its limit is query_timeout', async () => {
+    const slow = 'with recursive c(x) as (select 1 union all select x + 1 from c where x < 3000000) select count(*) from c';
+    const e = await rejectsWith(src.run(slow, [], { timeoutMs: 1, readOnly: true }), 'query_timeout');
+    assert.equal(e.extras?.timeout, 0.001);
+    const ok = await src.run(slow, [], { timeoutMs: 0, readOnly: true });
+    assert.deepEqual(ok.rows, [[3000000]]);
+  });
+
+  test('a missing file is connection_failed', () => {
+    assert.throws(
+      () => openSource({ name: 'gone', db: 'sqlite', database: path.join(dir, 'missing.db') }, { poolSize: 1, home: dir }),
+      (err: unknown) => err instanceof CallError && err.code === 'connection_failed',
+    );
+  });
+});
+
+describe('openSource and resolveEnvRefs', () => {
+  test('${VAR} is replaced from the environment, recursively', () => {
+    process.env.QAG_TEST_SECRET = 'pa$$';
+    const out = resolveEnvRefs({ name: 'x', db: 'postgres', password: '${QAG_TEST_SECRET}!', options: { list: ['a${QAG_TEST_SECRET}'] }, port: 5 });
+    assert.deepEqual(out, { name: 'x', db: 'postgres', password: 'pa$$!', options: { list: ['apa$$'] }, port: 5 });
+  });
+
+  test('a missing variable is connection_misconfigured, naming it', () => {
+    delete process.env.QAG_TEST_MISSING;
+    assert.throws(
+      () => openSource(pgConn({ password: '${QAG_TEST_MISSING}' }), settings),
+      (err: unknown) => err instanceof CallError && err.code === 'connection_misconfigured' && err.message.includes('QAG_TEST_MISSING'),
+    );
+  });
+
+  test('mysql and unknown types are unsupported_database for now', () => {
+    for (const db of ['mysql', 'oracle']) {
+      assert.throws(
+        () => openSource({ name: 'm', db }, settings),
+        (err: unknown) => err instanceof CallError && err.code === 'unsupported_database',
+      );
+    }
+  });
+});

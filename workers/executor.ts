@@ -1,0 +1,13 @@
+// The piscina worker entry: builds this thread's CallContext once and serves calls with runCall.
+// All the work lives in src/call; this file only wires it up.
+import { workerData } from 'node:worker_threads';
+import type { CallTask, CallAnswer } from '../src/call/messages.js';
+import { createCallContext } from '../src/call/context.js';
+import { runCall } from '../src/call/runCall.js';
+import type { Config } from '../src/config.js';
+
+const ctx = createCallContext(workerData as Config);
+
+export default function execute(task: CallTask): Promise<CallAnswer> {
+  return runCall(ctx, task);
+}

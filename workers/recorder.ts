@@ -1,0 +1,17 @@
+// The recorder thread's entry: wires a Recorder to the acceptor's messages (flush, stop, counts).
+import { parentPort, workerData } from 'node:worker_threads';
+import { Recorder, type RecorderSettings } from '../src/recorder/recorder.js';
+
+export type RecorderRequest = { id: number; op: 'flush' | 'stop' | 'counts' };
+
+const recorder = new Recorder(workerData as RecorderSettings);
+parentPort!.on('message', async (m: RecorderRequest) => {
+  if (m.op === 'flush') {
+    await new Promise((r) => setTimeout(r, 5)); // batches posted just before the request
+    await recorder.flush();
+  } else if (m.op === 'stop') {
+    await recorder.close();
+  }
+  parentPort!.postMessage({ id: m.id, counts: recorder.counts() });
+  if (m.op === 'stop') parentPort!.close();
+});
