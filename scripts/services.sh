@@ -197,6 +197,12 @@ my_admin() { if have mariadb-admin; then mariadb-admin "$@"; else mysqladmin "$@
 my_client() { if have mariadb; then mariadb "$@"; else mysql "$@"; fi; }
 # mysqladmin ping exits 0 even when access is denied: it only says "server is up"
 my_ping() { my_admin -h 127.0.0.1 -P 3306 -uroot --connect-timeout=2 ping; }
+# up = ping works, or the server itself turned us away (fixed below via the socket)
+my_up() {
+  local out
+  out=$(my_ping 2>&1) && return 0
+  [[ $out == *"is not allowed to connect"* || $out == *"Access denied"* ]]
+}
 my_query() { my_client -h 127.0.0.1 -P 3306 -uroot --connect-timeout=2 -e 'select 1'; }
 
 my_param() { # my_param NAME DEFAULT: value from the [mysqld] option groups
@@ -223,20 +229,20 @@ my_start() {
 
 ensure_mariadb() {
   if have mysqladmin || have mariadb-admin; then
-    if my_ping >/dev/null 2>&1 && my_query >/dev/null 2>&1; then
+    if my_query >/dev/null 2>&1; then
       return 0
     fi
   elif tcp_open 3306; then
     apt_install mariadb-client
   fi
-  if ! my_ping >/dev/null 2>&1; then
+  if ! my_up; then
     if [ ! -x /usr/sbin/mariadbd ] && [ ! -x /usr/sbin/mysqld ]; then
       apt_install mariadb-server
     fi
     # the Debian package may have started it from its postinst
-    if ! my_ping >/dev/null 2>&1; then
+    if ! my_up; then
       my_start
-      wait_for MariaDB "see $(my_param log-error /var/log/mysql/error.log) and $LOG" my_ping
+      wait_for MariaDB "see $(my_param log-error /var/log/mysql/error.log) and $LOG" my_up
     fi
   fi
   if ! my_query >/dev/null 2>&1; then

@@ -120,6 +120,11 @@ export function queryRoutes(r: ApiRouter): void {
   r.add('POST', '/api/v1/queries/:name/versions', async (ctx, req, [n]) => {
     const b = parseBody(versionSchema, readJson(req.body));
     const fields = checkVersion(b, req.apiKey ? 'admin' : null);
+    if (b.connection_name === undefined) {
+      // A new version keeps the connection of the version before it unless it names another.
+      const q = await mustGet(ctx, n);
+      fields.connection_name = q.versions[q.versions.length - 1]?.connection_name ?? null;
+    }
     if ((await ctx.store.addVersion(n, fields, b.publish ?? false, localTimestamp())) === null) {
       throw new CallError('query_not_found', `Saved query '${n}' not found`);
     }

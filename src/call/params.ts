@@ -49,16 +49,17 @@ export type Binder = (source: ParamSource) => unknown[];
 
 export const MAX_PATTERN_LENGTH = 500;
 const NAME_RE = /^[A-Za-z_]\w*$/;
-const TYPES: Record<string, Exclude<ParamType, null>> = {
-  int: 'integer',
-  integer: 'integer',
-  float: 'number',
-  number: 'number',
-  str: 'string',
-  string: 'string',
-  bool: 'boolean',
-  boolean: 'boolean',
-};
+// A Map, so names like 'constructor' are not found on a prototype.
+const TYPES = new Map<string, Exclude<ParamType, null>>([
+  ['int', 'integer'],
+  ['integer', 'integer'],
+  ['float', 'number'],
+  ['number', 'number'],
+  ['str', 'string'],
+  ['string', 'string'],
+  ['bool', 'boolean'],
+  ['boolean', 'boolean'],
+]);
 const RULE_KEYS = new Set([
   'type', 'required', 'default', 'enum', 'min', 'max', 'min_length', 'max_length', 'pattern', 'description',
 ]);
@@ -331,7 +332,7 @@ function parseRule(spec: unknown): ParamRule | string {
 
   let type: ParamType = null;
   if (spec.type !== null && spec.type !== undefined) {
-    const long = TYPES[String(spec.type).toLowerCase()];
+    const long = TYPES.get(String(spec.type).toLowerCase());
     if (long === undefined) return `has unknown type '${String(spec.type)}' (use int, float, str or bool)`;
     type = long;
   }
@@ -442,27 +443,43 @@ interface Slot {
   check: Check | null;
 }
 
+/**
+ * A stored definition read leniently, as the reference does at run time: normalised rules and short
+ * forms ("int") both work; anything unusable degrades to an untyped required parameter.
+ */
+function readRule(spec: unknown): ParamRule {
+  const rule = parseRule(spec);
+  if (typeof rule !== 'string') return rule;
+  if (isPlainObject(spec) && typeof spec.pattern === 'string') {
+    // keep a pattern that no longer compiles, so it fails closed below instead of being dropped
+    return { type: TYPES.get(String(spec.type).toLowerCase()) ?? null, required: spec.required !== false, pattern: spec.pattern };
+  }
+  return { type: (typeof spec === 'string' && TYPES.get(spec.toLowerCase())) || null, required: true };
+}
+
 /** A pattern that never matches: a stored pattern that no longer compiles fails closed. */
 const NEVER = /(?!)/;
 
 /**
- * Compiles the rules for one saved-query version into the per-call binder. The binder returns one value
- * per placeholder, in placeholder order; rules for names the SQL does not use are ignored. Throws
+ * Compiles the rules for one saved-query version into the per-call binder. `rules` are normally what
+ * normalizeParameters returned; stored definitions are also read leniently (see readRule). The binder
+ * returns one value per placeholder, in placeholder order; rules for names the SQL does not use are
+ * ignored. Throws
  * CallError param_required / param_invalid listing every problem (declared names in rule order first,
  * then undeclared placeholders in SQL order).
  */
-export function compileBinder(placeholders: string[], rules: Record<string, ParamRule>): Binder {
+export function compileBinder(placeholders: string[], rules: Record<string, ParamRule> | null | undefined): Binder {
   const positions = new Map<string, number>();
   placeholders.forEach((name, pos) => {
     if (!positions.has(name)) positions.set(name, pos);
   });
   const slots: Slot[] = [];
-  const safeRules: Record<string, ParamRule> = rules ?? {};
-  for (const name of Object.keys(safeRules)) {
+  const definitions: Record<string, unknown> = isPlainObject(rules) ? rules : {};
+  for (const name of Object.keys(definitions)) {
     const pos = positions.get(name);
-    const rule = safeRules[name];
-    if (pos === undefined || !rule || typeof rule !== 'object') continue;
-    const type: ParamType = rule.type ?? null;
+    if (pos === undefined) continue;
+    const rule = readRule(definitions[name]);
+    const type: ParamType = rule.type;
     let pattern: RegExp | null = null;
     if (typeof rule.pattern === 'string') {
       const compiled = compilePattern(rule.pattern);
@@ -481,7 +498,7 @@ export function compileBinder(placeholders: string[], rules: Record<string, Para
       required: rule.required !== false,
       hasDefault,
       defaultValue,
-      check: prepareCheck({ ...rule, type }, pattern),
+      check: prepareCheck(rule, pattern),
     });
     positions.delete(name);
   }

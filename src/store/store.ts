@@ -210,7 +210,7 @@ export class Store {
       for (const r of kept) {
         // A run whose query was deleted meanwhile is skipped.
         await t.run(`INSERT INTO execution_history (query_name, version, executed_at, status, key_name, entry_json)
-          SELECT ?, ?, ?, ?, ?, ? WHERE ? IS NULL OR EXISTS (SELECT 1 FROM saved_queries WHERE name = ?)`,
+          SELECT ?, ?, ?, ?, ?, ? WHERE CAST(? AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM saved_queries WHERE name = ?)`,
           [r.query, r.version, r.executed_at, r.status, r.key_name, JSON.stringify(r), r.query, r.query]);
       }
       for (const slot of perVersion.keys()) {

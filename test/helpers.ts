@@ -1,0 +1,93 @@
+// Shared test plumbing: a real server on a free port with its own home folder, a small HTTP client,
+// and scratch PostgreSQL databases that tests create and drop themselves.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import postgres from 'postgres';
+import { loadConfig } from '../src/config.js';
+import { startServer, type RunningServer } from '../src/serve.js';
+
+export const PG_ADMIN_URL = process.env.QUERYAPIGATE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const ADMIN_KEY = 'test-admin-key';
+
+export interface TestServer {
+  url: string;
+  home: string;
+  server: RunningServer;
+  call(method: string, path: string, opts?: { body?: unknown; key?: string | null; headers?: Record<string, string> }): Promise<Reply>;
+  stop(): Promise<void>;
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any;
+}
+
+export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const home = mkdtempSync(join(tmpdir(), 'qag-test-'));
+  const config = loadConfig({ QUERYAPIGATE_HOME: home, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: ADMIN_KEY,
+    QUERYAPIGATE_HISTORY_FLUSH_INTERVAL: '0.05', ...env });
+  const server = await startServer(config, () => undefined);
+  const url = `http://127.0.0.1:${server.port}`;
+  return {
+    url,
+    home,
+    server,
+    call: (method, path, opts = {}) => request(url, method, path, opts),
+    async stop() {
+      await server.stop();
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function request(base: string, method: string, path: string,
+  opts: { body?: unknown; key?: string | null; headers?: Record<string, string> } = {}): Promise<Reply> {
+  const headers: Record<string, string> = { ...opts.headers };
+  const key = opts.key === undefined ? ADMIN_KEY : opts.key;
+  if (key) headers['X-API-Key'] = key;
+  let body: string | undefined;
+  if (opts.body !== undefined) {
+    body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+    headers['Content-Type'] ??= 'application/json';
+  }
+  const res = await fetch(base + path, { method, headers, body });
+  const text = await res.text();
+  let json: unknown = undefined;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+/** A scratch PostgreSQL database, created for a suite and dropped after it. */
+export async function scratchDatabase(prefix: string): Promise<{ name: string; url: string; sql: postgres.Sql; drop(): Promise<void> }> {
+  const name = `${prefix}_${process.pid}_${Math.floor(Math.random() * 1e9)}`;
+  const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => undefined });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  const url = PG_ADMIN_URL.replace(/\/[^/]*$/, `/${name}`);
+  const sql = postgres(url, { max: 2, onnotice: () => undefined });
+  return {
+    name,
+    url,
+    sql,
+    async drop() {
+      await sql.end({ timeout: 5 });
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end({ timeout: 5 });
+    },
+  };
+}
+
+export async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 5000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (ok(v) || Date.now() > until) return v;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
