@@ -227,18 +227,20 @@ function delimitedField(text: string, needsQuotes: RegExp): string {
   return needsQuotes.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
 }
 
-function pad2(n: number): string {
-  return n < 10 ? '0' + n : String(n);
-}
+/** '00'..'99', so a date costs no number-to-string work. */
+const TWO_DIGITS = Array.from({ length: 100 }, (_, n) => (n < 10 ? '0' : '') + n);
 
 /** "YYYY-MM-DD HH:MM:SS" from the Date's UTC fields (no zone, no fraction); null for an invalid Date. */
 export function formatDateTime(d: Date): string | null {
   const t = d.getTime();
   if (t !== t) return null;
   const y = d.getUTCFullYear();
-  const year = y >= 1000 && y <= 9999 ? String(y) : (y < 0 ? '-' : '') + String(Math.abs(y)).padStart(4, '0');
+  const year =
+    y >= 1000 && y <= 9999
+      ? TWO_DIGITS[(y / 100) | 0] + TWO_DIGITS[y % 100]
+      : (y < 0 ? '-' : '') + String(Math.abs(y)).padStart(4, '0');
   return (
-    year + '-' + pad2(d.getUTCMonth() + 1) + '-' + pad2(d.getUTCDate()) + ' ' +
-    pad2(d.getUTCHours()) + ':' + pad2(d.getUTCMinutes()) + ':' + pad2(d.getUTCSeconds())
+    year + '-' + TWO_DIGITS[d.getUTCMonth() + 1] + '-' + TWO_DIGITS[d.getUTCDate()] + ' ' +
+    TWO_DIGITS[d.getUTCHours()] + ':' + TWO_DIGITS[d.getUTCMinutes()] + ':' + TWO_DIGITS[d.getUTCSeconds()]
   );
 }

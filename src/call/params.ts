@@ -203,15 +203,18 @@ function codePointLength(s: string): number {
 /** The full-match regex for a pattern, or an error text. The pattern must compile on its own first,
  *  so wrapping it in `^(?:...)$` can't change its meaning. */
 function compilePattern(pattern: string): RegExp | string {
-  for (const flags of ['u', '']) {
-    try {
-      new RegExp(pattern, flags);
-      return new RegExp('^(?:' + pattern + ')$', flags);
-    } catch (error) {
-      if (flags === '') return (error as Error).message;
-    }
+  try {
+    new RegExp(pattern, 'u');
+    return new RegExp('^(?:' + pattern + ')$', 'u');
+  } catch {
+    // not valid in Unicode mode (e.g. `\-` outside a class): accept it in legacy mode
   }
-  return 'unreachable';
+  try {
+    new RegExp(pattern);
+    return new RegExp('^(?:' + pattern + ')$');
+  } catch (error) {
+    return (error as Error).message;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------

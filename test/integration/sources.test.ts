@@ -154,6 +154,25 @@ describe('postgres source', () => {
     assert.deepEqual(r.rows, [['30s']]);
   });
 
+  test('a lowered limit still holds after the session is replaced', async () => {
+    const one = open(pgConn(), { ...settings, poolSize: 1 });
+    const low = { timeoutMs: 300, readOnly: true };
+    const pid = (await one.run('select pg_backend_pid()', [], low)).rows[0]![0];
+    await admin.unsafe('select pg_terminate_backend($1)', [pid]);
+    let newPid: unknown;
+    for (let i = 0; i < 50 && newPid === undefined; i++) {
+      try {
+        newPid = (await one.run('select pg_backend_pid()', [], low)).rows[0]![0];
+      } catch (err) {
+        assert.ok(err instanceof CallError && err.code === 'connection_failed', String(err));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+    assert.notEqual(newPid, undefined);
+    assert.notEqual(newPid, pid);
+    await rejectsWith(one.run('select pg_sleep(3)', [], low), 'query_timeout');
+  });
+
   test('the pool-wide limit applies without a per-call SET', async () => {
     const tight = open(pgConn(), { ...settings, poolSize: 1, queryTimeoutMs: 250 });
     const shown = await tight.run('show statement_timeout', [], { timeoutMs: 250, readOnly: true });

@@ -473,3 +473,10 @@ test('type names are looked up safely', () => {
   }
   assert.deepEqual(compileBinder(['p'], { p: 'constructor' } as unknown as Record<string, ParamRule>)(json({ p: 1 })), [1]);
 });
+
+test('patterns: Unicode mode when possible, legacy syntax still accepted', () => {
+  // `\-` outside a class is invalid in Unicode mode but fine in legacy mode
+  assert.deepEqual(bindOne({ type: 'str', pattern: 'a\\-b' }, query({ p: 'a-b' })), 'a-b');
+  // Unicode mode: `.` is one code point
+  assert.deepEqual(bindOne({ type: 'str', pattern: 'x.y' }, query({ p: 'x😀y' })), 'x😀y');
+});
