@@ -6,10 +6,10 @@ import type { VersionRow } from '../store/types.js';
 import { CallError } from './errors.js';
 import { compileWriter, type Format } from './formats.js';
 import { compileBinder, type ParamRule } from './params.js';
-import { firstKeyword, scanMarkers, splitsIntoMultipleStatements, toPositional } from './sqlMarkers.js';
+import { firstKeyword, splitsIntoMultipleStatements, toPositional } from './sqlMarkers.js';
 
 /** Statements that only read; anything else is a write and needs write permission. */
-const READ_VERBS = new Set(['select', 'with', 'show', 'describe', 'explain', 'values']);
+const READ_VERBS = new Set(['select', 'with', 'show', 'describe', 'desc', 'explain', 'values', 'table']);
 
 export interface CallPlan {
   bind: ReturnType<typeof compileBinder>;
@@ -26,11 +26,11 @@ export interface CallPlan {
 
 export function planCall(version: VersionRow, dialect: Dialect): CallPlan {
   const sql = stripTrailingSemicolons(version.sql);
-  if (splitsIntoMultipleStatements(sql)) throw new CallError('multiple_statements', 'Only one SQL statement is allowed');
-  const { placeholders } = scanMarkers(sql);
+  if (splitsIntoMultipleStatements(sql, dialect)) throw new CallError('multiple_statements', 'Only one SQL statement is allowed');
+  // Markers are scanned in the connection's dialect, so values line up with the positional text.
+  const { text, order, placeholders } = toPositional(sql, dialect);
   const bind = compileBinder(placeholders, version.parameters as Record<string, ParamRule>);
-  const verb = firstKeyword(sql);
-  const { text, order } = toPositional(sql, dialect);
+  const verb = firstKeyword(sql, dialect);
   // Paging runs inside the statement's own row window: the saved statement, LIMIT included, is a
   // subquery and the page is cut from its rows. One row more than the page tells X-Has-More.
   const n = order.length;

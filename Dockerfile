@@ -1,0 +1,47 @@
+# syntax=docker/dockerfile:1
+# QueryAPIGate image: `docker build -t queryapigate .`
+#   docker run -p 5000:5000 -v qag-data:/data queryapigate
+# The store (SQLite) lives in /data unless QUERYAPIGATE_DATABASE_URL points at PostgreSQL.
+
+# ---- build: compile TypeScript, then drop dev dependencies -------------------
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+
+# Toolchain for native modules (better-sqlite3) when no prebuilt binary can be fetched.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+
+COPY tsconfig.json ./
+COPY src ./src
+COPY workers ./workers
+RUN npm run build \
+ && npm prune --omit=dev --no-audit --no-fund \
+ && npm cache clean --force
+
+# ---- runtime -------------------------------------------------------------------
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production \
+    QUERYAPIGATE_HOST=0.0.0.0 \
+    QUERYAPIGATE_PORT=5000 \
+    QUERYAPIGATE_HOME=/data
+
+# package.json is needed at runtime: its "type": "module" makes dist/*.js ESM.
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+
+RUN mkdir -p /data && chown node:node /data
+VOLUME /data
+EXPOSE 5000
+USER node
+
+HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.QUERYAPIGATE_PORT || 5000) + '/health', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+
+# node runs as PID 1 and handles SIGTERM itself (finishes calls in flight, then exits).
+CMD ["node", "dist/src/main.js", "serve"]
