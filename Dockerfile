@@ -22,6 +22,17 @@ RUN npm run build \
  && npm prune --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 
+# Slim node_modules (187 MB -> ~57 MB): µWebSockets.js ships binaries for every
+# platform/ABI and loads exactly uws_<platform>_<arch>_<abi>.node; typescript survives
+# `npm prune` as valibot's optional peer; better-sqlite3 keeps its build intermediates
+# and sources when compiled here.
+RUN uws=node_modules/uWebSockets.js/binaries \
+ && keep="uws_linux_$(node -p process.arch)_$(node -p process.versions.modules).node" \
+ && { [ ! -d "$uws" ] || { test -f "$uws/$keep" && find "$uws" -name '*.node' ! -name "$keep" -delete; }; } \
+ && rm -rf node_modules/typescript node_modules/.bin/tsc node_modules/.bin/tsserver \
+      node_modules/better-sqlite3/build/Release/obj node_modules/better-sqlite3/build/Release/obj.target \
+      node_modules/better-sqlite3/deps node_modules/better-sqlite3/src
+
 # ---- runtime -------------------------------------------------------------------
 FROM node:20-bookworm-slim
 WORKDIR /app

@@ -171,6 +171,9 @@ ensure_postgres() {
       apt_install postgresql
     fi
     pg_pick_cluster
+  fi
+  if ! pg_ping 2>/dev/null; then # (the Debian package may have started it from its postinst)
+    [ -n "${PG_VER:-}" ] || pg_pick_cluster
     pg_fix_listen
     log "starting PostgreSQL $PG_VER/$PG_CLUSTER"
     # restart, not start: an online cluster that does not answer on 5432 needs

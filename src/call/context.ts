@@ -55,7 +55,7 @@ export function createCallContext(config: Config): CallContext {
       const have = sources.get(conn.name);
       if (have && have.stamp === stamp) return have.source;
       if (have) drop(conn.name);
-      const source = openSource(conn, { poolSize: config.poolSize, home: config.home });
+      const source = openSource(conn, { poolSize: config.poolSize, home: config.home, queryTimeoutMs: config.queryTimeout * 1000 });
       sources.set(conn.name, { stamp, source });
       return source;
     },

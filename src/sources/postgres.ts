@@ -16,6 +16,8 @@ interface Client {
   sql: Sql;
   /** Calls in flight on this client; the least busy client takes the next call. */
   busy: number;
+  /** Set when the connection closed; the next call first sends a query that may take a stale error. */
+  fresh: boolean;
   /**
    * statement_timeout (ms) the session has once everything queued on it so far has run; NaN when
    * unknown. Calls are sent in order on the one connection, so a call only needs a SET when its
@@ -55,6 +57,45 @@ const PG_TYPES: Record<string, postgres.PostgresType> = {
   },
 };
 
+// Arrays of the built-in types, registered by their fixed OIDs. postgres.js can learn array types
+// with `fetch_types`, but that runs a catalogue query as each new connection's first statement, and
+// when that query fails (a startup statement_timeout, a backend killed while starting) its promise
+// is dropped and the process dies of an unhandled rejection (porsager/postgres#1192, #1205, #1223).
+// So `fetch_types` is off and these are static; arrays of other types (enums, domains, composites)
+// come back as their text literal, e.g. '{a,b}'.
+const toNumber = (x: string): number => +x;
+const toBuffer = (x: string): Buffer => Buffer.from(x.slice(2), 'hex');
+const ARRAYS: [name: string, oid: number, element: ((x: string) => unknown) | null][] = [
+  ['bool[]', 1000, (x) => x === 't'],
+  ['bytea[]', 1001, toBuffer],
+  ['int2[]', 1005, toNumber],
+  ['int4[]', 1007, toNumber],
+  ['oid[]', 1028, toNumber],
+  ['float4[]', 1021, toNumber],
+  ['float8[]', 1022, toNumber],
+  ['int8[]', 1016, parseInt8],
+  ['numeric[]', 1231, toNumber],
+  ['date[]', 1182, null],
+  ['timestamp[]', 1115, parseTimestamp],
+  ['timestamptz[]', 1185, parseTimestamptz],
+  ['json[]', 199, (x) => JSON.parse(x)],
+  ['jsonb[]', 3807, (x) => JSON.parse(x)],
+  ['char[]', 1002, null],
+  ['name[]', 1003, null],
+  ['text[]', 1009, null],
+  ['bpchar[]', 1014, null],
+  ['varchar[]', 1015, null],
+  ['time[]', 1183, null],
+  ['timetz[]', 1270, null],
+  ['interval[]', 1187, null],
+  ['uuid[]', 2951, null],
+  ['inet[]', 1041, null],
+  ['cidr[]', 651, null],
+];
+for (const [name, oid, element] of ARRAYS) {
+  PG_TYPES[name] = { to: oid, from: [oid], serialize: serializeArray, parse: (x: string) => parseArray(x, element) };
+}
+
 const noop = (): void => {};
 const columnNames = new WeakMap<object, string[]>();
 
@@ -80,6 +121,14 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     const ms = toMs(opts.timeoutMs);
     client.busy++;
     try {
+      if (client.fresh) {
+        // postgres.js 3.4.9 keeps an ErrorResponse that arrived for a query on a connection that then
+        // died (e.g. 57P01 from pg_terminate_backend) and fails the first query on the next
+        // connection with it (porsager/postgres#1223). Let a throwaway query take it, so neither a
+        // call nor the SET below (which would leave the call without its limit) does.
+        client.fresh = false;
+        client.sql.unsafe('select 1').catch(noop);
+      }
       if (ms !== client.sessionMs) {
         // Queued right before the statement, in the same tick, so nothing slips between them; it is
         // pipelined (no extra round trip). Measured: a SET (and a RESET) on every call cost about 3x
@@ -131,7 +180,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     // (SQLSTATE 25006); the write pool is a separate set of sessions, created on first use.
     if (!Number.isNaN(startupMs)) connection.statement_timeout = String(startupMs); // '0' must not be dropped
     if (readOnly) connection.default_transaction_read_only = 'on';
-    const client: Client = { sql: undefined as unknown as Sql, busy: 0, sessionMs: startupMs };
+    const client: Client = { sql: undefined as unknown as Sql, busy: 0, fresh: false, sessionMs: startupMs };
     client.sql = postgres({
       host: conn.host || 'localhost',
       port: conn.port || 5432,
@@ -141,15 +190,14 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       ssl: sslOption(conn.options?.sslmode),
       max: 1, // max_pipeline stays at postgres.js's 100 (not in its typings)
       prepare: true,
-      // Kept on: it is one catalogue query per new connection, and without it arrays come back as
-      // '{1,2}' strings instead of parsed values (element parsers above apply inside arrays too).
-      fetch_types: true,
+      fetch_types: false, // see ARRAYS above
       idle_timeout: settings.idleTimeoutS ?? 300,
       // Jittered, as postgres.js does by default, so a pool's connections do not all recycle at once.
       max_lifetime: 60 * (30 + Math.random() * 30),
       connect_timeout: 5,
       onnotice: noop,
       onclose: () => {
+        client.fresh = true;
         client.sessionMs = startupMs;
       },
       // PostgreSQL ≥ 14 reports default_transaction_read_only. A read session that switched it off
@@ -198,6 +246,73 @@ function parseTimestamp(x: string): Date | string {
 function parseTimestamptz(x: string): Date | string {
   const d = new Date(x);
   return Number.isNaN(d.getTime()) ? x : d;
+}
+
+/**
+ * Parses PostgreSQL's array text output: `{1,2}`, `{{1,2},{3,4}}`, `{"a \"b\"",NULL}`, and
+ * `[0:1]={1,2}` (bounds dropped). `element` parses each non-null element; null keeps the string.
+ */
+function parseArray(text: string, element: ((x: string) => unknown) | null): unknown[] {
+  let i = text.charCodeAt(0) === 91 /* [ */ ? text.indexOf('=') + 1 : 0;
+  return level();
+
+  function level(): unknown[] {
+    const out: unknown[] = [];
+    i++; // {
+    if (text[i] === '}') {
+      i++;
+      return out;
+    }
+    for (;;) {
+      const ch = text[i];
+      if (ch === '{') {
+        out.push(level());
+      } else if (ch === '"') {
+        let s = '';
+        let start = ++i;
+        while (text[i] !== '"') {
+          if (text[i] === '\\') {
+            s += text.slice(start, i);
+            start = ++i; // keep the escaped character, whatever it is
+          }
+          i++;
+        }
+        s += text.slice(start, i++);
+        out.push(element ? element(s) : s);
+      } else {
+        const start = i;
+        while (text[i] !== ',' && text[i] !== '}') i++;
+        const s = text.slice(start, i);
+        out.push(s === 'NULL' ? null : element ? element(s) : s);
+      }
+      if (text[i++] === '}') return out; // else ','
+    }
+  }
+}
+
+/** A JS array as an array literal (every element quoted, which every element type accepts). */
+function serializeArray(x: unknown): string {
+  if (!Array.isArray(x)) return String(x);
+  let out = '{';
+  for (let i = 0; i < x.length; i++) {
+    if (i) out += ',';
+    out += arrayElement(x[i]);
+  }
+  return out + '}';
+}
+
+function arrayElement(v: unknown): string {
+  if (v === null || v === undefined) return 'NULL';
+  if (Array.isArray(v)) return serializeArray(v);
+  const text =
+    v instanceof Date
+      ? v.toISOString()
+      : Buffer.isBuffer(v)
+        ? '\\x' + v.toString('hex')
+        : typeof v === 'object'
+          ? JSON.stringify(v)
+          : String(v);
+  return '"' + text.replace(/[\\"]/g, '\\$&') + '"';
 }
 
 function serializeTime(x: unknown): string {

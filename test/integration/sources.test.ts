@@ -96,6 +96,43 @@ describe('postgres source', () => {
     assert.deepEqual(bigs, ['9007199254740993', 7]);
   });
 
+  test('arrays of built-in types are parsed (without fetch_types)', async () => {
+    const r = await src.run(
+      `select array['a b', 'c"d', null, 'x\\y', '', 'NULL']::text[],
+              '{{1,2},{3,4}}'::int[],
+              array['{"k":1}'::jsonb, null],
+              array['2024-01-02'::date],
+              array['\\x00ff'::bytea],
+              '[0:1]={5,6}'::int[],
+              '{}'::int8[],
+              array[true, false]`,
+      [],
+      READ,
+    );
+    const [texts, grid, docs, dates, bytes, bounded, empty, bools] = r.rows[0]!;
+    assert.deepEqual(texts, ['a b', 'c"d', null, 'x\\y', '', 'NULL']);
+    assert.deepEqual(grid, [[1, 2], [3, 4]]);
+    assert.deepEqual(docs, [{ k: 1 }, null]);
+    assert.deepEqual(dates, ['2024-01-02']);
+    assert.ok(Array.isArray(bytes) && Buffer.isBuffer(bytes[0]));
+    assert.deepEqual([...(bytes[0] as Buffer)], [0, 255]);
+    assert.deepEqual(bounded, [5, 6]);
+    assert.deepEqual(empty, []);
+    assert.deepEqual(bools, [true, false]);
+    const bound = await src.run('select $1::int[] as a, $2::text[] as b', [[1, 2, null], ['a"b', 'c\\d', null]], READ);
+    assert.deepEqual(bound.rows, [[[1, 2, null], ['a"b', 'c\\d', null]]]);
+  });
+
+  test('a 1 ms session limit does not take the process down', async () => {
+    const tiny = open(pgConn(), { ...settings, poolSize: 1, queryTimeoutMs: 1 });
+    for (let i = 0; i < 5; i++) {
+      await tiny.run('select 1', [], { timeoutMs: 1, readOnly: true }).then(
+        (r) => assert.deepEqual(r.rows, [[1]]),
+        (err: unknown) => assert.ok(err instanceof CallError && err.code === 'query_timeout', String(err)),
+      );
+    }
+  });
+
   test('count(*) is an int8 that comes back as a number', async () => {
     const r = await src.run('select count(*) as c from items', [], READ);
     assert.deepEqual(r.rows, [[500]]);
@@ -158,7 +195,7 @@ describe('postgres source', () => {
     const one = open(pgConn(), { ...settings, poolSize: 1 });
     const low = { timeoutMs: 300, readOnly: true };
     const pid = (await one.run('select pg_backend_pid()', [], low)).rows[0]![0];
-    await admin.unsafe('select pg_terminate_backend($1)', [pid]);
+    await admin.unsafe('select pg_terminate_backend($1)', [pid as number]);
     let newPid: unknown;
     for (let i = 0; i < 50 && newPid === undefined; i++) {
       try {
@@ -242,7 +279,7 @@ describe('sqlite source', () => {
   });
 
   after(async () => {
-    await src.close();
+    await src?.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
