@@ -70,7 +70,7 @@ export async function requireAdmin(ctx: ControlContext, req: Request): Promise<v
   if (req.apiKey) {
     if (isAdminKey(ctx.adminKey, req.apiKey)) return;
     const key = await ctx.store.getKeyByHash(hashSecret(req.apiKey));
-    if (key && keyIsUsable(key, new Date())) throw new CallError('admin_only', 'Only an administrator may do this');
+    if (key && keyIsUsable(key, new Date(), req.ip)) throw new CallError('admin_only', 'Only an administrator may do this');
     throw new CallError('unauthorized', 'Unauthorized');
   }
   if (!ctx.adminKey && (await ctx.store.countKeys()) === 0) return; // open mode

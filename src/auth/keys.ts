@@ -1,6 +1,7 @@
 // In charge of API key secrets and the checks made on every call against a key's row: hashing,
 // generation, the admin key comparison, activity and expiry. Knows nothing of HTTP or SQL.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { BlockList, isIP } from 'node:net';
 import type { KeyRow } from '../store/types.js';
 
 /** Who is calling: the admin key, open mode (no keys configured), or a scoped key's row. */
@@ -30,14 +31,29 @@ export function isAdminKey(adminKey: Buffer | null, supplied: string): boolean {
 }
 
 /**
- * The rules checked on every call against the key's row: active, and not past expires_at
- * (a YYYY-MM-DD date, valid through the end of that day in the server's zone).
+ * The rules checked on every call against the key's row: active, not past expires_at (a
+ * YYYY-MM-DD date, valid through the end of that day in the server's zone), and called from an
+ * allowed address (null allows any; [] allows none; an unknown address fails closed).
  */
-export function keyIsUsable(key: KeyRow, now: Date): boolean {
+export function keyIsUsable(key: KeyRow, now: Date, ip: string): boolean {
   if (!key.active) return false;
+  if (key.allowed_ips && !addressAllowed(key.allowed_ips, ip)) return false;
   if (key.expires_at) {
     const [y, m, d] = key.expires_at.split('-').map(Number);
     if (y && m && d && now.getTime() >= new Date(y, m - 1, d + 1).getTime()) return false;
   }
   return true;
+}
+
+export function addressAllowed(allowed: string[], ip: string): boolean {
+  const family = isIP(ip);
+  if (!family || !allowed.length) return false;
+  const list = new BlockList();
+  for (const entry of allowed) {
+    const [addr, bits] = entry.split('/');
+    const f = isIP(addr) === 6 ? 'ipv6' : 'ipv4';
+    if (bits === undefined) list.addAddress(addr, f);
+    else list.addSubnet(addr, Number(bits), f);
+  }
+  return list.check(ip, family === 6 ? 'ipv6' : 'ipv4');
 }

@@ -20,7 +20,7 @@ export async function runCall(ctx: CallContext, task: CallTask): Promise<CallAns
   let caller: Caller | null = null;
   try {
     const req = parseCall(task);
-    caller = await authenticate(ctx, task.apiKey);
+    caller = await authenticate(ctx, task.apiKey, task.clientIp);
     if (!caller) return errorAnswer('unauthorized', 'Unauthorized', task.requestId);
 
     const query = await ctx.store.getQuery(req.name);
@@ -29,6 +29,7 @@ export async function runCall(ctx: CallContext, task: CallTask): Promise<CallAns
     const connectionName = req.connectionName ?? version.connection_name;
     if (!connectionName) throw new CallError('connection_required', 'Connection name is missing');
     authorizeCall(caller, query.name, version.connection_name, connectionName);
+    refuseUnenforcedPolicy(caller);
     const connection = checkConnection(await ctx.store.getConnection(connectionName), connectionName);
 
     const source = ctx.source(connection);
@@ -97,14 +98,24 @@ function errorAnswer(code: ErrorCode, message: string, requestId: string, extras
 }
 
 /** The admin key, a usable scoped key, open mode when no keys exist at all, or null (401). */
-async function authenticate(ctx: CallContext, supplied: string): Promise<Caller | null> {
+async function authenticate(ctx: CallContext, supplied: string, ip: string): Promise<Caller | null> {
   if (supplied) {
     if (isAdminKey(ctx.adminKey, supplied)) return ADMIN;
     const key = await ctx.store.getKeyByHash(hashSecret(supplied));
-    return key && keyIsUsable(key, new Date()) ? { kind: 'key', name: key.name, key } : null;
+    return key && keyIsUsable(key, new Date(), ip) ? { kind: 'key', name: key.name, key } : null;
   }
   if (ctx.adminKey) return null;
   return (await ctx.store.countKeys()) === 0 ? OPEN : null;
+}
+
+/**
+ * Table allow-lists and column masks are stored but not enforced until governance lands; a key
+ * that carries them is refused rather than served rows its policy says it must not see.
+ */
+function refuseUnenforcedPolicy(caller: Caller): void {
+  if (caller.kind === 'key' && (caller.key.allowed_tables !== null || (caller.key.mask && caller.key.mask.length > 0))) {
+    throw new CallError('forbidden', 'This API key has table or masking rules, which this server cannot enforce yet, so it is refused');
+  }
 }
 
 /** A request may lower QUERYAPIGATE_QUERY_TIMEOUT, never raise it; 0 means no limit. */

@@ -71,7 +71,7 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, m
     apiKey: uwsReq.getHeader('x-api-key'),
     contentType: uwsReq.getHeader('content-type'),
     ifNoneMatch: uwsReq.getHeader('if-none-match'),
-    ip: decoder.decode(res.getRemoteAddressAsText()),
+    ip: clientAddress(res),
     body: null,
     receivedAt: Date.now(),
   };
@@ -114,6 +114,12 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, m
     req.body = body;
     run();
   });
+}
+
+/** The peer's address as text; an IPv4-mapped IPv6 address is given in its IPv4 form. */
+function clientAddress(res: HttpResponse): string {
+  const text = decoder.decode(res.getRemoteAddressAsText());
+  return text.startsWith('::ffff:') && text.includes('.') ? text.slice(7) : text;
 }
 
 function internalError(req: Request, e: unknown): Answer {
