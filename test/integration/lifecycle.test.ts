@@ -1,0 +1,85 @@
+// The server as a process: SIGTERM finishes calls in flight and flushes history before exiting 0,
+// and a store written by a newer release is refused at startup with a clear message.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { ADMIN_KEY, request, scratchDatabase } from '../helpers.js';
+
+const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+
+function startProcess(env: Record<string, string>) {
+  const child = spawn(process.execPath, [MAIN, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const listening = new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 15000);
+    child.stdout.on('data', () => {
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`server exited:\n${out}`));
+    });
+  });
+  listening.catch(() => undefined); // tests that expect an exit never await it
+  return { child, listening, exited, output: () => out };
+}
+
+test('SIGTERM: calls in flight finish, history is flushed, exit code 0', async () => {
+  const home = mkdtempSync(join(tmpdir(), 'qag-life-'));
+  const data = await scratchDatabase('qag_life');
+  try {
+    const p = startProcess({ QUERYAPIGATE_HOME: home, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: ADMIN_KEY, QUERYAPIGATE_WORKERS: '1',
+      QUERYAPIGATE_HISTORY_FLUSH_INTERVAL: '30' });
+    const url = await p.listening;
+    const ok = (r: { status: number; text: string }) => assert.ok(r.status < 300, r.text);
+    ok(await request(url, 'POST', '/api/v1/connections', { body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres' } }));
+    ok(await request(url, 'POST', '/api/v1/queries', { body: { name: 'nap', description: 'sleeps', connection_name: 'pg', sql: 'SELECT pg_sleep(0.7)::text AS slept', publish: true } }));
+    const inFlight = request(url, 'GET', '/q/nap', { headers: { 'X-Request-Id': 'in-flight-1' } });
+    await new Promise((r) => setTimeout(r, 200));
+    p.child.kill('SIGTERM');
+    const answer = await inFlight;
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(await p.exited, 0, p.output());
+    const store = new Database(join(home, 'queryapigate.db'), { readonly: true });
+    const runs = store.prepare("SELECT entry_json FROM execution_history WHERE query_name = 'nap'").all() as Array<{ entry_json: string }>;
+    store.close();
+    assert.equal(runs.length, 1, 'the run in flight was recorded before exit');
+    assert.equal(JSON.parse(runs[0].entry_json).request_id, 'in-flight-1');
+  } finally {
+    await data.drop();
+    rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test('a store with a newer schema refuses to start, saying why', async () => {
+  const home = mkdtempSync(join(tmpdir(), 'qag-newer-'));
+  try {
+    const db = new Database(join(home, 'queryapigate.db'));
+    db.exec('CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (999);');
+    db.close();
+    const p = startProcess({ QUERYAPIGATE_HOME: home, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_WORKERS: '0' });
+    assert.equal(await p.exited, 1);
+    assert.match(p.output(), /schema version 999, newer than this release/);
+    assert.doesNotMatch(p.output(), /at .*\.js:\d+/, 'no stack trace');
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test('a bad setting stops startup naming the variable', async () => {
+  const p = startProcess({ QUERYAPIGATE_PORT: 'eighty', QUERYAPIGATE_WORKERS: '0' });
+  assert.equal(await p.exited, 1);
+  assert.match(p.output(), /QUERYAPIGATE_PORT="eighty": must be a whole number/);
+});
