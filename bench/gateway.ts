@@ -1,0 +1,76 @@
+// Bench plumbing: start the gateway as its own process (so its CPU can be counted alone), create
+// objects through its management API, and write a bench's results as JSON lines plus a table.
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
+export const RESULTS = fileURLToPath(new URL('../../bench/results/', import.meta.url));
+
+export interface Gateway {
+  url: string;
+  pid: number;
+  output(): string;
+  api(method: string, path: string, body?: unknown): Promise<any>;
+  stop(): Promise<void>;
+}
+
+export async function startGateway(env: Record<string, string>, adminKey = 'bench-admin'): Promise<Gateway> {
+  const child = spawn(process.execPath, [MAIN, 'serve'], {
+    env: { ...process.env, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: adminKey, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const exited = new Promise<void>((r) => child.on('exit', () => r()));
+  const url = await new Promise<string>((resolve, reject) => {
+    const check = () => {
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (m) resolve(m[1]);
+    };
+    child.stdout.on('data', check);
+    void exited.then(() => reject(new Error(`gateway exited:\n${out}`)));
+  });
+  return {
+    url,
+    pid: child.pid!,
+    output: () => out,
+    async api(method, path, body) {
+      const res = await fetch(url + path, {
+        method,
+        headers: { 'X-API-Key': adminKey, 'Content-Type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.text();
+      if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+      return text ? JSON.parse(text) : null;
+    },
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+export function today(): string {
+  return new Date().toISOString().slice(0, 10);
+}
+
+/** Writes results.jsonl and README.md (the table plus how it was made) to bench/results/<name>-<date>/. */
+export function writeResults(name: string, rows: object[], markdown: string): string {
+  const dir = join(RESULTS, `${name}-${today()}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'results.jsonl'), rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  writeFileSync(join(dir, 'README.md'), markdown);
+  return dir;
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
