@@ -91,11 +91,16 @@ export class Store {
     return queries.map((q) => toQuery(q, byName.get(q.name) ?? []));
   }
 
+  /** The query with all its versions, in one round trip. */
   async getQuery(name: string): Promise<QueryRow | null> {
-    const rows = await this.db.all<any>('SELECT * FROM saved_queries WHERE name = ?', [name]);
+    const rows = await this.db.all<any>(
+      `SELECT q.name, q.collection, q.example, q.published_version, q.created_at, q.updated_at,
+              v.version, v.uuid, v.was_published, v.created_at AS v_created_at, v.last_modified_at, v.fields_json
+         FROM saved_queries q LEFT JOIN saved_query_versions v ON v.query_name = q.name
+        WHERE q.name = ? ORDER BY v.version`, [name]);
     if (!rows.length) return null;
-    const versions = await this.db.all<any>('SELECT * FROM saved_query_versions WHERE query_name = ? ORDER BY version', [name]);
-    return toQuery(rows[0], versions.map(toVersion));
+    const versions = rows[0].version === null ? [] : rows.map((r) => toVersion({ ...r, created_at: r.v_created_at }));
+    return toQuery(rows[0], versions);
   }
 
   /** Creates the query with its first version; false when the name is taken. */
