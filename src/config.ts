@@ -28,6 +28,9 @@ export interface Config {
   /** Runs an executor holds for the recorder before it drops and counts them. */
   readonly historyMaxPending: number;
   readonly maxBodyBytes: number;
+  /** Seconds an executor keeps the key, query and connection rows it read; 0 = off. */
+  readonly metadataCacheTtl: number;
+  readonly redisUrl: string | null;
 }
 
 const flag = v.pipe(
@@ -61,6 +64,8 @@ const VARIABLES = {
   HISTORY_FLUSH_INTERVAL: [num(0.01, 60), '1'],
   HISTORY_MAX_PENDING: [int(1, 10_000_000), '10000'],
   MAX_BODY_BYTES: [int(1, 1 << 30), String(1 << 20)],
+  METADATA_CACHE_TTL: [num(0, 86400), '0'],
+  REDIS_URL: [v.pipe(text, v.regex(/^(rediss?|unix):\/\//, 'must be a redis://, rediss:// or unix:// URL')), null],
 } as const;
 
 type Name = keyof typeof VARIABLES;
@@ -95,6 +100,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     historyFlushInterval: read('HISTORY_FLUSH_INTERVAL'),
     historyMaxPending: read('HISTORY_MAX_PENDING'),
     maxBodyBytes: read('MAX_BODY_BYTES'),
+    metadataCacheTtl: read('METADATA_CACHE_TTL'),
+    redisUrl: read('REDIS_URL'),
   };
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -5,12 +5,12 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
 import type { ControlContext } from './api/routes.js';
-import { CHANGES_CHANNEL, type ChangeMessage } from './call/context.js';
 import type { Config } from './config.js';
 import { loadExamples } from './examples/load.js';
 import { buildApp } from './http/app.js';
 import { createDispatcher, type Dispatcher } from './http/dispatch.js';
 import type { RecorderSettings } from './recorder/recorder.js';
+import { startChangeFeed } from './store/changes.js';
 import { openStore } from './store/store.js';
 
 const RECORDER = fileURLToPath(new URL('../workers/recorder.js', import.meta.url));
@@ -31,12 +31,12 @@ export async function startServer(config: Config, log: (line: string) => void = 
 
   const recorder = startRecorder(config);
   const dispatcher = countInFlight(createDispatcher(config));
-  const changes = new BroadcastChannel(CHANGES_CHANNEL);
+  const changes = await startChangeFeed(config);
   const control: ControlContext = {
     config,
     store,
     adminKey: config.adminKey ? Buffer.from(config.adminKey, 'utf8') : null,
-    connectionChanged: (name) => changes.postMessage({ kind: 'connection', name } satisfies ChangeMessage),
+    publishChange: (m) => changes.publish(m),
     flushHistory: () => recorder.request('flush').then(() => undefined),
   };
   const state = { draining: false };
@@ -58,7 +58,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
       await dispatcher.close();
       await recorder.request('stop');
       await recorder.worker.terminate();
-      changes.close();
+      await changes.close();
       await store.close();
       (app as unknown as { close(): void }).close(); // closes kept-alive sockets too
     })());

@@ -1,8 +1,10 @@
 // Shared test plumbing: a real server on a free port with its own home folder, a small HTTP client,
 // and scratch PostgreSQL databases that tests create and drop themselves.
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { loadConfig } from '../src/config.js';
 import { startServer, type RunningServer } from '../src/serve.js';
@@ -91,3 +93,31 @@ export async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean,
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
+
+/** The server as its own process (`node dist/src/main.js serve`), for signals and multi-instance tests. */
+export function startProcess(env: Record<string, string>) {
+  const child = spawn(process.execPath, [MAIN, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const listening = new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 15000);
+    child.stdout.on('data', () => {
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`server exited:\n${out}`));
+    });
+  });
+  listening.catch(() => undefined); // tests that expect an exit never await it
+  return { child, listening, exited, output: () => out };
+}
+

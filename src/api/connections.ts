@@ -68,7 +68,7 @@ export function connectionRoutes(r: ApiRouter): void {
     if (b.password !== undefined && b.password !== MASK) row.password = b.password;
     row.updated_at = localTimestamp();
     await ctx.store.putConnection(row, false);
-    ctx.connectionChanged(n);
+    ctx.publishChange({ kind: 'connection', name: n });
     return jsonAnswer(200, connectionDetail(row));
   });
 
@@ -76,7 +76,7 @@ export function connectionRoutes(r: ApiRouter): void {
     const b = parseBody(deleteSchema, readJson(req.body, false));
     if (!b.reason || !b.reason.trim()) throw new CallError('reason_required', 'Deleting a connection needs a "reason"');
     if (!(await ctx.store.deleteConnection(n))) throw new CallError('connection_not_found', `Connection '${n}' not found`);
-    ctx.connectionChanged(n);
+    ctx.publishChange({ kind: 'connection', name: n });
     return jsonAnswer(204, null);
   });
 }

@@ -5,14 +5,15 @@ import { CallError } from '../call/errors.js';
 import type { Answer, Request } from '../http/respond.js';
 import type { Store } from '../store/store.js';
 import type { Config } from '../config.js';
+import type { ChangeMessage } from '../call/context.js';
 
 /** What the control plane needs: the store, and ways to tell executors and the recorder. */
 export interface ControlContext {
   config: Config;
   store: Store;
   adminKey: Buffer | null;
-  /** Tells every executor that a connection changed (its pools are replaced). */
-  connectionChanged(name: string): void;
+  /** Tells every executor, here and in other instances, that the store changed. */
+  publishChange(m: ChangeMessage): void;
   /** Waits until runs recorded so far are in the store (read-your-writes for history). */
   flushHistory(): Promise<void>;
 }

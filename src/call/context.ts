@@ -7,11 +7,14 @@ import { openSource } from '../sources/index.js';
 import type { Source } from '../sources/types.js';
 import { attachStore, type Store } from '../store/store.js';
 import type { ConnectionRow } from '../store/types.js';
+import { createMetadata, type Metadata } from './metadata.js';
 import type { CallPlan } from './plan.js';
 
 export interface CallContext {
   config: Config;
   store: Store;
+  /** Store rows as calls read them: cached per QUERYAPIGATE_METADATA_CACHE_TTL, cleared on any change. */
+  meta: Metadata;
   adminKey: Buffer | null;
   plans: LRUCache<string, CallPlan>;
   source(conn: ConnectionRow): Source;
@@ -21,11 +24,12 @@ export interface CallContext {
 
 export const CHANGES_CHANNEL = 'queryapigate:changes';
 
-/** A change made through the management API, broadcast to every executor. */
-export interface ChangeMessage {
-  kind: 'connection';
-  name: string;
-}
+/**
+ * A change to the store, broadcast to every executor: made through this server's management API,
+ * or told by another instance (LISTEN/NOTIFY or Redis). 'connection' also replaces that
+ * connection's pools; 'all' is sent when a notification may have been missed.
+ */
+export type ChangeMessage = { kind: 'metadata' } | { kind: 'connection'; name: string } | { kind: 'all' };
 
 export function createCallContext(config: Config): CallContext {
   const store = attachStore(config, { readonly: true, max: Math.max(2, Math.min(config.poolSize, 8)) });
@@ -38,16 +42,20 @@ export function createCallContext(config: Config): CallContext {
       s.source.close().catch(() => undefined);
     }
   };
+  const meta = createMetadata(store, config.metadataCacheTtl);
   const changes = new BroadcastChannel(CHANGES_CHANNEL);
   changes.onmessage = (e: MessageEvent) => {
     const m = e.data as ChangeMessage;
+    meta.clear();
     if (m.kind === 'connection') drop(m.name);
+    else if (m.kind === 'all') for (const name of [...sources.keys()]) drop(name);
   };
   (changes as unknown as { unref?: () => void }).unref?.();
   const runs = new RunBatcher(config.historyMaxPending);
   return {
     config,
     store,
+    meta,
     adminKey: config.adminKey ? Buffer.from(config.adminKey, 'utf8') : null,
     plans: new LRUCache<string, CallPlan>({ max: 2000 }),
     source(conn) {

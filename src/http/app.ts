@@ -38,7 +38,10 @@ export function buildApp(control: ControlContext, dispatcher: Dispatcher, state:
       if (found === null) return errorAnswer(404, 'not_found', 'Not found', req.requestId);
       await requireAdmin(control, req);
       if (found === 'method_not_allowed') return errorAnswer(405, 'method_not_allowed', 'Method not allowed', req.requestId);
-      return await found.handler(control, req, found.params);
+      const answer = await found.handler(control, req, found.params);
+      // Any change clears every executor's cached rows at once (connections also replace pools).
+      if (req.method !== 'GET' && answer.status < 400) control.publishChange({ kind: 'metadata' });
+      return answer;
     } catch (e) {
       if (e instanceof CallError) return errorAnswer(e.status, e.code, e.message, req.requestId, e.extras);
       throw e;

@@ -1,40 +1,12 @@
 // The server as a process: SIGTERM finishes calls in flight and flushes history before exiting 0,
 // and a store written by a newer release is refused at startup with a clear message.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { ADMIN_KEY, request, scratchDatabase } from '../helpers.js';
-
-const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
-
-function startProcess(env: Record<string, string>) {
-  const child = spawn(process.execPath, [MAIN, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  const listening = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 15000);
-    child.stdout.on('data', () => {
-      const m = out.match(/listening on (http:\/\/\S+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    void exited.then(() => {
-      clearTimeout(timer);
-      reject(new Error(`server exited:\n${out}`));
-    });
-  });
-  listening.catch(() => undefined); // tests that expect an exit never await it
-  return { child, listening, exited, output: () => out };
-}
+import { ADMIN_KEY, request, scratchDatabase, startProcess } from '../helpers.js';
 
 test('SIGTERM: calls in flight finish, history is flushed, exit code 0', async () => {
   const home = mkdtempSync(join(tmpdir(), 'qag-life-'));

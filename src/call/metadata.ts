@@ -1,0 +1,68 @@
+// In charge of the executor's reads of store rows: the key (by secret hash), the saved query and
+// the connection. With QUERYAPIGATE_METADATA_CACHE_TTL set, rows are kept that long in bounded
+// caches; rows, never decisions, so every rule is still checked against the row on every call.
+// Any change anywhere clears the caches at once (see ChangeMessage); the TTL is the safety net.
+import { LRUCache } from 'lru-cache';
+import type { Store } from '../store/store.js';
+import type { ConnectionRow, KeyRow, QueryRow } from '../store/types.js';
+
+export interface Metadata {
+  key(hash: string): Promise<KeyRow | null>;
+  query(name: string): Promise<QueryRow | null>;
+  connection(name: string): Promise<ConnectionRow | null>;
+  /** Whether any scoped key exists (open mode needs none). */
+  anyKey(): Promise<boolean>;
+  clear(): void;
+}
+
+const MAX_ROWS = 10_000;
+/** lru-cache cannot hold null; a miss is remembered as this marker (a key that does not exist). */
+const NONE = Symbol('none');
+
+export function createMetadata(store: Store, ttlSeconds: number): Metadata {
+  if (ttlSeconds <= 0) {
+    return {
+      key: (hash) => store.getKeyByHash(hash),
+      query: (name) => store.getQuery(name),
+      connection: (name) => store.getConnection(name),
+      anyKey: async () => (await store.countKeys()) > 0,
+      clear: () => undefined,
+    };
+  }
+  const ttl = ttlSeconds * 1000;
+  const cached = <T extends object>(read: (k: string) => Promise<T | null>) => {
+    const cache = new LRUCache<string, T | typeof NONE>({ max: MAX_ROWS, ttl, ttlAutopurge: false });
+    let generation = 0;
+    return {
+      async get(k: string): Promise<T | null> {
+        const hit = cache.get(k);
+        if (hit !== undefined) return hit === NONE ? null : hit;
+        const gen = generation;
+        const row = await read(k);
+        // A clear while the read was in flight means the row may be stale: use it, don't keep it.
+        if (gen === generation) cache.set(k, row ?? NONE);
+        return row;
+      },
+      clear() {
+        generation++;
+        cache.clear();
+      },
+    };
+  };
+  const keys = cached((h) => store.getKeyByHash(h));
+  const queries = cached((n) => store.getQuery(n));
+  const connections = cached((n) => store.getConnection(n));
+  const anyKeys = cached(async () => ({ any: (await store.countKeys()) > 0 }));
+  return {
+    key: (h) => keys.get(h),
+    query: (n) => queries.get(n),
+    connection: (n) => connections.get(n),
+    anyKey: async () => (await anyKeys.get(''))!.any,
+    clear() {
+      keys.clear();
+      queries.clear();
+      connections.clear();
+      anyKeys.clear();
+    },
+  };
+}

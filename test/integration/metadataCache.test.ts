@@ -1,0 +1,54 @@
+// The metadata cache: rows are cached, decisions are not; a change through the management API is
+// seen at once by this server, and by another instance on the same PostgreSQL store (LISTEN/NOTIFY,
+// or Redis pub/sub when QUERYAPIGATE_REDIS_URL is set) well within the cache's TTL.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ADMIN_KEY, request, scratchDatabase, startProcess, startTestServer } from '../helpers.js';
+
+const TTL = '60'; // far longer than the test: only a notification can explain a refusal
+
+test('with the cache on, a revoked key is refused at once by the same server', async () => {
+  const s = await startTestServer({ QUERYAPIGATE_WORKERS: '2', QUERYAPIGATE_METADATA_CACHE_TTL: TTL, QUERYAPIGATE_LOAD_EXAMPLES: '1' });
+  try {
+    const key = (await s.call('POST', '/api/v1/api-keys', { body: { name: 'k', queries: ['example_film_lookup'], connections: [] } })).json.secret;
+    for (let i = 0; i < 6; i++) assert.equal((await s.call('GET', '/q/example_film_lookup?film_id=1', { key })).status, 200);
+    await s.call('PATCH', '/api/v1/api-keys/k', { body: { active: false } });
+    for (let i = 0; i < 6; i++) assert.equal((await s.call('GET', '/q/example_film_lookup?film_id=1', { key })).status, 401);
+    // A new published version is served at once too.
+    await s.call('POST', '/api/v1/queries/example_film_lookup/versions', {
+      body: { description: 'v2', sql: 'SELECT film_id FROM film WHERE film_id = :film_id', parameters: { film_id: 'int' }, publish: true } });
+    const admin = await s.call('GET', '/q/example_film_lookup?film_id=1');
+    assert.deepEqual(admin.json, [{ film_id: 1 }]);
+  } finally {
+    await s.stop();
+  }
+});
+
+for (const transport of ['LISTEN/NOTIFY', 'Redis pub/sub']) {
+  test(`two instances on one PostgreSQL store: revoke on one, refused on the other (${transport})`, async () => {
+    const store = await scratchDatabase('qag_meta_store');
+    const home = mkdtempSync(join(tmpdir(), 'qag-meta-'));
+    const env: Record<string, string> = { QUERYAPIGATE_DATABASE_URL: store.url, QUERYAPIGATE_METADATA_CACHE_TTL: TTL, QUERYAPIGATE_WORKERS: '1' };
+    if (transport === 'Redis pub/sub') env.QUERYAPIGATE_REDIS_URL = 'redis://127.0.0.1:6379';
+    const a = await startTestServer({ ...env, QUERYAPIGATE_LOAD_EXAMPLES: '1' });
+    const b = startProcess({ ...env, QUERYAPIGATE_HOME: a.home, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: ADMIN_KEY });
+    try {
+      const bUrl = await b.listening;
+      const key = (await a.call('POST', '/api/v1/api-keys', { body: { name: 'shared', queries: ['example_film_lookup'], connections: [] } })).json.secret;
+      const onB = () => request(bUrl, 'GET', '/q/example_film_lookup?film_id=2', { key });
+      for (let i = 0; i < 4; i++) assert.equal((await onB()).status, 200, 'cached on B');
+      await a.call('PATCH', '/api/v1/api-keys/shared', { body: { active: false } });
+      await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 4; i++) assert.equal((await onB()).status, 401, 'B refuses the revoked key within 100 ms');
+    } finally {
+      b.child.kill('SIGTERM');
+      await b.exited;
+      await a.stop();
+      await store.drop();
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+}
