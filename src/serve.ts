@@ -9,6 +9,7 @@ import type { Config } from './config.js';
 import { loadExamples } from './examples/load.js';
 import { buildApp } from './http/app.js';
 import { createDispatcher, type Dispatcher } from './http/dispatch.js';
+import { DRAIN_CHANNEL } from './recorder/batcher.js';
 import type { RecorderSettings } from './recorder/recorder.js';
 import { startChangeFeed } from './store/changes.js';
 import { openStore } from './store/store.js';
@@ -29,7 +30,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
     }
   }
 
-  const recorder = startRecorder(config);
+  const recorder = await startRecorder(config);
   const dispatcher = countInFlight(createDispatcher(config));
   const changes = await startChangeFeed(config);
   const control: ControlContext = {
@@ -55,8 +56,11 @@ export async function startServer(config: Config, log: (line: string) => void = 
       state.draining = true;
       uWS.us_listen_socket_close(token);
       await dispatcher.idle();
+      const drain = new BroadcastChannel(DRAIN_CHANNEL);
+      drain.postMessage('drain'); // every executor posts its last batch, marked final
+      drain.close();
+      await recorder.request('stop', Math.max(1, config.workers));
       await dispatcher.close();
-      await recorder.request('stop');
       await recorder.worker.terminate();
       await changes.close();
       await store.close();
@@ -90,7 +94,7 @@ function countInFlight(d: Dispatcher): Dispatcher & { idle(): Promise<void> } {
   };
 }
 
-function startRecorder(config: Config) {
+async function startRecorder(config: Config) {
   const settings: RecorderSettings = {
     home: config.home, databaseUrl: config.databaseUrl, historyLimit: config.historyLimit,
     historyFlushInterval: config.historyFlushInterval, historyMaxPending: config.historyMaxPending,
@@ -103,13 +107,17 @@ function startRecorder(config: Config) {
     pending.delete(m.id);
   });
   worker.on('error', (e) => console.error('recorder thread failed:', e));
+  await new Promise<void>((resolve, reject) => {
+    pending.set(0, () => resolve());
+    worker.once('error', reject);
+  });
   return {
     worker,
-    request(op: 'flush' | 'stop' | 'counts'): Promise<unknown> {
+    request(op: 'flush' | 'stop' | 'counts', executors?: number): Promise<unknown> {
       const id = ++next;
       return new Promise((resolve) => {
         pending.set(id, resolve);
-        worker.postMessage({ id, op });
+        worker.postMessage({ id, op, executors });
       });
     },
   };

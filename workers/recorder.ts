@@ -2,15 +2,17 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Recorder, type RecorderSettings } from '../src/recorder/recorder.js';
 
-export type RecorderRequest = { id: number; op: 'flush' | 'stop' | 'counts' };
+export type RecorderRequest = { id: number; op: 'flush' | 'stop' | 'counts'; executors?: number };
 
 const recorder = new Recorder(workerData as RecorderSettings);
+// Listening now: the acceptor starts executors only after this, so no early run is missed.
+parentPort!.postMessage({ id: 0, ready: true });
 parentPort!.on('message', async (m: RecorderRequest) => {
   if (m.op === 'flush') {
     await new Promise((r) => setTimeout(r, 5)); // batches posted just before the request
     await recorder.flush();
   } else if (m.op === 'stop') {
-    await recorder.close();
+    await recorder.close(m.executors ?? 0);
   }
   parentPort!.postMessage({ id: m.id, counts: recorder.counts() });
   if (m.op === 'stop') parentPort!.close();

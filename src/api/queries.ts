@@ -26,6 +26,7 @@ const versionEntries = {
 };
 const versionSchema = v.object(versionEntries);
 const createSchema = v.object({ name, collection: optionalText, ...versionEntries });
+const cacheTtlSchema = v.object({ cache_ttl: v.nullable(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0))) });
 const publishSchema = v.object({ version: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1)) });
 
 type VersionInput = v.InferOutput<typeof versionSchema>;
@@ -136,6 +137,15 @@ export function queryRoutes(r: ApiRouter): void {
     const found = q.versions.find((x) => String(x.version) === ver);
     if (!found) throw new CallError('version_not_found', `Version ${ver} not found`);
     return jsonAnswer(200, versionView(q, found, (await ctx.store.runCounts(n)).get(found.version) ?? 0));
+  });
+
+  r.add('PATCH', '/api/v1/queries/:name/versions/:version', async (ctx, req, [n, ver]) => {
+    const b = parseBody(cacheTtlSchema, readJson(req.body));
+    if (!/^\d+$/.test(ver) || !(await ctx.store.setCacheTtl(n, Number(ver), b.cache_ttl || null, localTimestamp()))) {
+      await mustGet(ctx, n);
+      throw new CallError('version_not_found', `Version ${ver} not found`);
+    }
+    return jsonAnswer(200, await detail(ctx, n));
   });
 
   r.add('POST', '/api/v1/queries/:name/publish', async (ctx, req, [n]) => {

@@ -9,6 +9,7 @@ import { attachStore, type Store } from '../store/store.js';
 import type { ConnectionRow } from '../store/types.js';
 import { createMetadata, type Metadata } from './metadata.js';
 import type { CallPlan } from './plan.js';
+import { createResultCache, type ResultCache } from './resultCache.js';
 
 export interface CallContext {
   config: Config;
@@ -19,6 +20,8 @@ export interface CallContext {
   plans: LRUCache<string, CallPlan>;
   source(conn: ConnectionRow): Source;
   runs: RunBatcher;
+  /** Answers of versions with a cache_ttl. */
+  results: ResultCache;
   close(): Promise<void>;
 }
 
@@ -68,7 +71,9 @@ export function createCallContext(config: Config): CallContext {
       return source;
     },
     runs,
+    results: createResultCache(config.redisUrl),
     async close() {
+      this.results.close();
       changes.close();
       runs.flush();
       runs.close();

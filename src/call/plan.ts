@@ -15,7 +15,9 @@ export interface CallPlan {
   bind: ReturnType<typeof compileBinder>;
   verb: string;
   write: boolean;
-  /** The statement as saved, for writes (no paging window). */
+  /** SELECT and WITH page inside the database; other reads (SHOW, EXPLAIN, ...) are sliced here. */
+  pageable: boolean;
+  /** The statement as saved, for writes and unpageable reads (no paging window). */
   text: string;
   order: number[];
   /** The statement inside the page window: two more values, limit (page_size + 1) and offset. */
@@ -39,6 +41,7 @@ export function planCall(version: VersionRow, dialect: Dialect): CallPlan {
     bind,
     verb,
     write: !READ_VERBS.has(verb),
+    pageable: verb === 'select' || verb === 'with',
     text,
     order,
     pagedText: `SELECT * FROM (\n${text}\n) AS _qag_page ${window}`,

@@ -11,8 +11,11 @@ import { CONTENT_TYPES, EMPTY_JSON } from './formats.js';
 import type { CallAnswer, CallTask } from './messages.js';
 import { planCall, writerFor, type CallPlan } from './plan.js';
 import { parseCall, parsePaging } from './request.js';
+import { cacheKey, etagOf, policyFingerprint, type CachedAnswer } from './resultCache.js';
 
 const UNAUTHORIZED: CallAnswer['headers'] = ['Content-Type', 'application/json'];
+/** Requests rejected by validation are not runs (the contract: they never reached the database). */
+const NOT_RECORDED = new Set<ErrorCode>(['param_required', 'param_invalid', 'invalid_paging', 'invalid_timeout']);
 const HIDDEN_DETAIL = 'An error occurred while executing the SQL query';
 
 export async function runCall(ctx: CallContext, task: CallTask): Promise<CallAnswer> {
@@ -31,6 +34,12 @@ export async function runCall(ctx: CallContext, task: CallTask): Promise<CallAns
     if (!connectionName) throw new CallError('connection_required', 'Connection name is missing');
     authorizeCall(caller, query.name, version.connection_name, connectionName);
     refuseUnenforcedPolicy(caller);
+    // From here on a failure is a run worth recording, except a request that fails validation.
+    run = {
+      query: query.name, version: version.version, kind: 'saved', executed_at: localTimestamp(), status: 'success',
+      connection_name: connectionName, key_name: caller.name, request_id: task.requestId,
+      rows: null, duration_ms: null, serialization_ms: null, transport: 'rest',
+    };
     const connection = checkConnection(await ctx.meta.connection(connectionName), connectionName);
 
     const source = ctx.source(connection);
@@ -41,19 +50,25 @@ export async function runCall(ctx: CallContext, task: CallTask): Promise<CallAns
     const paging = parsePaging(req, ctx.config.maxPageSize);
     const timeout = effectiveTimeout(ctx.config.queryTimeout, req.timeout);
 
-    run = {
-      query: query.name, version: version.version, kind: 'saved', executed_at: localTimestamp(), status: 'success',
-      connection_name: connection.name, key_name: caller.name, request_id: task.requestId,
-      rows: null, duration_ms: null, serialization_ms: null, transport: 'rest',
-    };
+    // Versions with a cache_ttl answer repeat calls without the database; hits are not runs.
+    const ttl = plan.write ? 0 : version.cache_ttl ?? 0;
+    let cached: string | null = null;
+    if (ttl > 0) {
+      cached = cacheKey([query.name, version.version, version.uuid, connection.name, connection.updated_at, bound,
+        req.format, paging.page, paging.pageSize, policyFingerprint(caller)]);
+      const hit = await ctx.results.get(cached);
+      if (hit) return cacheAnswer(hit, ttl, 'HIT', task.ifNoneMatch);
+    }
+
     if (plan.write) authorizeWrite(caller, query.name, plan.verb, ctx.config.allowWrites);
 
     const started = performance.now();
-    const values = fillValues(plan, bound, paging.pageSize + 1, (paging.page - 1) * paging.pageSize);
-    const result = await source.run(plan.write ? plan.text : plan.pagedText, values, { timeoutMs: timeout * 1000, readOnly: !plan.write });
+    const offset = (paging.page - 1) * paging.pageSize;
+    const values = fillValues(plan, bound, paging.pageSize + 1, offset);
+    const result = await source.run(plan.pageable ? plan.pagedText : plan.text, values, { timeoutMs: timeout * 1000, readOnly: !plan.write });
     const executed = performance.now();
 
-    const rows = result.rows;
+    const rows = plan.pageable || plan.write ? result.rows : result.rows.slice(offset, offset + paging.pageSize + 1);
     const hasMore = !plan.write && rows.length > paging.pageSize;
     if (hasMore) rows.length = paging.pageSize;
     const headers = ['Content-Type', CONTENT_TYPES.json, 'X-Page', String(paging.page), 'X-Page-Size', String(paging.pageSize), 'X-Has-More', hasMore ? 'true' : 'false'];
@@ -68,6 +83,11 @@ export async function runCall(ctx: CallContext, task: CallTask): Promise<CallAns
     run.duration_ms = Math.round(executed - started);
     run.serialization_ms = Math.round((performance.now() - executed) * 10) / 10;
     ctx.runs.add(run);
+    if (cached) {
+      const entry: CachedAnswer = { body, headers, etag: etagOf(body) };
+      ctx.results.set(cached, entry, ttl);
+      return cacheAnswer(entry, ttl, 'MISS', task.ifNoneMatch);
+    }
     return { status: 200, headers, body };
   } catch (e) {
     const err = e instanceof CallError ? e : null;
@@ -81,7 +101,7 @@ export async function runCall(ctx: CallContext, task: CallTask): Promise<CallAns
       extras = rest;
       if (code === 'query_failed') message = HIDDEN_DETAIL;
     }
-    if (run) {
+    if (run && !NOT_RECORDED.has(code)) {
       run.status = 'error';
       run.error = message;
       run.code = code;
@@ -96,6 +116,12 @@ function errorAnswer(code: ErrorCode, message: string, requestId: string, extras
   const headers = UNAUTHORIZED.slice();
   if (extras?.retry_after !== undefined) headers.push('Retry-After', String(extras.retry_after));
   return { status, headers, body: errorBody(code, message, requestId, extras) };
+}
+
+function cacheAnswer(entry: CachedAnswer, ttl: number, state: 'HIT' | 'MISS', ifNoneMatch: string): CallAnswer {
+  const extra = ['ETag', entry.etag, 'Cache-Control', `max-age=${ttl}`, 'X-Cache', state];
+  if (ifNoneMatch && ifNoneMatch.split(/\s*,\s*/).includes(entry.etag)) return { status: 304, headers: extra, body: '' };
+  return { status: 200, headers: entry.headers.concat(extra), body: entry.body };
 }
 
 /** The admin key, a usable scoped key, open mode when no keys exist at all, or null (401). */
@@ -128,9 +154,9 @@ function effectiveTimeout(server: number, requested: number | null): number {
 function fillValues(plan: CallPlan, bound: unknown[], limit: number, offset: number): unknown[] {
   const order = plan.order;
   const n = order.length;
-  const values = new Array(plan.write ? n : n + 2);
+  const values = new Array(plan.pageable ? n + 2 : n);
   for (let i = 0; i < n; i++) values[i] = bound[order[i]];
-  if (!plan.write) {
+  if (plan.pageable) {
     values[n] = limit;
     values[n + 1] = offset;
   }

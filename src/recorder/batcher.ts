@@ -4,15 +4,19 @@
 import type { RunRecord } from '../store/types.js';
 
 export const RUNS_CHANNEL = 'queryapigate:runs';
+/** At shutdown the acceptor asks every executor, over this channel, for its last batch. */
+export const DRAIN_CHANNEL = 'queryapigate:drain';
 
-/** What an executor posts to the recorder. */
+/** What an executor posts to the recorder; `final` marks its last batch before shutdown. */
 export interface RunBatchMessage {
   runs: RunRecord[];
   dropped: number;
+  final?: boolean;
 }
 
 export class RunBatcher {
   #channel = new BroadcastChannel(RUNS_CHANNEL);
+  #drain = new BroadcastChannel(DRAIN_CHANNEL);
   #batch: RunRecord[] = [];
   #dropped = 0;
   #scheduled = false;
@@ -21,6 +25,9 @@ export class RunBatcher {
   constructor(max: number) {
     this.#max = max;
     (this.#channel as unknown as { unref?: () => void }).unref?.();
+    (this.#drain as unknown as { unref?: () => void }).unref?.();
+    // The final batch travels on the same channel as the others, so it arrives after them.
+    this.#drain.onmessage = () => this.flush(true);
   }
 
   add(run: RunRecord): void {
@@ -32,10 +39,10 @@ export class RunBatcher {
     }
   }
 
-  flush(): void {
+  flush(final = false): void {
     this.#scheduled = false;
-    if (!this.#batch.length && !this.#dropped) return;
-    const message: RunBatchMessage = { runs: this.#batch, dropped: this.#dropped };
+    if (!this.#batch.length && !this.#dropped && !final) return;
+    const message: RunBatchMessage = { runs: this.#batch, dropped: this.#dropped, final };
     this.#batch = [];
     this.#dropped = 0;
     this.#channel.postMessage(message);
@@ -43,5 +50,6 @@ export class RunBatcher {
 
   close(): void {
     this.#channel.close();
+    this.#drain.close();
   }
 }

@@ -27,6 +27,7 @@ export class Recorder {
   #channel = new BroadcastChannel(RUNS_CHANNEL);
   #timer: NodeJS.Timeout;
   #writing: Promise<void> = Promise.resolve();
+  #finals = 0;
 
   constructor(readonly settings: RecorderSettings) {
     this.#store = attachStore(settings, { readonly: false, max: 2 });
@@ -35,6 +36,7 @@ export class Recorder {
   }
 
   take(m: RunBatchMessage): void {
+    if (m.final) this.#finals++;
     this.#counts.dropped += m.dropped;
     const room = this.settings.historyMaxPending - this.#queue.length;
     if (m.runs.length > room) this.#counts.dropped += m.runs.length - Math.max(0, room);
@@ -63,9 +65,11 @@ export class Recorder {
     return { ...this.#counts, pending: this.#queue.length };
   }
 
-  async close(): Promise<void> {
+  /** Stops after every executor's final batch has arrived (or after a 5 s safety limit). */
+  async close(executors: number): Promise<void> {
     clearInterval(this.#timer);
-    await new Promise((r) => setTimeout(r, 20)); // let batches already posted arrive
+    const until = Date.now() + 5000;
+    while (this.#finals < executors && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
     this.#channel.close();
     await this.flush();
     await this.#store.close();

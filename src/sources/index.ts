@@ -2,6 +2,7 @@
 // must not import keys, HTTP, governance or the store (only call/errors.js for CallError).
 
 import { CallError } from '../call/errors.js';
+import { openMysql } from './mysql.js';
 import { openPostgres } from './postgres.js';
 import { openSqlite } from './sqlite.js';
 import type { ConnectionConfig, Source, SourceSettings } from './types.js';
@@ -9,8 +10,9 @@ import type { ConnectionConfig, Source, SourceSettings } from './types.js';
 export type { ConnectionConfig, Dialect, ResultSet, RunOptions, Source, SourceSettings } from './types.js';
 
 /**
- * Opens a source for `conn` (secrets expanded here, at connect time). PostgreSQL connects lazily on
- * the first run; SQLite opens its file now and throws `connection_failed` when it is missing.
+ * Opens a source for `conn` (secrets expanded here, at connect time). PostgreSQL and MySQL/MariaDB
+ * connect lazily on the first run; SQLite opens its file now and throws `connection_failed` when it
+ * is missing.
  */
 export function openSource(conn: ConnectionConfig, settings: SourceSettings): Source {
   const resolved = resolveEnvRefs(conn);
@@ -21,8 +23,7 @@ export function openSource(conn: ConnectionConfig, settings: SourceSettings): So
     case 'sqlite':
       return openSqlite(resolved, settings);
     case 'mysql':
-      // MySQL/MariaDB (mysql2) lands in its own issue as src/sources/mysql.ts; this case is its seam.
-      throw new CallError('unsupported_database', 'Unsupported database type');
+      return openMysql(resolved, settings);
     default:
       throw new CallError('unsupported_database', 'Unsupported database type');
   }

@@ -139,6 +139,18 @@ export class Store {
     });
   }
 
+  /** Changes a version's cache_ttl in place (not a new version); false when it does not exist. */
+  async setCacheTtl(name: string, version: number, ttl: number | null, now: string): Promise<boolean> {
+    return this.db.tx(async (t) => {
+      const rows = await t.all<{ fields_json: string }>('SELECT fields_json FROM saved_query_versions WHERE query_name = ? AND version = ?', [name, version]);
+      if (!rows.length) return false;
+      const fields = { ...JSON.parse(rows[0].fields_json), cache_ttl: ttl };
+      await t.run('UPDATE saved_query_versions SET fields_json = ?, last_modified_at = ? WHERE query_name = ? AND version = ?',
+        [JSON.stringify(fields), now, name, version]);
+      return true;
+    });
+  }
+
   async deleteQuery(name: string): Promise<boolean> {
     return this.db.tx(async (t) => {
       await t.run('DELETE FROM execution_history WHERE query_name = ?', [name]);

@@ -348,8 +348,8 @@ describe('openSource and resolveEnvRefs', () => {
     );
   });
 
-  test('mysql and unknown types are unsupported_database for now', () => {
-    for (const db of ['mysql', 'oracle']) {
+  test('unknown database types are unsupported_database', () => {
+    for (const db of ['oracle', 'mongo']) {
       assert.throws(
         () => openSource({ name: 'm', db }, settings),
         (err: unknown) => err instanceof CallError && err.code === 'unsupported_database',

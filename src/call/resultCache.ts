@@ -1,0 +1,81 @@
+// In charge of the response cache for saved-query versions with a cache_ttl: answers keyed by
+// query, version, connection, bound values, format, page AND the caller's policy fingerprint, so no
+// key is served rows shaped for another. Bounded in memory per executor, or shared in Redis when
+// QUERYAPIGATE_REDIS_URL is set, where any Redis failure is a miss, never an error.
+import { createHash } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { LRUCache } from 'lru-cache';
+import type { Caller } from '../auth/keys.js';
+
+export interface CachedAnswer {
+  body: string;
+  headers: string[];
+  etag: string;
+}
+
+export interface ResultCache {
+  get(key: string): Promise<CachedAnswer | undefined>;
+  set(key: string, value: CachedAnswer, ttlSeconds: number): void;
+  readonly counts: { hits: number; misses: number };
+  close(): void;
+}
+
+const fingerprints = new WeakMap<object, string>();
+
+/** What shapes a caller's rows: its table allow-list and mask rules (admin and open see all). */
+export function policyFingerprint(caller: Caller): string {
+  if (caller.kind !== 'key') return 'admin';
+  let f = fingerprints.get(caller.key);
+  if (f === undefined) {
+    f = JSON.stringify([caller.key.allowed_tables, caller.key.mask]);
+    fingerprints.set(caller.key, f);
+  }
+  return f;
+}
+
+export function cacheKey(parts: unknown[]): string {
+  return createHash('sha256').update(JSON.stringify(parts, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))).digest('hex');
+}
+
+export function etagOf(body: string): string {
+  return '"' + createHash('sha256').update(body).digest('hex').slice(0, 32) + '"';
+}
+
+export function createResultCache(redisUrl: string | null, maxBytes = 64 << 20): ResultCache {
+  const counts = { hits: 0, misses: 0 };
+  const count = (v: CachedAnswer | undefined) => {
+    if (v) counts.hits++;
+    else counts.misses++;
+    return v;
+  };
+  if (redisUrl) {
+    const redis = new Redis(redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 100, lazyConnect: false });
+    redis.on('error', () => undefined); // a failure is a miss; ioredis reconnects by itself
+    return {
+      async get(key) {
+        try {
+          const raw = await redis.get('qag:cache:' + key);
+          return count(raw ? (JSON.parse(raw) as CachedAnswer) : undefined);
+        } catch {
+          return count(undefined);
+        }
+      },
+      set(key, value, ttl) {
+        redis.set('qag:cache:' + key, JSON.stringify(value), 'EX', ttl).catch(() => undefined);
+      },
+      counts,
+      close: () => redis.disconnect(),
+    };
+  }
+  const lru = new LRUCache<string, CachedAnswer>({ maxSize: maxBytes, sizeCalculation: (v) => v.body.length * 2 + 256, ttlAutopurge: false });
+  return {
+    async get(key) {
+      return count(lru.get(key));
+    },
+    set(key, value, ttl) {
+      lru.set(key, value, { ttl: ttl * 1000 });
+    },
+    counts,
+    close: () => lru.clear(),
+  };
+}

@@ -1,0 +1,270 @@
+// In charge of analysing one saved statement once: the keyword guard's reading (statements, verb, write
+// verbs, risky functions) and, when a parser can read it, the tables it reads and writes and the
+// lineage of its output columns, in one dialect-neutral description. Must not import HTTP/uWS or
+// sources. Pure and deterministic: callers cache the result per statement and dialect.
+//
+// Parsers: PostgreSQL and SQLite text goes to pgsql-ast-parser first and, when it can't read it
+// (INTERSECT, EXCEPT, window frames, SELECT INTO, backtick names...), to node-sql-parser's grammar for
+// the dialect; MySQL text goes to node-sql-parser's MySQL grammar. node-sql-parser is only trusted
+// where its lexing matches the database's (see `nspUnsafe`); anything else is refused, never guessed.
+import { createRequire } from 'node:module';
+import type * as pg from 'pgsql-ast-parser';
+import { countStatements, scanMarkers } from '../call/sqlMarkers.js';
+import { describe, type OutputColumn, type Query } from './lineage.js';
+import { lowerNspStatement } from './lowerNsp.js';
+import { lowerPgStatement } from './lowerPg.js';
+import { DATA_READING_FUNCTIONS, SESSION_OR_WRITE_FUNCTIONS, judgeTokens, lex, type LexicalRisks, type Token } from './scan.js';
+
+export type { ColumnSource, OutputColumn } from './lineage.js';
+
+export type SqlDialect = 'postgres' | 'sqlite' | 'mysql';
+
+/** What the keyword guard reads from the text alone; available for every statement. */
+export interface StatementScan {
+  /** Non-empty statements (a trailing `;` does not make a second one). */
+  statements: number;
+  /** First keyword, lower-case; '' when the statement starts with something else. */
+  verb: string;
+  /** Every write verb seen (insert, update, delete, merge, replace, 'select into', or a non-read first keyword), sorted. */
+  writeVerbs: string[];
+  selectInto: boolean;
+  /** mysql: a `/*! *\/` or `/*M! *\/` comment, which the server executes. */
+  executableComment: boolean;
+  /** Functions called that change the session, write, or read data outside named tables, sorted. */
+  unsafeFunctions: string[];
+}
+
+export interface StatementAnalysis extends StatementScan {
+  /** True when nothing in the statement writes. */
+  reads: boolean;
+  /** Bare lower-case tables read or written (CTE names excluded, schema prefixes dropped), sorted. */
+  tables: string[];
+  writeTargets: string[];
+  /** Functions used as row sources (FROM generate_series(...)), sorted. */
+  tableFunctions: string[];
+  /** The output columns in order; null when the statement's rows can't be described (SHOW, EXPLAIN, DDL). */
+  outputs: OutputColumn[] | null;
+  /** Which reader produced the description. */
+  parser: 'pgsql-ast-parser' | 'node-sql-parser' | 'lexical';
+}
+
+/** The statement could not be analysed; `scan` still holds the keyword guard's reading. */
+export class AnalysisError extends Error {
+  readonly scan: StatementScan;
+  constructor(message: string, scan: StatementScan) {
+    super(message);
+    this.name = 'AnalysisError';
+    this.scan = scan;
+  }
+}
+
+/** Both readings at once, for callers that cache one value per statement: never throws. */
+export interface Inspection {
+  scan: StatementScan;
+  analysis: StatementAnalysis | null;
+  /** Why `analysis` is null. */
+  failure: string | null;
+}
+
+export function inspectStatement(sql: string, dialect: SqlDialect): Inspection {
+  try {
+    const analysis = analyzeStatement(sql, dialect);
+    return { scan: analysis, analysis, failure: null };
+  } catch (e) {
+    if (e instanceof AnalysisError) return { scan: e.scan, analysis: null, failure: e.message };
+    throw e;
+  }
+}
+
+/** The keyword guard's reading only. */
+export function scanStatement(sql: string, dialect: SqlDialect): StatementScan {
+  return scanParts(trimStatement(sql), dialect).scan;
+}
+
+/** The full description; throws AnalysisError when no parser can read the statement safely. */
+export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAnalysis {
+  const text = trimStatement(sql);
+  const { scan, tokens, risks, explainedAt } = scanParts(text, dialect);
+  if (scan.statements !== 1) throw new AnalysisError(scan.statements === 0 ? 'empty statement' : 'more than one statement', scan);
+  if (scan.executableComment) throw new AnalysisError('an executable comment (/*! */) can hide SQL from analysis', scan);
+  if (risks.nestedComment) throw new AnalysisError('a nested block comment is read differently by the database and the parser', scan);
+
+  let q: Query;
+  let parser: StatementAnalysis['parser'] = 'lexical';
+  if (scan.verb === 'explain' || ((scan.verb === 'describe' || scan.verb === 'desc') && isStatementStart(tokens[1]))) {
+    // The explained statement's tables and writes count (EXPLAIN ANALYZE runs it); the plan has no lineage.
+    const at = scan.verb === 'explain' ? explainedAt : 1;
+    if (at >= tokens.length) throw new AnalysisError('EXPLAIN without a statement', scan);
+    const inner = analyzeStatement(text.slice(tokens[at].at), dialect);
+    q = { k: 'other', verb: null, tables: inner.tables, targets: inner.writeTargets, inner: null };
+    parser = inner.parser;
+  } else if (scan.verb === 'show' || scan.verb === 'describe' || scan.verb === 'desc') {
+    q = { k: 'other', verb: null, tables: showTables(tokens, scan.verb), targets: [], inner: null };
+  } else if (scan.verb === 'table') {
+    const name = tableName(tokens, 1);
+    if (!name) throw new AnalysisError('TABLE without a table name', scan);
+    q = {
+      k: 'select', ctes: [], from: [{ k: 'table', name, schema: null, alias: null, cols: null }],
+      cols: [{ ex: { refs: [], subs: [], calls: [], opaque: false }, alias: null, star: { q: null }, implicitName: null }],
+      extra: [], into: false,
+    };
+  } else {
+    const parsed = parse(text, dialect, risks, scan);
+    q = parsed.q;
+    parser = parsed.parser;
+  }
+
+  const lineage = describe(q);
+  const writeVerbs = new Set([...scan.writeVerbs, ...lineage.writeVerbs]);
+  const selectInto = scan.selectInto || lineage.selectInto;
+  if (selectInto) writeVerbs.add('select into');
+  const unsafe = new Set(scan.unsafeFunctions);
+  for (const f of [...lineage.calls, ...lineage.tableFunctions]) {
+    if (SESSION_OR_WRITE_FUNCTIONS.has(f) || DATA_READING_FUNCTIONS.has(f) || f.startsWith('dblink')) unsafe.add(f);
+  }
+  const verbs = [...writeVerbs].sort();
+  return {
+    statements: scan.statements,
+    verb: scan.verb,
+    writeVerbs: verbs,
+    selectInto,
+    executableComment: scan.executableComment,
+    unsafeFunctions: [...unsafe].sort(),
+    reads: verbs.length === 0,
+    tables: lineage.tables,
+    writeTargets: lineage.writeTargets,
+    tableFunctions: lineage.tableFunctions,
+    outputs: lineage.outputs,
+    parser,
+  };
+}
+
+function trimStatement(sql: string): string {
+  return sql.replace(/[\s;]+$/, '');
+}
+
+function scanParts(text: string, dialect: SqlDialect): { scan: StatementScan; tokens: Token[]; risks: LexicalRisks; explainedAt: number } {
+  const { tokens, risks } = lex(text, dialect);
+  const v = judgeTokens(tokens);
+  const scan: StatementScan = {
+    statements: countStatements(text, dialect),
+    verb: v.verb,
+    writeVerbs: v.writeVerbs,
+    selectInto: v.selectInto,
+    executableComment: risks.executableComment,
+    unsafeFunctions: v.unsafeFunctions,
+  };
+  return { scan, tokens, risks, explainedAt: v.explainedAt };
+}
+
+const STATEMENT_STARTS = new Set(['select', 'with', 'insert', 'update', 'delete', 'replace', 'values', 'table']);
+
+function isStatementStart(t: Token | undefined): boolean {
+  return !!t && t.kind === 'word' && STATEMENT_STARTS.has(t.text);
+}
+
+/** The bare name of a possibly qualified table starting at token k (`s.t`, "T", `t`). */
+function tableName(tokens: Token[], k: number): string | null {
+  let name: string | null = null;
+  while (k < tokens.length && (tokens[k].kind === 'word' || tokens[k].kind === 'name')) {
+    name = tokens[k].text.toLowerCase();
+    if (tokens[k + 1]?.kind === 'punct' && tokens[k + 1].text === '.') k += 2;
+    else break;
+  }
+  return name;
+}
+
+/** The table a SHOW or DESCRIBE statement reads metadata of, if any (`DESCRIBE t`, `SHOW COLUMNS FROM t`). */
+function showTables(tokens: Token[], verb: string): string[] {
+  if (verb !== 'show') {
+    const name = tableName(tokens, 1);
+    return name ? [name] : [];
+  }
+  const out: string[] = [];
+  for (let k = 1; k < tokens.length; k++) {
+    const t = tokens[k];
+    if (t.kind === 'word' && (t.text === 'from' || t.text === 'in' || t.text === 'table' || t.text === 'view')) {
+      const name = tableName(tokens, k + 1);
+      // SHOW TABLES FROM db names a database, not a table: only the first FROM/IN after COLUMNS/INDEX/KEYS counts
+      const what = tokens[1]?.text;
+      if (name && (t.text === 'table' || t.text === 'view' || ['columns', 'fields', 'index', 'indexes', 'keys', 'full'].includes(what ?? ''))) {
+        out.push(name);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// --- parsers -----------------------------------------------------------------------------------
+
+const requireCjs = createRequire(import.meta.url);
+let pgParse: ((sql: string) => pg.Statement[]) | null = null;
+const nspParsers = new Map<string, { astify(sql: string): unknown }>();
+
+function pgsqlParse(sql: string): pg.Statement[] {
+  if (!pgParse) pgParse = (requireCjs('pgsql-ast-parser') as typeof pg).parse;
+  return pgParse(sql);
+}
+
+const NSP_BUILD: Record<SqlDialect, string> = { postgres: 'postgresql', sqlite: 'sqlite', mysql: 'mysql' };
+
+function nspAstify(sql: string, dialect: SqlDialect): unknown {
+  let p = nspParsers.get(dialect);
+  if (!p) {
+    const { Parser } = requireCjs(`node-sql-parser/build/${NSP_BUILD[dialect]}.js`) as { Parser: new () => { astify(sql: string): unknown } };
+    p = new Parser();
+    nspParsers.set(dialect, p);
+  }
+  return p.astify(sql);
+}
+
+/** Why node-sql-parser's reading of this text could differ from the database's, or null. */
+function nspUnsafe(risks: LexicalRisks, dialect: SqlDialect): string | null {
+  if (risks.backslashInString) return 'a backslash in a string literal';
+  if (risks.dashDashNoSpace) return "'--' without a following space";
+  if (risks.hashOutsideComment && dialect !== 'mysql') return "a '#' outside a comment";
+  if (risks.dollarQuote) return 'a dollar-quoted string';
+  return null;
+}
+
+/** The statement with each :name marker replaced by something the parser reads as a value. */
+function withPlaceholders(text: string, dialect: SqlDialect, style: 'dollar' | 'qmark' | 'one'): string {
+  const { pieces, refs } = scanMarkers(text, dialect);
+  let out = pieces[0];
+  for (let m = 0; m < refs.length; m++) {
+    out += (style === 'dollar' ? '$' + (refs[m] + 1) : style === 'qmark' ? '?' : '1') + pieces[m + 1];
+  }
+  return out;
+}
+
+function parse(text: string, dialect: SqlDialect, risks: LexicalRisks, scan: StatementScan): { q: Query; parser: StatementAnalysis['parser'] } {
+  let first = '';
+  if (dialect !== 'mysql') {
+    try {
+      const stmts = pgsqlParse(withPlaceholders(text, dialect, 'dollar'));
+      if (stmts.length !== 1) throw new AnalysisError('more than one statement', scan);
+      return { q: lowerPgStatement(stmts[0]), parser: 'pgsql-ast-parser' };
+    } catch (e) {
+      if (e instanceof AnalysisError) throw e;
+      first = firstLine(e);
+    }
+  }
+  const unsafe = nspUnsafe(risks, dialect);
+  if (unsafe) throw new AnalysisError(`could not parse the statement${first ? ` (${first})` : ''}; the fallback parser is not used with ${unsafe}`, scan);
+  try {
+    const ast = nspAstify(withPlaceholders(text, dialect, dialect === 'mysql' ? 'qmark' : dialect === 'postgres' ? 'dollar' : 'one'), dialect);
+    const list = Array.isArray(ast) ? ast : [ast];
+    if (list.length !== 1) throw new AnalysisError('more than one statement', scan);
+    return { q: lowerNspStatement(list[0] as Record<string, unknown>), parser: 'node-sql-parser' };
+  } catch (e) {
+    if (e instanceof AnalysisError) throw e;
+    throw new AnalysisError(`could not parse the statement: ${first ? first + '; ' : ''}${firstLine(e)}`, scan);
+  }
+}
+
+function firstLine(e: unknown): string {
+  const m = e instanceof Error ? e.message : String(e);
+  const line = m.split('\n')[0];
+  return line.length > 160 ? line.slice(0, 160) + '…' : line;
+}

@@ -1,0 +1,466 @@
+// In charge of the one dialect-neutral description of a statement (the IR both parsers are lowered to)
+// and of reading it: tables read and written, write verbs, table functions and output-column lineage.
+// Policy code reads only what this computes. Must not import HTTP/uWS or sources.
+import { DATA_READING_FUNCTIONS } from './scan.js';
+
+/** A column reference: `q.name`, `name`, `q.*` (name '*'), all lower-case; `*` alone is count(*)'s. */
+export interface Ref {
+  q: string | null;
+  name: string;
+}
+
+/** What an expression reads: column refs, subqueries, functions called; opaque when not understood. */
+export interface Ex {
+  refs: Ref[];
+  subs: Query[];
+  calls: string[];
+  opaque: boolean;
+}
+
+export interface SelCol {
+  ex: Ex;
+  alias: string | null;
+  /** `*` (q null) or `q.*`. */
+  star?: { q: string | null };
+  /** The name the column gets without an alias (a plain ref's column, a function's name). */
+  implicitName: string | null;
+}
+
+export interface Cte {
+  name: string;
+  cols: string[] | null;
+  q: Query;
+  recursive: boolean;
+}
+
+export type FromItem =
+  | { k: 'table'; name: string; schema: string | null; alias: string | null; cols: string[] | null }
+  | { k: 'sub'; q: Query; alias: string | null; cols: string[] | null }
+  | { k: 'func'; name: string; args: Ex; argc: number; alias: string | null; cols: string[] | null; ordinality: boolean };
+
+export type Query =
+  | { k: 'select'; ctes: Cte[]; from: FromItem[]; cols: SelCol[]; extra: Ex[]; into: boolean }
+  | { k: 'setop'; ctes: Cte[]; parts: Query[]; extra: Ex[] }
+  | { k: 'values'; rows: Ex[][] }
+  | {
+      k: 'write';
+      ctes: Cte[];
+      verb: string;
+      targets: Array<{ name: string; schema: string | null; alias: string | null }>;
+      from: FromItem[];
+      extra: Ex[];
+      source: Query | null;
+      returning: SelCol[] | null;
+    }
+  /** A statement with no rows to describe (SHOW, DESCRIBE, EXPLAIN, DDL): its tables and verb only. */
+  | { k: 'other'; verb: string | null; tables: string[]; targets: string[]; inner: Query | null };
+
+/** A base-table column an output is computed from; column '*' = every column of the table. */
+export interface ColumnSource {
+  table: string;
+  column: string;
+  /**
+   * False for a candidate of an unqualified name (or a name looked up behind `*`): the database takes
+   * the innermost scope whose table has the column. The mask planner decides with the schema: among the
+   * candidates of one reference (`ref`), it keeps those of the innermost `tier` (0 = the reference's
+   * own FROM) whose table has the column.
+   */
+  exact: boolean;
+  ref?: number;
+  tier?: number;
+}
+
+/**
+ * One entry of a statement's output list. `star` stands for every column of a base table (expanded by
+ * the mask planner from the schema); `setop` for a UNION/INTERSECT/EXCEPT whose branches hold stars, so
+ * columns line up only after expansion. `traced: false` means part of the column's lineage is unknown.
+ */
+export type OutputColumn =
+  | { kind: 'column'; name: string; sources: ColumnSource[]; traced: boolean }
+  | { kind: 'star'; table: string }
+  | { kind: 'setop'; parts: OutputColumn[][] };
+
+export interface Lineage {
+  tables: string[];
+  writeTargets: string[];
+  writeVerbs: string[];
+  tableFunctions: string[];
+  calls: string[];
+  selectInto: boolean;
+  outputs: OutputColumn[] | null;
+}
+
+/** Row-source functions whose rows come only from their arguments. */
+export const PURE_GENERATORS = new Set([
+  'generate_series', 'generate_subscripts', 'unnest', 'json_each', 'json_each_text', 'jsonb_each',
+  'jsonb_each_text', 'json_array_elements', 'json_array_elements_text', 'jsonb_array_elements',
+  'jsonb_array_elements_text', 'json_object_keys', 'jsonb_object_keys', 'json_to_record', 'json_to_recordset',
+  'jsonb_to_record', 'jsonb_to_recordset', 'json_populate_record', 'json_populate_recordset',
+  'jsonb_populate_record', 'jsonb_populate_recordset', 'jsonb_path_query', 'regexp_matches',
+  'regexp_split_to_table', 'string_to_table', 'json_tree', 'range', 'numbers',
+]);
+
+/** Column names of generators whose width is fixed (for `*` over them without a column list). */
+const GENERATOR_COLUMNS: Record<string, string[]> = {
+  generate_series: ['generate_series'],
+  generate_subscripts: ['generate_subscripts'],
+  json_each: ['key', 'value'],
+  json_each_text: ['key', 'value'],
+  jsonb_each: ['key', 'value'],
+  jsonb_each_text: ['key', 'value'],
+  json_array_elements: ['value'],
+  json_array_elements_text: ['value'],
+  jsonb_array_elements: ['value'],
+  jsonb_array_elements_text: ['value'],
+  json_object_keys: ['json_object_keys'],
+  jsonb_object_keys: ['jsonb_object_keys'],
+  regexp_split_to_table: ['regexp_split_to_table'],
+  string_to_table: ['string_to_table'],
+  regexp_matches: ['regexp_matches'],
+  jsonb_path_query: ['jsonb_path_query'],
+};
+
+type Col = { kind: 'column'; name: string; sources: ColumnSource[]; traced: boolean };
+
+interface Item {
+  names: string[];
+  kind: 'table' | 'shape' | 'func';
+  table?: string;
+  /** Column aliases on a base table (`t AS x(a, b)`): positions, which need the schema. */
+  renamed?: boolean;
+  shape?: OutputColumn[];
+  funcSources?: ColumnSource[];
+  funcTraced?: boolean;
+  funcCols?: string[] | null;
+}
+
+interface Scope {
+  items: Item[];
+  ctes: Map<string, OutputColumn[] | null>;
+  parent: Scope | null;
+}
+
+interface Acc {
+  refs: number;
+  tables: Set<string>;
+  targets: Set<string>;
+  verbs: Set<string>;
+  funcs: Set<string>;
+  calls: Set<string>;
+  selectInto: boolean;
+}
+
+/** Reads a lowered statement: what it touches and where each output column comes from. */
+export function describe(q: Query): Lineage {
+  const acc: Acc = { refs: 0, tables: new Set(), targets: new Set(), verbs: new Set(), funcs: new Set(), calls: new Set(), selectInto: false };
+  const outputs = query(q, null, acc);
+  return {
+    tables: [...acc.tables].sort(),
+    writeTargets: [...acc.targets].sort(),
+    writeVerbs: [...acc.verbs].sort(),
+    tableFunctions: [...acc.funcs].sort(),
+    calls: [...acc.calls].sort(),
+    selectInto: acc.selectInto,
+    outputs,
+  };
+}
+
+function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
+  switch (q.k) {
+    case 'select': {
+      const scope = withCtes(q.ctes, outer, acc);
+      for (const f of q.from) addFrom(f, scope, acc);
+      for (const e of q.extra) evalEx(e, scope, acc);
+      if (q.into) acc.selectInto = true;
+      return selectList(q.cols, scope, acc);
+    }
+    case 'setop': {
+      const scope = withCtes(q.ctes, outer, acc);
+      const shapes = q.parts.map((p) => query(p, scope, acc));
+      for (const e of q.extra) evalEx(e, scope, acc);
+      if (shapes.some((s) => s === null)) return null;
+      return combine(shapes as OutputColumn[][]);
+    }
+    case 'values': {
+      const scope: Scope = { items: [], ctes: new Map(), parent: outer };
+      const width = q.rows.length ? q.rows[0].length : 0;
+      const out: OutputColumn[] = [];
+      for (let i = 0; i < width; i++) {
+        const col: Col = { kind: 'column', name: 'column' + (i + 1), sources: [], traced: true };
+        for (const row of q.rows) if (row[i]) mergeInto(col, evalEx(row[i], scope, acc));
+        out.push(col);
+      }
+      return out;
+    }
+    case 'write': {
+      const scope = withCtes(q.ctes, outer, acc);
+      acc.verbs.add(q.verb);
+      for (const t of q.targets) {
+        // a target named like a CTE in scope is still a table write (CTEs can't be written)
+        acc.tables.add(t.name);
+        acc.targets.add(t.name);
+        scope.items.push({ names: itemNames(t.alias, t.name), kind: 'table', table: t.name });
+      }
+      if (q.source) query(q.source, scope, acc);
+      for (const f of q.from) addFrom(f, scope, acc);
+      for (const e of q.extra) evalEx(e, scope, acc);
+      return q.returning ? selectList(q.returning, scope, acc) : [];
+    }
+    case 'other': {
+      if (q.verb) acc.verbs.add(q.verb);
+      for (const t of q.tables) acc.tables.add(t);
+      for (const t of q.targets) {
+        acc.tables.add(t);
+        acc.targets.add(t);
+      }
+      if (q.inner) query(q.inner, outer, acc);
+      return null;
+    }
+  }
+}
+
+function withCtes(ctes: Cte[], outer: Scope | null, acc: Acc): Scope {
+  const scope: Scope = { items: [], ctes: new Map(), parent: outer };
+  for (const c of ctes) {
+    const name = c.name.toLowerCase();
+    if (c.recursive && c.q.k === 'setop' && c.q.parts.length > 1) {
+      // The anchor gives the provisional shape the recursive branch reads itself through.
+      const anchor = query(c.q.parts[0], scope, acc);
+      scope.ctes.set(name, anchor ? rename(anchor, c.cols) : null);
+    } else if (c.recursive) scope.ctes.set(name, null);
+    const shape = query(c.q, scope, acc);
+    scope.ctes.set(name, shape ? rename(shape, c.cols) : null);
+  }
+  return scope;
+}
+
+function findCte(name: string, scope: Scope | null): { shape: OutputColumn[] | null } | null {
+  for (let s = scope; s; s = s.parent) if (s.ctes.has(name)) return { shape: s.ctes.get(name) ?? null };
+  return null;
+}
+
+function itemNames(alias: string | null, name: string): string[] {
+  return alias ? [alias.toLowerCase()] : [name.toLowerCase()];
+}
+
+function addFrom(f: FromItem, scope: Scope, acc: Acc): void {
+  if (f.k === 'table') {
+    const cte = f.schema === null ? findCte(f.name, scope) : null;
+    if (cte) {
+      const shape = cte.shape ? rename(cte.shape, f.cols) : [opaqueColumn(f.alias ?? f.name)];
+      scope.items.push({ names: itemNames(f.alias, f.name), kind: 'shape', shape });
+      return;
+    }
+    acc.tables.add(f.name);
+    scope.items.push({ names: itemNames(f.alias, f.name), kind: 'table', table: f.name, renamed: f.cols !== null });
+    return;
+  }
+  if (f.k === 'sub') {
+    const shape = query(f.q, scope, acc);
+    scope.items.push({
+      names: f.alias ? [f.alias.toLowerCase()] : [],
+      kind: 'shape',
+      shape: shape ? rename(shape, f.cols) : [opaqueColumn(f.alias ?? 'subquery')],
+    });
+    return;
+  }
+  acc.funcs.add(f.name);
+  const args = evalEx(f.args, scope, acc);
+  const pure = PURE_GENERATORS.has(f.name);
+  let cols: string[] | null = f.cols;
+  if (!cols) {
+    const fixed = f.name === 'unnest' ? Array.from({ length: Math.max(1, f.argc) }, () => f.alias ?? 'unnest') : GENERATOR_COLUMNS[f.name];
+    cols = fixed ? fixed.map((c) => (fixed.length === 1 && f.alias ? f.alias : c)) : null;
+    if (cols && f.ordinality) cols = [...cols, 'ordinality'];
+  }
+  scope.items.push({
+    names: [(f.alias ?? f.name).toLowerCase()],
+    kind: 'func',
+    funcSources: args.sources,
+    funcTraced: pure && args.traced,
+    funcCols: cols ? cols.map((c) => c.toLowerCase()) : null,
+  });
+}
+
+function selectList(cols: SelCol[], scope: Scope, acc: Acc): OutputColumn[] {
+  const out: OutputColumn[] = [];
+  for (const c of cols) {
+    if (c.star) {
+      if (c.star.q === null) {
+        for (const item of scope.items) out.push(...expandItem(item));
+        if (scope.items.length === 0) out.push(opaqueColumn('*'));
+      } else {
+        const item = findItem(c.star.q, scope);
+        if (item) out.push(...expandItem(item));
+        else out.push(opaqueColumn(c.star.q + '.*'));
+      }
+      continue;
+    }
+    const r = evalEx(c.ex, scope, acc);
+    out.push({ kind: 'column', name: c.alias ?? c.implicitName ?? '?column?', sources: r.sources, traced: r.traced });
+  }
+  return out;
+}
+
+function expandItem(item: Item): OutputColumn[] {
+  if (item.kind === 'table') return item.renamed ? [opaqueColumn(item.names[0] + '.*')] : [{ kind: 'star', table: item.table! }];
+  if (item.kind === 'shape') return item.shape!;
+  if (!item.funcCols) return [opaqueColumn(item.names[0] + '.*')];
+  return item.funcCols.map((name) => ({ kind: 'column', name, sources: item.funcSources!, traced: item.funcTraced! }));
+}
+
+function opaqueColumn(name: string): Col {
+  return { kind: 'column', name, sources: [], traced: false };
+}
+
+function rename(shape: OutputColumn[], cols: string[] | null): OutputColumn[] {
+  if (!cols || cols.length === 0) return shape;
+  // Renaming lines up by position, which a star or set operation only fixes after expansion.
+  if (shape.some((c) => c.kind !== 'column')) {
+    const all = flattenSources(shape);
+    return cols.map((name) => ({ kind: 'column', name: name.toLowerCase(), sources: all.sources, traced: all.traced }));
+  }
+  return shape.map((c, i) => (i < cols.length ? { ...(c as Col), name: cols[i].toLowerCase() } : c));
+}
+
+/** Columns of each branch, lined up by position when every branch is plain columns of one width. */
+function combine(shapes: OutputColumn[][]): OutputColumn[] {
+  const flat = shapes.every((s) => s.every((c) => c.kind === 'column'));
+  const width = shapes[0].length;
+  if (!flat || shapes.some((s) => s.length !== width)) return [{ kind: 'setop', parts: shapes }];
+  return shapes[0].map((c0, i) => {
+    const col: Col = { kind: 'column', name: (c0 as Col).name, sources: [], traced: true };
+    for (const s of shapes) mergeInto(col, s[i] as Col);
+    return col;
+  });
+}
+
+function mergeInto(col: { sources: ColumnSource[]; traced: boolean }, r: { sources: ColumnSource[]; traced: boolean }): void {
+  if (!r.traced) col.traced = false;
+  for (const s of r.sources) addSource(col.sources, s);
+}
+
+function addSource(list: ColumnSource[], s: ColumnSource): void {
+  for (const have of list) {
+    if (have.table === s.table && have.column === s.column && have.exact === s.exact && have.ref === s.ref && have.tier === s.tier) return;
+  }
+  list.push({ ...s });
+}
+
+/** Every source a shape holds, stars as whole-table sources: for lookups that can't line up by name. */
+function flattenSources(shape: OutputColumn[]): { sources: ColumnSource[]; traced: boolean } {
+  const r = { sources: [] as ColumnSource[], traced: true };
+  for (const c of shape) {
+    if (c.kind === 'column') mergeInto(r, c);
+    else if (c.kind === 'star') addSource(r.sources, { table: c.table, column: '*', exact: true });
+    else for (const p of c.parts) mergeInto(r, flattenSources(p));
+  }
+  return r;
+}
+
+function findItem(q: string, scope: Scope | null): Item | null {
+  const name = q.toLowerCase();
+  for (let s = scope; s; s = s.parent) {
+    for (const item of s.items) if (item.names.includes(name)) return item;
+    for (const item of s.items) if (item.kind === 'table' && item.table === name) return item;
+  }
+  return null;
+}
+
+function evalEx(ex: Ex, scope: Scope, acc: Acc): { sources: ColumnSource[]; traced: boolean } {
+  const r = { sources: [] as ColumnSource[], traced: !ex.opaque };
+  for (const call of ex.calls) {
+    acc.calls.add(call);
+    // its rows come from somewhere the statement does not name (a file, a server, SQL text)
+    if (DATA_READING_FUNCTIONS.has(call) || call.startsWith('dblink')) r.traced = false;
+  }
+  for (const ref of ex.refs) mergeInto(r, resolve(ref, scope, acc));
+  for (const sub of ex.subs) {
+    const shape = query(sub, scope, acc);
+    if (shape === null) r.traced = false;
+    else mergeInto(r, flattenSources(shape));
+  }
+  return r;
+}
+
+function wholeItem(item: Item): { sources: ColumnSource[]; traced: boolean } {
+  if (item.kind === 'table') return { sources: [{ table: item.table!, column: '*', exact: true }], traced: true };
+  if (item.kind === 'shape') return flattenSources(item.shape!);
+  return { sources: item.funcSources!, traced: item.funcTraced! };
+}
+
+type Found = { sources: ColumnSource[]; traced: boolean; found: boolean; definite: boolean };
+
+/** Column `name` of one FROM item; candidates that need the schema carry `ref`/`tier`. */
+function lookup(item: Item, name: string, cand: { ref: number; tier: number } | null): Found {
+  if (item.kind === 'table') {
+    if (item.renamed) return { sources: [{ table: item.table!, column: '*', exact: true }], traced: true, found: true, definite: true };
+    const s: ColumnSource = cand ? { table: item.table!, column: name, exact: false, ...cand } : { table: item.table!, column: name, exact: true };
+    return { sources: [s], traced: true, found: true, definite: cand === null };
+  }
+  if (item.kind === 'func') {
+    const known = item.funcCols !== null && item.funcCols !== undefined;
+    const found = known ? item.funcCols!.includes(name) || item.names.includes(name) : true;
+    return { sources: found ? item.funcSources! : [], traced: known ? item.funcTraced! : false, found, definite: found && known };
+  }
+  const r: Found = { sources: [], traced: true, found: false, definite: false };
+  for (const c of item.shape!) {
+    if (c.kind === 'column') {
+      if (c.name === name) {
+        r.found = true;
+        r.definite = true;
+        mergeInto(r, c);
+      }
+    } else if (c.kind === 'star') {
+      r.found = true;
+      addSource(r.sources, cand ? { table: c.table, column: name, exact: false, ...cand } : { table: c.table, column: name, exact: false, ref: -1, tier: 0 });
+    } else {
+      r.found = true;
+      mergeInto(r, flattenSources([c]));
+    }
+  }
+  return r;
+}
+
+function resolve(ref: Ref, scope: Scope, acc: Acc): { sources: ColumnSource[]; traced: boolean } {
+  if (ref.q !== null) {
+    const item = findItem(ref.q, scope);
+    if (!item) return { sources: [], traced: false };
+    if (ref.name === '*') return wholeItem(item);
+    const r = lookup(item, ref.name, null);
+    if (item.kind === 'shape' && r.sources.some((s) => s.ref === -1)) {
+      // a name behind `q.*`: the star's table is the only candidate
+      const id = acc.refs++;
+      r.sources = r.sources.map((s) => (s.ref === -1 ? { ...s, ref: id, tier: 0 } : s));
+    }
+    return r.found ? r : { sources: r.sources, traced: false };
+  }
+  if (ref.name === '*') return { sources: [], traced: true }; // count(*)
+  // An unqualified name belongs to the innermost scope that has it: a definite match (a derived
+  // table's named column) settles it; table candidates are left to the planner, by tier.
+  const id = acc.refs++;
+  const r = { sources: [] as ColumnSource[], traced: true };
+  let found = false;
+  let tier = 0;
+  for (let s: Scope | null = scope; s; s = s.parent, tier++) {
+    let definite = false;
+    for (const item of s.items) {
+      const l = lookup(item, ref.name, { ref: id, tier });
+      if (l.found) {
+        found = true;
+        if (l.definite) definite = true;
+        for (const src of l.sources) if (src.ref === -1) Object.assign(src, { ref: id, tier });
+        mergeInto(r, l);
+      }
+      // PostgreSQL reads a bare table alias as the whole row (row_to_json(c))
+      if (item.names.includes(ref.name)) {
+        found = true;
+        definite = true;
+        mergeInto(r, wholeItem(item));
+      }
+    }
+    if (definite) break;
+  }
+  if (!found) r.traced = false;
+  return r;
+}

@@ -1,0 +1,248 @@
+// In charge of lowering a node-sql-parser statement (MySQL/MariaDB, and PostgreSQL or SQLite text that
+// pgsql-ast-parser can't read) to the governance IR in lineage.ts. Statement kinds it does not know are
+// refused, never guessed. Must not import HTTP/uWS or sources.
+import type { Cte, Ex, FromItem, Query, SelCol } from './lineage.js';
+import { LoweringError } from './lowerPg.js';
+
+type Node = Record<string, any>;
+
+/** A name as node-sql-parser spells it: a string, `{value}`, or `{expr: {value}}`. */
+function ident(x: unknown): string | null {
+  if (x === null || x === undefined) return null;
+  if (typeof x === 'string') return x;
+  if (typeof x === 'number') return String(x);
+  if (typeof x === 'object') {
+    const o = x as Node;
+    if (o.expr !== undefined) return ident(o.expr);
+    if (o.value !== undefined) return ident(o.value);
+    if (o.column !== undefined) return ident(o.column);
+  }
+  return null;
+}
+
+function lcIdent(x: unknown): string | null {
+  const s = ident(x);
+  return s === null ? null : s.toLowerCase();
+}
+
+export function lowerNspStatement(st: Node): Query {
+  switch (st.type) {
+    case 'select':
+      return lowerSelectChain(st);
+    case 'insert':
+    case 'replace':
+    case 'update':
+    case 'delete':
+      return lowerWrite(st);
+    default:
+      throw new LoweringError(`statement kind '${String(st.type)}' is not analysed`);
+  }
+}
+
+function lowerCtes(withList: unknown): Cte[] {
+  if (!Array.isArray(withList)) return [];
+  return withList.map((w: Node) => {
+    const stmt: Node = w.stmt?.ast ?? w.stmt;
+    const cols = Array.isArray(w.columns) ? w.columns.map((c: unknown) => (lcIdent(c) ?? '?')) : null;
+    return { name: lcIdent(w.name) ?? '?', cols, q: lowerNspStatement(stmt), recursive: !!w.recursive };
+  });
+}
+
+function lowerSelectChain(st: Node): Query {
+  const ctes = lowerCtes(st.with);
+  if (!st._next) return lowerSelect(st, ctes);
+  const parts: Query[] = [];
+  for (let n: Node | null = st; n; n = n._next ?? null) parts.push(lowerSelect(n, []));
+  return { k: 'setop', ctes, parts, extra: [] };
+}
+
+function lowerSelect(s: Node, ctes: Cte[]): Query {
+  if (s.type !== 'select') return lowerNspStatement(s);
+  const from: FromItem[] = [];
+  const extra: Ex[] = [];
+  for (const f of Array.isArray(s.from) ? s.from : []) {
+    const item = lowerFrom(f);
+    if (item) from.push(item);
+    if (f.on) extra.push(lowerEx(f.on));
+  }
+  const cols: SelCol[] = [];
+  if (s.columns === '*') cols.push({ ex: emptyEx(), alias: null, star: { q: null }, implicitName: null });
+  else for (const c of s.columns ?? []) cols.push(lowerSelCol(c));
+  const rest = emptyEx();
+  for (const key of ['where', 'groupby', 'having', 'orderby', 'limit', 'window', 'qualify']) walk(s[key], rest);
+  if (s.distinct && typeof s.distinct === 'object') walk(s.distinct, rest);
+  extra.push(rest);
+  const into = !!(s.into && (s.into.expr || s.into.type || s.into.keyword));
+  return { k: 'select', ctes, from, cols, extra, into };
+}
+
+function lowerSelCol(c: Node): SelCol {
+  const e: Node = c.expr ?? c;
+  if (e.type === 'column_ref' && ident(e.column) === '*') {
+    return { ex: emptyEx(), alias: null, star: { q: lcIdent(e.table) }, implicitName: null };
+  }
+  return { ex: lowerEx(e), alias: lcIdent(c.as), implicitName: implicitName(e) };
+}
+
+function implicitName(e: Node): string | null {
+  if (e.type === 'column_ref') return lcIdent(e.column);
+  if (e.type === 'function') return funcName(e);
+  if (e.type === 'aggr_func') return String(e.name).toLowerCase();
+  if (e.type === 'cast') return implicitName(e.expr ?? {});
+  return null;
+}
+
+function funcName(e: Node): string {
+  const n = e.name;
+  if (typeof n === 'string') return n.toLowerCase();
+  if (n && Array.isArray(n.name) && n.name.length) return String(n.name[n.name.length - 1].value).toLowerCase();
+  return lcIdent(n) ?? '?';
+}
+
+/** `g(i, j)` as node-sql-parser keeps a PostgreSQL alias with a column list. */
+function splitAlias(as: unknown): { alias: string | null; cols: string[] | null } {
+  const a = lcIdent(as);
+  if (a === null) return { alias: null, cols: null };
+  const m = /^([^()]+)\(([^()]*)\)$/.exec(a);
+  if (!m) return { alias: a, cols: null };
+  return { alias: m[1].trim(), cols: m[2].split(',').map((s) => s.trim().replace(/^"|"$/g, '')) };
+}
+
+function lowerFrom(f: Node): FromItem | null {
+  if (f.type === 'dual') return null;
+  const { alias, cols } = splitAlias(f.as);
+  if (f.table !== undefined && f.expr === undefined) {
+    const name = lcIdent(f.table);
+    if (!name) throw new LoweringError('a table without a name');
+    const schema = lcIdent(f.schema) ?? lcIdent(f.db);
+    return { k: 'table', name, schema, alias, cols };
+  }
+  const e: Node | undefined = f.expr;
+  if (e) {
+    if (e.ast) return { k: 'sub', q: lowerNspStatement(e.ast), alias, cols };
+    if (e.type === 'select') return { k: 'sub', q: lowerNspStatement(e), alias, cols };
+    if (e.type === 'values' && Array.isArray(e.values)) {
+      const rows = e.values.map((row: Node) => (Array.isArray(row.value) ? row.value : [row]).map((x: Node) => lowerEx(x)));
+      return { k: 'sub', q: { k: 'values', rows }, alias, cols };
+    }
+    if (e.type === 'function') {
+      const args = emptyEx();
+      walk(e.args, args);
+      const argc = Array.isArray(e.args?.value) ? e.args.value.length : 0;
+      return { k: 'func', name: funcName(e), args, argc, alias, cols, ordinality: false };
+    }
+  }
+  throw new LoweringError('a FROM item that is not analysed');
+}
+
+function lowerWrite(st: Node): Query {
+  const ctes = lowerCtes(st.with);
+  const extra = emptyEx();
+  const targets: Array<{ name: string; schema: string | null; alias: string | null }> = [];
+  const from: FromItem[] = [];
+  let source: Query | null = null;
+  const tableItems: Node[] = Array.isArray(st.table) ? st.table : st.table ? [st.table] : [];
+  const fromItems: Node[] = Array.isArray(st.from) ? st.from : st.from ? [st.from] : [];
+  if (st.type === 'delete' && fromItems.length) {
+    // DELETE t1 FROM t1 JOIN t2 ...: targets may be aliases of the FROM items
+    const lowered = fromItems.map((f) => {
+      if (f.on) walk(f.on, extra);
+      return lowerFrom(f);
+    });
+    for (const t of tableItems) {
+      const name = lcIdent(t.table);
+      const hit = lowered.find((l) => l && l.k === 'table' && (l.alias === name || l.name === name));
+      if (hit && hit.k === 'table') targets.push({ name: hit.name, schema: hit.schema, alias: hit.alias });
+      else if (name) targets.push({ name, schema: lcIdent(t.db), alias: null });
+    }
+    for (const l of lowered) if (l) from.push(l);
+  } else {
+    for (const t of tableItems) {
+      const item = lowerFrom(t);
+      if (t.on) walk(t.on, extra);
+      if (item && item.k === 'table') targets.push({ name: item.name, schema: item.schema, alias: item.alias });
+      else if (item) from.push(item);
+    }
+    for (const f of fromItems) {
+      const item = lowerFrom(f);
+      if (f.on) walk(f.on, extra);
+      if (item) from.push(item);
+    }
+  }
+  if (targets.length === 0) throw new LoweringError('a write without a target table');
+  const values = st.values;
+  if (values && typeof values === 'object' && (values.type === 'select' || values.ast)) source = lowerNspStatement(values.ast ?? values);
+  else walk(values, extra);
+  for (const key of ['set', 'where', 'on_duplicate_update', 'orderby', 'limit', 'conflict']) walk(st[key], extra);
+  let returning: SelCol[] | null = null;
+  if (st.returning) {
+    const cols = Array.isArray(st.returning.columns) ? st.returning.columns : Array.isArray(st.returning) ? st.returning : [];
+    returning = cols.map(lowerSelCol);
+  }
+  return { k: 'write', ctes, verb: String(st.type), targets, from, extra: [extra], source, returning };
+}
+
+function emptyEx(): Ex {
+  return { refs: [], subs: [], calls: [], opaque: false };
+}
+
+function lowerEx(e: unknown): Ex {
+  const ex = emptyEx();
+  walk(e, ex);
+  return ex;
+}
+
+const SKIP_KEYS = new Set(['loc', 'tableList', 'columnList', 'target', 'dataType', 'suffix']);
+
+function walk(node: unknown, ex: Ex): void {
+  if (node === null || typeof node !== 'object') return;
+  if (Array.isArray(node)) {
+    for (const n of node) walk(n, ex);
+    return;
+  }
+  const n = node as Node;
+  if (n.ast && typeof n.ast === 'object') {
+    ex.subs.push(lowerNspStatement(n.ast));
+    return;
+  }
+  switch (n.type) {
+    case 'column_ref': {
+      const column = ident(n.column);
+      if (column === null) {
+        ex.opaque = true;
+        return;
+      }
+      ex.refs.push({ q: lcIdent(n.table), name: column === '*' ? '*' : column.toLowerCase() });
+      return;
+    }
+    case 'select':
+    case 'insert':
+    case 'update':
+    case 'delete':
+    case 'replace':
+      ex.subs.push(lowerNspStatement(n));
+      return;
+    case 'function':
+      ex.calls.push(funcName(n));
+      walk(n.args, ex);
+      walk(n.over, ex);
+      return;
+    case 'aggr_func':
+      ex.calls.push(String(n.name).toLowerCase());
+      walk(n.args, ex);
+      walk(n.over, ex);
+      walk(n.filter, ex);
+      return;
+    case 'double_quote_string':
+      // MySQL under ANSI_QUOTES and SQLite read "x" as a column: count it as one, to be safe.
+      ex.refs.push({ q: null, name: String(n.value).toLowerCase() });
+      return;
+    case 'star':
+      ex.refs.push({ q: null, name: '*' });
+      return;
+  }
+  for (const key in n) {
+    if (SKIP_KEYS.has(key)) continue;
+    walk(n[key], ex);
+  }
+}

@@ -1,0 +1,230 @@
+// In charge of column masking: matching a key's rules to each output column's traced sources (with
+// `*` expanded from the connection's schema) into a per-position plan, and applying a plan to rows.
+// Fails closed: a column that can't be traced while rules exist is refused (403 mask_unresolvable).
+// Must not import HTTP/uWS or sources.
+import { createHmac } from 'node:crypto';
+import type { ColumnSource, OutputColumn, StatementAnalysis } from './analysis.js';
+import { governanceError } from './policy.js';
+
+/** Base tables of a connection: bare lower-case name → column names in order. Views are left out on purpose. */
+export type Schema = Map<string, string[]>;
+
+export type MaskAction = 'hash' | 'mask' | 'null' | 'drop';
+
+export interface MaskRule {
+  column: string;
+  action: string;
+}
+
+export interface MaskPlan {
+  /** Per output column position; null = shown as is. Empty when no rule applies to anything. */
+  actions: Array<MaskAction | null>;
+  /** The masked output columns by name, for history and the catalog. */
+  masked: Array<{ column: string; action: MaskAction }>;
+}
+
+const STRICTNESS: Record<MaskAction, number> = { hash: 1, mask: 2, null: 3, drop: 4 };
+
+interface CompiledRule {
+  table: RegExp;
+  column: RegExp;
+  action: MaskAction;
+}
+
+interface Planned {
+  name: string;
+  sources: Array<{ table: string; column: string }>;
+  /** Why the column can't be traced, or null. */
+  untraced: string | null;
+}
+
+/**
+ * The mask plan for a statement's outputs under these rules. `resultColumns`, when given, are the
+ * names the driver reported: the plan must line up with them, and errors name them.
+ */
+export function planMasks(a: StatementAnalysis | null, schema: Schema, rules: MaskRule[], resultColumns?: string[]): MaskPlan {
+  if (rules.length === 0) return { actions: [], masked: [] };
+  const compiled = rules.map(compileRule);
+  if (a === null || a.outputs === null) {
+    const name = resultColumns?.[0] ?? '*';
+    throw unresolvable(name, a === null ? 'the statement could not be analysed' : 'the statement returns no traceable columns');
+  }
+  const planned = expand(a.outputs, schema);
+  if (resultColumns && resultColumns.length !== planned.length) {
+    throw unresolvable(resultColumns[planned.length] ?? resultColumns[0] ?? '*', `the result has ${resultColumns.length} columns where the statement describes ${planned.length}`);
+  }
+  const actions: Array<MaskAction | null> = [];
+  const masked: MaskPlan['masked'] = [];
+  let any = false;
+  for (let i = 0; i < planned.length; i++) {
+    const p = planned[i];
+    const name = resultColumns?.[i] ?? p.name;
+    if (p.untraced) throw unresolvable(name, p.untraced);
+    let best: MaskAction | null = null;
+    for (const s of p.sources) {
+      for (const r of compiled) {
+        if (r.table.test(s.table) && r.column.test(s.column) && (best === null || STRICTNESS[r.action] > STRICTNESS[best])) best = r.action;
+      }
+    }
+    actions.push(best);
+    if (best) {
+      any = true;
+      masked.push({ column: name, action: best });
+    }
+  }
+  return any ? { actions, masked } : { actions: [], masked: [] };
+}
+
+function unresolvable(column: string, why: string): Error {
+  return governanceError('mask_unresolvable', `The column '${column}' can't be traced to its source columns (${why}), so masking rules can't be enforced`);
+}
+
+function compileRule(rule: MaskRule): CompiledRule {
+  const action = rule.action.toLowerCase();
+  if (!(action in STRICTNESS)) throw new TypeError(`unknown mask action '${rule.action}'`);
+  const parts = rule.column.trim().toLowerCase().split('.');
+  // schema.table.column, table.column, or a bare column (any table)
+  const column = parts[parts.length - 1];
+  const table = parts.length >= 2 ? parts[parts.length - 2] : '*';
+  return { table: glob(table), column: glob(column), action: action as MaskAction };
+}
+
+function glob(pattern: string): RegExp {
+  const body = pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*');
+  return new RegExp('^' + body + '$');
+}
+
+/** Output entries to one planned column per position, stars expanded from the schema. */
+function expand(outputs: OutputColumn[], schema: Schema): Planned[] {
+  const out: Planned[] = [];
+  for (const c of outputs) {
+    if (c.kind === 'column') out.push(planColumn(c.name, c.sources, c.traced, schema));
+    else if (c.kind === 'star') {
+      const cols = schema.get(c.table);
+      if (!cols) {
+        out.push({ name: c.table + '.*', sources: [], untraced: `'${c.table}' is not a table in the connection's schema, so * can't be expanded` });
+        continue;
+      }
+      for (const col of cols) out.push({ name: col, sources: [{ table: c.table, column: col.toLowerCase() }], untraced: null });
+    } else {
+      const parts = c.parts.map((p) => expand(p, schema));
+      const width = parts[0].length;
+      if (parts.some((p) => p.length !== width)) {
+        out.push({ name: parts[0][0]?.name ?? '*', sources: [], untraced: 'the branches of a set operation have different widths' });
+        continue;
+      }
+      for (let i = 0; i < width; i++) {
+        const merged: Planned = { name: parts[0][i].name, sources: [], untraced: null };
+        for (const p of parts) {
+          merged.sources.push(...p[i].sources);
+          if (p[i].untraced && !merged.untraced) merged.untraced = p[i].untraced;
+        }
+        out.push(merged);
+      }
+    }
+  }
+  return out;
+}
+
+function planColumn(name: string, sources: ColumnSource[], traced: boolean, schema: Schema): Planned {
+  if (!traced) return { name, sources: [], untraced: 'part of its lineage is unknown' };
+  const kept: Planned['sources'] = [];
+  const groups = new Map<number, ColumnSource[]>();
+  for (const s of sources) {
+    if (!s.exact && s.ref !== undefined) {
+      const g = groups.get(s.ref);
+      if (g) g.push(s);
+      else groups.set(s.ref, [s]);
+      continue;
+    }
+    const cols = schema.get(s.table);
+    if (!cols) return { name, sources: [], untraced: `'${s.table}' is not a table in the connection's schema` };
+    if (s.column === '*') for (const col of cols) kept.push({ table: s.table, column: col.toLowerCase() });
+    else kept.push({ table: s.table, column: s.column });
+  }
+  // An unqualified name comes from the innermost tier whose table has it; a table the schema does not
+  // know (a view, another schema) at or inside that tier might be the one, so the column is untraced.
+  for (const g of groups.values()) {
+    let best = Infinity;
+    let unknown: string | null = null;
+    for (const s of g) {
+      const cols = schema.get(s.table);
+      const tier = s.tier ?? 0;
+      if (!cols) {
+        if (tier <= best) unknown = s.table;
+        best = Math.min(best, tier);
+      } else if (cols.some((c) => c.toLowerCase() === s.column)) best = Math.min(best, tier);
+    }
+    if (unknown !== null && g.some((s) => !schema.has(s.table) && (s.tier ?? 0) <= best)) {
+      return { name, sources: [], untraced: `'${unknown}' is not a table in the connection's schema` };
+    }
+    for (const s of g) {
+      const cols = schema.get(s.table);
+      if ((s.tier ?? 0) === best && cols && cols.some((c) => c.toLowerCase() === s.column)) kept.push({ table: s.table, column: s.column });
+    }
+  }
+  return { name, sources: kept, untraced: null };
+}
+
+// --- applying a plan --------------------------------------------------------------------------
+
+export type Masker = (columns: string[], rows: unknown[][]) => { columns: string[]; rows: unknown[][] };
+
+/** The row transformer for a plan; rows are changed in place. */
+export function compileMasker(plan: MaskPlan, secret: Buffer): Masker {
+  if (plan.actions.every((x) => x === null)) return (columns, rows) => ({ columns, rows });
+  const actions = plan.actions;
+  const drops: number[] = [];
+  const edits: Array<[number, (v: unknown) => unknown]> = [];
+  for (let i = 0; i < actions.length; i++) {
+    const act = actions[i];
+    if (act === 'drop') drops.push(i);
+    else if (act === 'hash') edits.push([i, (v) => hashValue(v, secret)]);
+    else if (act === 'mask') edits.push([i, maskValue]);
+    else if (act === 'null') edits.push([i, () => null]);
+  }
+  const keep = drops.length ? actions.map((_, i) => i).filter((i) => !drops.includes(i)) : null;
+  return (columns, rows) => {
+    for (const row of rows) {
+      for (let e = 0; e < edits.length; e++) {
+        const [i, f] = edits[e];
+        row[i] = f(row[i]);
+      }
+      if (keep) {
+        for (let j = 0; j < keep.length; j++) row[j] = row[keep[j]];
+        row.length = keep.length;
+      }
+    }
+    return { columns: keep ? keep.map((i) => columns[i]) : columns, rows };
+  };
+}
+
+/** HMAC-SHA256 of the value's text form, as 16 hex characters; null stays null. */
+export function hashValue(v: unknown, secret: Buffer): string | null {
+  if (v === null || v === undefined) return null;
+  const h = createHmac('sha256', secret);
+  if (v instanceof Uint8Array) h.update(v);
+  else h.update(textForm(v), 'utf8');
+  return h.digest('hex').slice(0, 16);
+}
+
+function textForm(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (v instanceof Date) return v.toISOString();
+  if (typeof v === 'object') return JSON.stringify(v);
+  return String(v);
+}
+
+/** Text keeps its first character (an email also its domain: j***@example.com); anything else is null. */
+export function maskValue(v: unknown): string | null {
+  if (typeof v !== 'string') return null;
+  const at = v.lastIndexOf('@');
+  if (at > 0 && at < v.length - 1 && !/\s/.test(v)) return starred(v.slice(0, at)) + v.slice(at);
+  return starred(v);
+}
+
+function starred(s: string): string {
+  const chars = Array.from(s);
+  if (chars.length === 0) return '';
+  return chars[0] + '*'.repeat(chars.length - 1);
+}

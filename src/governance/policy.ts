@@ -1,0 +1,98 @@
+// In charge of the governance decisions on an analysed statement: one statement only, read-only unless
+// the caller may write, allowed write verbs, allowed tables. Throws CallError with the contract's codes;
+// must not import HTTP/uWS or sources.
+import { CallError, type ErrorCode } from '../call/errors.js';
+import type { StatementAnalysis, StatementScan } from './analysis.js';
+import { PURE_GENERATORS } from './lineage.js';
+import { DATA_READING_FUNCTIONS, SESSION_OR_WRITE_FUNCTIONS } from './scan.js';
+
+export const READ_ONLY_MESSAGE = 'Only read-only statements (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN) are allowed';
+
+/** Contract codes this module throws, with their statuses (403 unless noted). */
+type GovernanceCode = 'multiple_statements' | 'read_only' | 'write_op_not_allowed' | 'table_not_allowed' | 'table_check_failed' | 'mask_unresolvable';
+const FALLBACK_STATUS: Record<GovernanceCode, number> = {
+  multiple_statements: 400,
+  read_only: 403,
+  write_op_not_allowed: 403,
+  table_not_allowed: 403,
+  table_check_failed: 403,
+  mask_unresolvable: 403,
+};
+
+/**
+ * A CallError for a governance code. TODO: drop the status fallback (and the cast) once
+ * call/errors.ts lists table_not_allowed, table_check_failed and mask_unresolvable.
+ */
+export function governanceError(code: GovernanceCode, message: string): CallError {
+  const err = new CallError(code as ErrorCode, message);
+  if (err.status === undefined) (err as { status: number }).status = FALLBACK_STATUS[code];
+  return err;
+}
+
+/** 400 multiple_statements when the text holds more than one statement. */
+export function checkSingleStatement(a: StatementScan): void {
+  if (a.statements > 1) throw governanceError('multiple_statements', 'Only a single SQL statement can be executed at a time');
+}
+
+/**
+ * 403 read_only when the caller may not write and the statement writes: its verb, a write hidden in a
+ * CTE or under EXPLAIN, SELECT ... INTO, a MySQL executable comment, or a function that changes the
+ * session or writes (set_config, nextval, lo_import, ...).
+ */
+export function checkReadOnly(a: StatementScan, mayWrite: boolean): void {
+  checkSingleStatement(a);
+  if (mayWrite) return;
+  const why: string[] = [...a.writeVerbs];
+  if (a.executableComment) why.push('an executable comment');
+  for (const f of a.unsafeFunctions) if (SESSION_OR_WRITE_FUNCTIONS.has(f) || f.startsWith('dblink_exec')) why.push(f + '()');
+  if (why.length === 0) return;
+  throw governanceError(
+    'read_only',
+    `${READ_ONLY_MESSAGE} - not one that writes (${why.join(', ')}). Set QUERYAPIGATE_ALLOW_WRITES=1 to lift this restriction.`,
+  );
+}
+
+/** 403 write_op_not_allowed when a write verb (hidden ones included) is outside the key's list; null = any. */
+export function checkWriteOps(a: StatementScan, allowedWriteOps: string[] | null): void {
+  if (allowedWriteOps === null || a.writeVerbs.length === 0) return;
+  const allowed = new Set(allowedWriteOps.map((op) => op.toLowerCase()));
+  if (a.writeVerbs.every((v) => allowed.has(v))) return;
+  throw governanceError('write_op_not_allowed', `This API key may only perform these write operations: ${[...allowed].sort().join(', ')}.`);
+}
+
+/**
+ * For a key with `allowed_tables` (null = unrestricted): 403 table_check_failed when the statement
+ * could not be analysed (`a` null), 403 table_not_allowed when it touches a table outside the list or
+ * reads through a table function that is not a pure generator or a data-reading function.
+ */
+export function checkTables(a: StatementAnalysis | null, allowedTables: string[] | null): void {
+  if (allowedTables === null) return;
+  if (a === null) throw governanceError('table_check_failed', 'This query could not be analyzed to enforce its table access restrictions');
+  const allowed = new Set(allowedTables.map(bareName));
+  const forbidden = new Set<string>();
+  for (const t of a.tables) if (!allowed.has(t)) forbidden.add(t);
+  for (const f of a.tableFunctions) if (!PURE_GENERATORS.has(f)) forbidden.add(f + '()');
+  for (const f of a.unsafeFunctions) if (DATA_READING_FUNCTIONS.has(f) || f.startsWith('dblink')) forbidden.add(f + '()');
+  if (forbidden.size === 0) return;
+  const list = [...allowed].sort().join(', ') || '(none)';
+  throw governanceError('table_not_allowed', `This API key may only query these tables: ${list}. Forbidden: ${[...forbidden].sort().join(', ')}.`);
+}
+
+export interface GovernanceGrants {
+  mayWrite: boolean;
+  allowedWriteOps: string[] | null;
+  allowedTables: string[] | null;
+}
+
+/** Every statement check in the contract's order: statements, read-only, write ops, tables. */
+export function checkStatement(scan: StatementScan, analysis: StatementAnalysis | null, grants: GovernanceGrants): void {
+  checkReadOnly(scan, grants.mayWrite);
+  if (grants.mayWrite) checkWriteOps(scan, grants.allowedWriteOps);
+  checkTables(analysis, grants.allowedTables);
+}
+
+function bareName(t: string): string {
+  const name = t.trim().toLowerCase();
+  const dot = name.lastIndexOf('.');
+  return dot === -1 ? name : name.slice(dot + 1);
+}

@@ -1,0 +1,423 @@
+// In charge of running statements on MySQL and MariaDB through mysql2 (pools, prepared statements,
+// value parsing, read-only sessions, statement timeouts, error mapping); must not import keys, HTTP,
+// governance or the store.
+
+import mysql from 'mysql2';
+import type { FieldPacket, Pool, PoolConnection, PoolOptions, ResultSetHeader } from 'mysql2';
+import { CallError } from '../call/errors.js';
+import type { ConnectionConfig, ResultSet, RunOptions, Source, SourceSettings } from './types.js';
+
+/**
+ * Decisions:
+ * - Pools: a read pool whose sessions run `SET SESSION TRANSACTION READ ONLY` before their first
+ *   statement, so the database itself refuses writes (1792 ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION,
+ *   also for temporary tables), and a write pool of ordinary sessions, created on first use. Each
+ *   holds up to `poolSize` connections (mysql2 Pool: a call has its connection to itself; calls
+ *   beyond that wait in the pool's queue). Statements run as prepared statements (`execute`), cached
+ *   per connection up to STATEMENT_CACHE_SIZE (mysql2 closes the evicted ones on the server).
+ * - Server flavour: `SELECT VERSION()` on the source's first connection says MariaDB or MySQL.
+ * - Time limit: MariaDB `max_statement_time` (seconds, every statement, lock waits included; error
+ *   1969) or MySQL `max_execution_time` (ms, SELECT only; error 3024), set on the session only when
+ *   a call's limit differs from the one the session already has. A statement the server cannot
+ *   limit (a non-SELECT on MySQL) gets a JS timer that sends `KILL QUERY <thread id>` from a separate
+ *   one-connection pool; server-limited statements get the same timer as a backstop, KILL_BACKSTOP_MS
+ *   after their limit. A connection a KILL was sent for is destroyed, never reused (the KILL could
+ *   otherwise land on the next call's statement).
+ * - Values (the reference's types, as the formats code expects them):
+ *   integers and YEAR → number; BIGINT (signed or unsigned) → number while exact, else its decimal
+ *   string; DECIMAL → number (float, as the contract's Decimal → float); DOUBLE → number; FLOAT →
+ *   the shortest number that reads back as the same 4-byte float (0.1, not 0.10000000149011612);
+ *   DATETIME/TIMESTAMP → Date holding the wall-clock value as UTC (what the session prints: TIMESTAMP
+ *   in the server's time zone, which is left alone, as the reference does), ms precision; values a
+ *   Date can't hold (zero dates, '2024-00-10') stay strings; DATE → 'YYYY-MM-DD'; TIME → '[-]HH:MM:SS'
+ *   plus the column's fraction digits, hours may exceed 24; BIT(n) → number, BIT(1) included (0/1,
+ *   as MySQL has no boolean and the reference's driver gives int), beyond 2^53 its decimal string;
+ *   JSON → parsed value (MySQL's JSON type; on MariaDB, where JSON is LONGTEXT, through the extended
+ *   column metadata mysql2 asks for); BLOB/BINARY/VARBINARY → Buffer; TINYINT(1) → number; text,
+ *   ENUM, SET, UUID → string.
+ * - Idle connections stay pooled (until the server's wait_timeout ends them; mysql2 then drops them
+ *   from the pool): mysql2 sweeps idle connections only when `maxIdle < connectionLimit`, and then
+ *   closes every free connection above `maxIdle` each second whatever its idle time, so
+ *   `settings.idleTimeoutS` is not applied here.
+ * - Writes that may leave state on the session (anything but plain DML/DDL: SET, USE, LOCK, START
+ *   TRANSACTION, CALL, ...) run in the write pool and their connection is then closed, not pooled.
+ */
+const STATEMENT_CACHE_SIZE = 256;
+const KILL_BACKSTOP_MS = 1000;
+/** How long a killed statement may take to answer before its connection is dropped anyway. */
+const KILL_GRACE_MS = 2000;
+const CONNECT_TIMEOUT_MS = 5000;
+
+// mysql2's column type codes (mysql2/lib/constants/types.js).
+const T_FLOAT = 4;
+const T_TIMESTAMP = 7;
+const T_TIME = 11;
+const T_DATETIME = 12;
+const T_BIT = 16;
+
+// Errors.
+const ER_QUERY_INTERRUPTED = 1317;
+const ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION = 1792;
+const ER_STATEMENT_TIMEOUT = 1969; // MariaDB max_statement_time
+const ER_QUERY_TIMEOUT = 3024; // MySQL max_execution_time
+
+/** Statements after which a write session is as it was; anything else closes the connection. */
+const CLEAN_VERBS = new Set([
+  'select', 'with', 'values', 'table', 'insert', 'update', 'delete', 'replace', 'create', 'alter', 'drop',
+  'truncate', 'rename', 'show', 'describe', 'desc', 'explain', 'analyze', 'optimize', 'check', 'repair',
+  'checksum', 'grant', 'revoke', 'flush',
+]);
+const LEADING_WORD = /^(?:\s+|\/\*[\s\S]*?\*\/|(?:--\s|#)[^\n]*(?:\n|$)|\()*([A-Za-z]+)/;
+
+interface Session {
+  /** The limit (ms, 0 = none) the session's variable holds; NaN when unknown. */
+  sessionMs: number;
+}
+
+type Converter = (v: unknown, field: FieldPacket) => unknown;
+
+const noop = (): void => {};
+
+export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Source {
+  const size = Math.max(1, Math.floor(settings.poolSize) || 0);
+  const password = conn.password ?? '';
+  const base: PoolOptions = {
+    host: conn.host || 'localhost',
+    port: conn.port || 3306,
+    database: conn.database || undefined,
+    user: conn.user || undefined,
+    password: conn.password || undefined,
+    ssl: sslOption(conn.options?.ssl),
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    enableKeepAlive: true,
+    waitForConnections: true,
+    queueLimit: 0,
+    rowsAsArray: true,
+    maxPreparedStatements: STATEMENT_CACHE_SIZE,
+    supportBigNumbers: true,
+    bigNumberStrings: false,
+    decimalNumbers: true,
+    dateStrings: true, // parsed below, so years < 100 and zero dates come out right
+    timezone: 'Z', // Date parameters are sent as their UTC fields, the way they are read
+    multipleStatements: false,
+  };
+  const sessions = new WeakMap<PoolConnection, Session>();
+  const readPool = makePool(size);
+  let writePool: Pool | null = null;
+  let killer: Pool | null = null;
+  /** True on MariaDB; undefined until the first connection has asked. */
+  let mariadb: boolean | undefined;
+  let closed = false;
+
+  return {
+    dialect: 'mysql',
+    run,
+    close,
+  };
+
+  async function run(text: string, values: unknown[], opts: RunOptions): Promise<ResultSet> {
+    if (closed) throw connectionFailed('source closed');
+    const ms = toMs(opts.timeoutMs);
+    const pool = opts.readOnly ? readPool : (writePool ??= makePool(size));
+    let c: PoolConnection;
+    try {
+      c = await acquire(pool);
+    } catch (err) {
+      throw connectionFailed(detailOf(err, password));
+    }
+    // Put back in the pool afterwards unless something may have left the session unlike the others.
+    let keep = opts.readOnly || isCleanWrite(text);
+    try {
+      let session = sessions.get(c);
+      if (!session) {
+        try {
+          session = await startSession(c, opts.readOnly);
+        } catch (err) {
+          keep = false;
+          throw connectionFailed(detailOf(err, password));
+        }
+        sessions.set(c, session);
+      }
+      if (ms !== session.sessionMs) {
+        // Kept in step whatever the statement: on MySQL a WITH ... SELECT is limited by the session
+        // variable too, so a shorter limit left by an earlier call must not stay behind.
+        session.sessionMs = NaN;
+        await query(c, mariadb ? `SET SESSION max_statement_time = ${ms / 1000}` : `SET SESSION max_execution_time = ${ms}`);
+        session.sessionMs = ms;
+      }
+      // MariaDB limits every statement; MySQL's limit covers SELECT only, the rest rely on the timer.
+      const serverLimited = mariadb === true || leadingWord(text) === 'select';
+      const killAfter = ms === 0 ? 0 : serverLimited ? ms + KILL_BACKSTOP_MS : ms;
+      const out = await execute(c, text, bindable(values), killAfter, () => {
+        keep = false;
+      });
+      return toResultSet(out.result, out.fields);
+    } catch (err) {
+      if ((err as { fatal?: unknown } | null)?.fatal) keep = false;
+      throw toCallError(err, ms, password);
+    } finally {
+      if (keep) c.release();
+      else c.destroy();
+    }
+  }
+
+  async function close(): Promise<void> {
+    if (closed) return;
+    closed = true;
+    const pools = [readPool, writePool, killer].filter((p): p is Pool => p !== null);
+    await Promise.all(pools.map((p) => new Promise<void>((resolve) => p.end(() => resolve()))));
+  }
+
+  function makePool(limit: number): Pool {
+    return mysql.createPool({ ...base, connectionLimit: limit, maxIdle: limit });
+  }
+
+  /** A new session: learn the server flavour (once per source), then make a read session read-only. */
+  async function startSession(c: PoolConnection, readOnly: boolean): Promise<Session> {
+    if (mariadb === undefined) {
+      const rows = (await query(c, 'SELECT VERSION()')) as unknown[][];
+      mariadb = /mariadb/i.test(String(rows[0]?.[0]));
+    }
+    if (readOnly) await query(c, 'SET SESSION TRANSACTION READ ONLY');
+    return { sessionMs: NaN };
+  }
+
+  /**
+   * Runs the prepared statement. Past `killAfterMs` (0 = never) the statement is killed from another
+   * connection and `onKill` is told (the connection must then not be reused); if it still has not
+   * answered KILL_GRACE_MS later, the call ends as a timeout and the connection is dropped.
+   */
+  function execute(
+    c: PoolConnection,
+    text: string,
+    values: unknown[],
+    killAfterMs: number,
+    onKill: () => void,
+  ): Promise<{ result: unknown; fields: FieldPacket[] | undefined }> {
+    return new Promise((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      let killed = false;
+      let settled = false;
+      c.execute(text, values as never, (err: unknown, result: unknown, fields: FieldPacket[] | undefined) => {
+        if (timer) clearTimeout(timer);
+        if (settled) return;
+        settled = true;
+        if (err) reject(killed ? Object.assign(err as object, { qagKilled: true }) : err);
+        else resolve({ result, fields });
+      });
+      if (killAfterMs > 0) {
+        timer = setTimeout(() => {
+          killed = true;
+          onKill();
+          killQuery(c.threadId);
+          timer = setTimeout(() => {
+            if (settled) return;
+            settled = true;
+            c.destroy();
+            reject({ qagKilled: true, errno: ER_QUERY_INTERRUPTED, message: 'killed statement did not answer' });
+          }, KILL_GRACE_MS);
+        }, killAfterMs);
+      }
+    });
+  }
+
+  function killQuery(threadId: number | null): void {
+    if (threadId === null || closed) return;
+    killer ??= makePool(1);
+    killer.query(`KILL QUERY ${Number(threadId)}`, noop); // an unknown thread (already gone) is fine
+  }
+}
+
+function acquire(pool: Pool): Promise<PoolConnection> {
+  return new Promise((resolve, reject) => pool.getConnection((err, c) => (err ? reject(err) : resolve(c))));
+}
+
+function query(c: PoolConnection, sql: string): Promise<unknown> {
+  return new Promise((resolve, reject) => c.query(sql, (err: unknown, result: unknown) => (err ? reject(err) : resolve(result))));
+}
+
+function toResultSet(result: unknown, fields: FieldPacket[] | undefined): ResultSet {
+  if (!Array.isArray(result)) {
+    // A statement without a result set: rows affected.
+    const header = result as ResultSetHeader | undefined;
+    return { columns: [], rows: [], rowCount: header?.affectedRows ?? 0 };
+  }
+  let rows = result as unknown[][];
+  let cols = fields ?? [];
+  if (Array.isArray(cols[0])) {
+    // CALL: several results; the first result set is the answer.
+    const at = (cols as unknown as (FieldPacket[] | undefined)[]).findIndex((f) => Array.isArray(f));
+    rows = (at >= 0 ? result[at] : []) as unknown[][];
+    cols = (cols as unknown as FieldPacket[][])[at] ?? [];
+  }
+  const columns = new Array<string>(cols.length);
+  let convert: [number, Converter][] | null = null;
+  for (let i = 0; i < cols.length; i++) {
+    const f = cols[i]!;
+    columns[i] = f.name;
+    const fn = converterFor(f);
+    if (fn) (convert ??= []).push([i, fn]);
+  }
+  if (convert) {
+    for (const row of rows) {
+      for (const [i, fn] of convert) {
+        const v = row[i];
+        if (v !== null && v !== undefined) row[i] = fn(v, cols[i]!);
+      }
+    }
+  }
+  return { columns, rows, rowCount: rows.length };
+}
+
+function converterFor(f: FieldPacket): Converter | null {
+  switch (f.columnType) {
+    case T_DATETIME:
+    case T_TIMESTAMP:
+      return parseDateTime;
+    case T_TIME:
+      return f.decimals > 0 && f.decimals <= 6 ? padTime : null;
+    case T_BIT:
+      return bitValue;
+    case T_FLOAT:
+      return shortFloat;
+    default:
+      return null;
+  }
+}
+
+/** 'YYYY-MM-DD HH:MM:SS[.ffffff]' as a Date of that wall-clock time in UTC; otherwise the string. */
+function parseDateTime(v: unknown): unknown {
+  const s = v as string;
+  if (s.length < 19 || s.charCodeAt(4) !== 45 /* - */) return s;
+  const y = digits(s, 0, 4);
+  const mo = digits(s, 5, 7);
+  const d = digits(s, 8, 10);
+  const h = digits(s, 11, 13);
+  const mi = digits(s, 14, 16);
+  const sec = digits(s, 17, 19);
+  const ms = s.length > 20 ? digits((s.slice(20) + '00').slice(0, 3), 0, 3) : 0;
+  if (y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || mi < 0 || sec < 0 || ms < 0) return s;
+  const date = new Date(Date.UTC(2000, mo - 1, d, h, mi, sec, ms));
+  date.setUTCFullYear(y); // Date.UTC maps years 0..99 to 1900..1999
+  return date.getUTCDate() === d && date.getUTCMonth() === mo - 1 ? date : s;
+}
+
+function digits(s: string, from: number, to: number): number {
+  let n = 0;
+  for (let i = from; i < to; i++) {
+    const c = s.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return -1;
+    n = n * 10 + c;
+  }
+  return n;
+}
+
+/** mysql2 drops a TIME's trailing fraction zeros ('13:14:15.25'); print as many digits as the column has. */
+function padTime(v: unknown, f: FieldPacket): unknown {
+  const s = v as string;
+  const dot = s.indexOf('.');
+  const have = dot === -1 ? 0 : s.length - dot - 1;
+  if (have >= f.decimals) return s;
+  return (dot === -1 ? s + '.' : s) + '0'.repeat(f.decimals - have);
+}
+
+/** BIT(n) arrives as big-endian bytes. */
+function bitValue(v: unknown): unknown {
+  if (!Buffer.isBuffer(v)) return v;
+  if (v.length === 0) return 0;
+  if (v.length <= 6) return v.readUIntBE(0, v.length);
+  let n = 0n;
+  for (const b of v) n = (n << 8n) | BigInt(b);
+  return n <= 9007199254740991n ? Number(n) : n.toString();
+}
+
+/** A 4-byte float as the shortest decimal that reads back as the same float. */
+function shortFloat(v: unknown): unknown {
+  if (typeof v !== 'number' || !Number.isFinite(v)) return v;
+  for (let p = 1; p < 9; p++) {
+    const x = +v.toPrecision(p);
+    if (Math.fround(x) === v) return x;
+  }
+  return v;
+}
+
+/** mysql2 refuses `undefined`; everything else the gateway binds (scalars, bigint) it sends as is. */
+function bindable(values: unknown[]): unknown[] {
+  let out = values;
+  for (let i = 0; i < values.length; i++) {
+    if (values[i] === undefined) {
+      if (out === values) out = values.slice();
+      out[i] = null;
+    }
+  }
+  return out;
+}
+
+function leadingWord(text: string): string {
+  const m = LEADING_WORD.exec(text);
+  return m ? m[1]!.toLowerCase() : '';
+}
+
+function isCleanWrite(text: string): boolean {
+  return CLEAN_VERBS.has(leadingWord(text));
+}
+
+/** A limit in whole ms (0 = none); fractions round up so a tiny limit never becomes "none". */
+function toMs(timeoutMs: number): number {
+  return timeoutMs > 0 ? Math.max(1, Math.ceil(timeoutMs)) : 0;
+}
+
+function sslOption(ssl: unknown): PoolOptions['ssl'] {
+  if (ssl === undefined || ssl === null || ssl === false) return undefined;
+  if (ssl === true) return {};
+  if (typeof ssl === 'object') return ssl as PoolOptions['ssl'];
+  throw new CallError('connection_misconfigured', 'options.ssl must be true, false or an object of TLS settings');
+}
+
+// Server errors that mean the session could not be had or was lost (at connect or mid-call).
+const CONNECT_ERRNOS = new Set([
+  1040, // ER_CON_COUNT_ERROR
+  1045, // ER_ACCESS_DENIED_ERROR
+  1053, // ER_SERVER_SHUTDOWN
+  1129, // ER_HOST_IS_BLOCKED
+  1130, // ER_HOST_NOT_PRIVILEGED
+  1203, // ER_TOO_MANY_USER_CONNECTIONS
+  1226, // ER_USER_LIMIT_REACHED
+  1251, // ER_NOT_SUPPORTED_AUTH_MODE
+  1698, // ER_ACCESS_DENIED_NO_PASSWORD_ERROR
+  1927, // ER_CONNECTION_KILLED (MariaDB)
+  4031, // ER_CLIENT_INTERACTION_TIMEOUT (MySQL)
+]);
+
+function toCallError(err: unknown, ms: number, password: string): CallError {
+  if (err instanceof CallError) return err;
+  const e = (err ?? {}) as { errno?: unknown; code?: unknown; fatal?: unknown; syscall?: unknown; qagKilled?: unknown };
+  const errno = typeof e.errno === 'number' ? e.errno : 0;
+  const detail = detailOf(err, password);
+  if (errno === ER_STATEMENT_TIMEOUT || errno === ER_QUERY_TIMEOUT || (e.qagKilled && errno === ER_QUERY_INTERRUPTED)) {
+    return timeoutError(ms);
+  }
+  if (errno === ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION) {
+    return new CallError('read_only', 'The database refused a write: the statement ran in a read-only session', { detail });
+  }
+  if (e.fatal === true || CONNECT_ERRNOS.has(errno) || typeof e.syscall === 'string') return connectionFailed(detail);
+  return new CallError('query_failed', 'An error occurred while executing the SQL query', { detail });
+}
+
+function timeoutError(ms: number): CallError {
+  const seconds = ms / 1000;
+  return new CallError('query_timeout', `The query exceeded the time limit of ${seconds} seconds and was cancelled`, {
+    timeout: seconds,
+  });
+}
+
+function connectionFailed(detail: string): CallError {
+  return new CallError('connection_failed', 'Could not connect to the database', { detail });
+}
+
+function detailOf(err: unknown, password: string): string {
+  const e = err as { message?: unknown; code?: unknown } | null;
+  let message = e && typeof e.message === 'string' && e.message ? e.message : String(e?.code ?? err);
+  if (password && message.includes(password)) message = message.split(password).join('***');
+  return message;
+}
