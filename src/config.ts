@@ -31,6 +31,8 @@ export interface Config {
   /** Seconds an executor keeps the key, query and connection rows it read; 0 = off. */
   readonly metadataCacheTtl: number;
   readonly redisUrl: string | null;
+  /** HMAC key for masked values; by default a random per-store secret. */
+  readonly maskKey: string | null;
 }
 
 const flag = v.pipe(
@@ -65,6 +67,7 @@ const VARIABLES = {
   HISTORY_MAX_PENDING: [int(1, 10_000_000), '10000'],
   MAX_BODY_BYTES: [int(1, 1 << 30), String(1 << 20)],
   METADATA_CACHE_TTL: [num(0, 86400), '0'],
+  MASK_KEY: [v.pipe(text, v.minLength(16, 'must be at least 16 characters')), null],
   REDIS_URL: [v.pipe(text, v.regex(/^(rediss?|unix):\/\//, 'must be a redis://, rediss:// or unix:// URL')), null],
 } as const;
 
@@ -102,6 +105,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytes: read('MAX_BODY_BYTES'),
     metadataCacheTtl: read('METADATA_CACHE_TTL'),
     redisUrl: read('REDIS_URL'),
+    maskKey: read('MASK_KEY'),
   };
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(config);

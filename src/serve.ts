@@ -23,6 +23,7 @@ export interface RunningServer {
 
 export async function startServer(config: Config, log: (line: string) => void = console.log): Promise<RunningServer> {
   const store = await openStore(config);
+  await store.secret('mask'); // executors read it; created once per store
   if (config.loadExamples) {
     const loaded = await loadExamples(store, config.home);
     for (const k of loaded.createdKeys) {

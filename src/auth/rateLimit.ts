@@ -117,7 +117,7 @@ function layoutFor(slots: number, cells: number): Layout {
 
 /**
  * The process-wide bucket table: created once by the acceptor and handed to every executor in
- * workerData (a SharedArrayBuffer is shared, not copied). 65,536 slots take 1 MiB.
+ * workerData (a SharedArrayBuffer is shared, not copied). 65,536 slots take 1.3 MB.
  */
 export function createLimiterMemory(slots = 65536): SharedArrayBuffer {
   if (!Number.isInteger(slots) || slots < PROBE || (slots & (slots - 1)) !== 0 || slots > 1 << 26) {

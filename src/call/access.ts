@@ -47,19 +47,3 @@ export function checkConnection(conn: ConnectionRow | null, name: string): Conne
   }
   return conn;
 }
-
-/**
- * Writes need the server's ceiling (QUERYAPIGATE_ALLOW_WRITES) and the caller's own permission:
- * allow_writes on the key, or a {"name", "allow_writes": true} grant for this query.
- */
-export function authorizeWrite(caller: Caller, queryName: string, verb: string, serverAllows: boolean): void {
-  let allowed = serverAllows;
-  if (allowed && caller.kind === 'key') {
-    const k = caller.key;
-    allowed = k.allow_writes || (k.queries !== '*' && k.queries.some((g) => typeof g !== 'string' && g.name === queryName && g.allow_writes));
-    if (allowed && k.allowed_write_ops && !k.allowed_write_ops.includes(verb)) {
-      throw new CallError('write_op_not_allowed', `This API key may not run ${verb.toUpperCase()} statements`);
-    }
-  }
-  if (!allowed) throw new CallError('read_only', 'Only read-only statements are allowed');
-}

@@ -10,6 +10,9 @@ import type { ConnectionRow } from '../store/types.js';
 import { createMetadata, type Metadata } from './metadata.js';
 import type { CallPlan } from './plan.js';
 import { createResultCache, type ResultCache } from './resultCache.js';
+import { SchemaCache } from './schemaCache.js';
+import type { Governed } from './govern.js';
+import { inspectStatement } from '../governance/analysis.js';
 
 export interface CallContext {
   config: Config;
@@ -22,6 +25,12 @@ export interface CallContext {
   runs: RunBatcher;
   /** Answers of versions with a cache_ttl. */
   results: ResultCache;
+  /** Each connection's tables and columns, for masking. */
+  schemas: SchemaCache;
+  /** Mask traces by plan, rules and schema fingerprint. */
+  traces: LRUCache<string, Governed>;
+  /** The HMAC key for hashed values (QUERYAPIGATE_MASK_KEY or the store's own secret). */
+  maskSecret(): Promise<Buffer>;
   close(): Promise<void>;
 }
 
@@ -46,12 +55,22 @@ export function createCallContext(config: Config): CallContext {
     }
   };
   const meta = createMetadata(store, config.metadataCacheTtl);
+  const schemas = new SchemaCache();
+  let secret: Promise<Buffer> | null = null;
+  // Load the SQL parsers now, not on the first governed call (their first use costs ~100 ms).
+  inspectStatement('SELECT a FROM t WHERE b = 1', 'postgres');
+  inspectStatement('SELECT a FROM t LIMIT 1, 2', 'mysql');
   const changes = new BroadcastChannel(CHANGES_CHANNEL);
   changes.onmessage = (e: MessageEvent) => {
     const m = e.data as ChangeMessage;
     meta.clear();
-    if (m.kind === 'connection') drop(m.name);
-    else if (m.kind === 'all') for (const name of [...sources.keys()]) drop(name);
+    if (m.kind === 'connection') {
+      drop(m.name);
+      schemas.clear(m.name);
+    } else if (m.kind === 'all') {
+      for (const name of [...sources.keys()]) drop(name);
+      schemas.clear();
+    }
   };
   (changes as unknown as { unref?: () => void }).unref?.();
   const runs = new RunBatcher(config.historyMaxPending);
@@ -72,6 +91,17 @@ export function createCallContext(config: Config): CallContext {
     },
     runs,
     results: createResultCache(config.redisUrl),
+    schemas,
+    traces: new LRUCache<string, Governed>({ max: 5000 }),
+    maskSecret() {
+      secret ??= config.maskKey
+        ? Promise.resolve(Buffer.from(config.maskKey, 'utf8'))
+        : store.readSecret('mask').then((s) => {
+          if (!s) throw new Error('the store has no mask secret');
+          return Buffer.from(s, 'hex');
+        });
+      return secret;
+    },
     async close() {
       this.results.close();
       changes.close();

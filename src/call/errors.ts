@@ -26,6 +26,9 @@ export const ERROR_STATUS = {
   connection_inactive: 403,
   read_only: 403,
   write_op_not_allowed: 403,
+  table_not_allowed: 403,
+  table_check_failed: 403,
+  mask_unresolvable: 403,
   not_found: 404,
   query_not_found: 404,
   version_not_found: 404,
@@ -51,6 +54,8 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 
 /** Optional fields an error body may carry besides error, code and request_id. */
 export interface ErrorExtras {
+  /** Output columns that cannot be traced (mask_unresolvable). */
+  column?: string;
   errors?: Record<string, string>;
   detail?: string;
   timeout?: number;

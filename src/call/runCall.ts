@@ -4,7 +4,8 @@
 import { ADMIN, OPEN, hashSecret, isAdminKey, keyIsUsable, type Caller } from '../auth/keys.js';
 import { localTimestamp } from '../store/store.js';
 import type { RunRecord } from '../store/types.js';
-import { authorizeCall, authorizeWrite, checkConnection, selectVersion } from './access.js';
+import { authorizeCall, checkConnection, selectVersion } from './access.js';
+import { governCall } from './govern.js';
 import type { CallContext } from './context.js';
 import { CallError, errorBody, type ErrorCode } from './errors.js';
 import { CONTENT_TYPES, EMPTY_JSON } from './formats.js';
@@ -33,7 +34,6 @@ export async function runCall(ctx: CallContext, task: CallTask): Promise<CallAns
     const connectionName = req.connectionName ?? version.connection_name;
     if (!connectionName) throw new CallError('connection_required', 'Connection name is missing');
     authorizeCall(caller, query.name, version.connection_name, connectionName);
-    refuseUnenforcedPolicy(caller);
     // From here on a failure is a run worth recording, except a request that fails validation.
     run = {
       query: query.name, version: version.version, kind: 'saved', executed_at: localTimestamp(), status: 'success',
@@ -45,10 +45,11 @@ export async function runCall(ctx: CallContext, task: CallTask): Promise<CallAns
     const source = ctx.source(connection);
     const planKey = version.uuid + '\u0000' + connection.name + '\u0000' + source.dialect;
     let plan = ctx.plans.get(planKey);
-    if (!plan) ctx.plans.set(planKey, (plan = planCall(version, source.dialect)));
+    if (!plan) ctx.plans.set(planKey, (plan = planCall(planKey, version, source.dialect)));
     const bound = plan.bind(req.typed ? { kind: 'json', get: (n) => req.params[n] } : { kind: 'query', get: (n) => req.params[n] as string | undefined });
     const paging = parsePaging(req, ctx.config.maxPageSize);
     const timeout = effectiveTimeout(ctx.config.queryTimeout, req.timeout);
+    const governed = await governCall(ctx, plan, caller, query.name, connection, source);
 
     // Versions with a cache_ttl answer repeat calls without the database; hits are not runs.
     const ttl = plan.write ? 0 : version.cache_ttl ?? 0;
@@ -60,25 +61,27 @@ export async function runCall(ctx: CallContext, task: CallTask): Promise<CallAns
       if (hit) return cacheAnswer(hit, ttl, 'HIT', task.ifNoneMatch);
     }
 
-    if (plan.write) authorizeWrite(caller, query.name, plan.verb, ctx.config.allowWrites);
-
     const started = performance.now();
     const offset = (paging.page - 1) * paging.pageSize;
     const values = fillValues(plan, bound, paging.pageSize + 1, offset);
     const result = await source.run(plan.pageable ? plan.pagedText : plan.text, values, { timeoutMs: timeout * 1000, readOnly: !plan.write });
     const executed = performance.now();
 
-    const rows = plan.pageable || plan.write ? result.rows : result.rows.slice(offset, offset + paging.pageSize + 1);
+    let rows = plan.pageable || plan.write ? result.rows : result.rows.slice(offset, offset + paging.pageSize + 1);
     const hasMore = !plan.write && rows.length > paging.pageSize;
     if (hasMore) rows.length = paging.pageSize;
+    let columns = result.columns;
+    if (governed.masker && rows.length) ({ columns, rows } = governed.masker(columns, rows)); // before any rendering
     const headers = ['Content-Type', CONTENT_TYPES.json, 'X-Page', String(paging.page), 'X-Page-Size', String(paging.pageSize), 'X-Has-More', hasMore ? 'true' : 'false'];
+    if (plan.write) headers.push('X-Rows-Affected', String(result.rowCount));
     let body: string;
     if (rows.length === 0) {
       body = EMPTY_JSON; // the contract's empty answer, whatever the format
     } else {
-      body = writerFor(plan, result.columns, req.format)(rows);
+      body = writerFor(plan, columns, req.format)(rows);
       headers[1] = CONTENT_TYPES[req.format];
     }
+    if (governed.masked) run.masked = governed.masked;
     run.rows = rows.length;
     run.duration_ms = Math.round(executed - started);
     run.serialization_ms = Math.round((performance.now() - executed) * 10) / 10;
@@ -133,16 +136,6 @@ async function authenticate(ctx: CallContext, supplied: string, ip: string): Pro
   }
   if (ctx.adminKey) return null;
   return (await ctx.meta.anyKey()) ? null : OPEN;
-}
-
-/**
- * Table allow-lists and column masks are stored but not enforced until governance lands; a key
- * that carries them is refused rather than served rows its policy says it must not see.
- */
-function refuseUnenforcedPolicy(caller: Caller): void {
-  if (caller.kind === 'key' && (caller.key.allowed_tables !== null || (caller.key.mask && caller.key.mask.length > 0))) {
-    throw new CallError('forbidden', 'This API key has table or masking rules, which this server cannot enforce yet, so it is refused');
-  }
 }
 
 /** A request may lower QUERYAPIGATE_QUERY_TIMEOUT, never raise it; 0 means no limit. */

@@ -185,6 +185,10 @@ export function compileMasker(plan: MaskPlan, secret: Buffer): Masker {
   }
   const keep = drops.length ? actions.map((_, i) => i).filter((i) => !drops.includes(i)) : null;
   return (columns, rows) => {
+    // The plan was traced before the statement ran; a result of another shape is refused, not guessed.
+    if (columns.length !== actions.length) {
+      throw unresolvable(columns[actions.length] ?? columns[0] ?? '*', `the result has ${columns.length} columns where the statement describes ${actions.length}`);
+    }
     for (const row of rows) {
       for (let e = 0; e < edits.length; e++) {
         const [i, f] = edits[e];

@@ -1,32 +1,17 @@
 // In charge of the governance decisions on an analysed statement: one statement only, read-only unless
 // the caller may write, allowed write verbs, allowed tables. Throws CallError with the contract's codes;
 // must not import HTTP/uWS or sources.
-import { CallError, type ErrorCode } from '../call/errors.js';
+import { CallError } from '../call/errors.js';
 import type { StatementAnalysis, StatementScan } from './analysis.js';
 import { PURE_GENERATORS } from './lineage.js';
 import { DATA_READING_FUNCTIONS, SESSION_OR_WRITE_FUNCTIONS } from './scan.js';
 
 export const READ_ONLY_MESSAGE = 'Only read-only statements (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN) are allowed';
 
-/** Contract codes this module throws, with their statuses (403 unless noted). */
 type GovernanceCode = 'multiple_statements' | 'read_only' | 'write_op_not_allowed' | 'table_not_allowed' | 'table_check_failed' | 'mask_unresolvable';
-const FALLBACK_STATUS: Record<GovernanceCode, number> = {
-  multiple_statements: 400,
-  read_only: 403,
-  write_op_not_allowed: 403,
-  table_not_allowed: 403,
-  table_check_failed: 403,
-  mask_unresolvable: 403,
-};
 
-/**
- * A CallError for a governance code. TODO: drop the status fallback (and the cast) once
- * call/errors.ts lists table_not_allowed, table_check_failed and mask_unresolvable.
- */
 export function governanceError(code: GovernanceCode, message: string): CallError {
-  const err = new CallError(code as ErrorCode, message);
-  if (err.status === undefined) (err as { status: number }).status = FALLBACK_STATUS[code];
-  return err;
+  return new CallError(code, message);
 }
 
 /** 400 multiple_statements when the text holds more than one statement. */

@@ -32,6 +32,9 @@ export function createDispatcher(config: Config): Dispatcher {
     idleTimeout: 2 ** 31 - 1,
     // An executor blocked in Atomics.wait would miss BroadcastChannel invalidations and pool timers.
     atomics: 'disabled',
+    // piscina tries require(filename) before import(); Node 20's require(esm) can half-load our ESM
+    // executor and then trip an internal assertion on the import. Make the require fail cleanly.
+    execArgv: [...process.execArgv, '--no-experimental-require-module'],
   });
   let refused = 0;
   return {

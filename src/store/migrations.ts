@@ -36,6 +36,11 @@ const MIGRATIONS: Array<{ sqlite: string[]; postgres: string[] }> = [
       `CREATE INDEX execution_history_version ON execution_history (query_name, version, id)`,
     ],
   },
+  {
+    // Per-store secrets, e.g. the HMAC key for masked values (so hashes agree across instances).
+    sqlite: ['CREATE TABLE store_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)'],
+    postgres: ['CREATE TABLE store_secrets (name TEXT COLLATE "C" PRIMARY KEY, value TEXT NOT NULL)'],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

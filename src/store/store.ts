@@ -1,5 +1,6 @@
 // In charge of reading and writing the store's rows (connections, saved queries and versions, API
 // keys, run history) on either engine. Rows are validated by the API layer before they get here.
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { migrate } from './migrations.js';
 import { openPostgres, openSqlite, type SqlDb } from './sql.js';
@@ -48,6 +49,21 @@ export class Store {
 
   close(): Promise<void> {
     return this.db.close();
+  }
+
+  /** A per-store secret, created at random on first use; the same for every instance. */
+  async secret(name: string): Promise<string> {
+    const value = randomBytes(32).toString('hex');
+    const insert = this.db.dialect === 'sqlite'
+      ? 'INSERT OR IGNORE INTO store_secrets (name, value) VALUES (?, ?)'
+      : 'INSERT INTO store_secrets (name, value) VALUES (?, ?) ON CONFLICT DO NOTHING';
+    await this.db.run(insert, [name, value]);
+    return (await this.readSecret(name))!;
+  }
+
+  async readSecret(name: string): Promise<string | null> {
+    const rows = await this.db.all<{ value: string }>('SELECT value FROM store_secrets WHERE name = ?', [name]);
+    return rows.length ? rows[0].value : null;
   }
 
   // ── connections ───────────────────────────────────────────────────────────────────────────

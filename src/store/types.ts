@@ -88,6 +88,8 @@ export interface RunRecord {
   transport: string;
   error?: string;
   code?: string;
+  /** Output columns a mask rule changed, with the action. */
+  masked?: Array<{ column: string; action: string }>;
 }
 
 export interface HistoryEntry extends RunRecord {

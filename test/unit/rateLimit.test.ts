@@ -203,6 +203,18 @@ test('collisions: a full table never loosens any key, and a bucket remembers its
   for (const [key, n] of counts) assert.ok(n <= 2 + Math.floor(1_000 / 30), `${key}: ${n}`);
 });
 
+test('a slot lock left held by a thread that died inside it is taken over', () => {
+  const memory = createLimiterMemory(1024);
+  const limiter = new SharedRateLimiter(memory, () => T0);
+  assert.equal(limiter.take('k', 3, HOUR).allowed, true);
+  // Slot locks are the Int32s after the 64-byte header; a fresh table puts 'k' at its home slot.
+  const lockIndex = 16 + (bucketHash('k').home & 1023);
+  const i32 = new Int32Array(memory);
+  Atomics.store(i32, lockIndex, 1);
+  assert.deepEqual(limiter.take('k', 3, HOUR), { allowed: true, limit: 3, remaining: 1, retryAfterS: 0 });
+  assert.equal(Atomics.load(i32, lockIndex), 0, 'and released');
+});
+
 test('RateLimits: checks, fail-closed rates, headers', () => {
   const memory = createLimiterMemory(1024);
   const none = new RateLimits({ memory, redisUrl: null, serverRate: null, now: () => T0 });

@@ -1,0 +1,53 @@
+// In charge of the governance stage of a call: the caller's grants checked against the plan's
+// reading of the statement (read-only, write verbs, tables), and the mask plan for its output
+// columns, traced once per statement, rules and schema, then cached. Refusals happen before the
+// statement reaches the database.
+import type { Caller } from '../auth/keys.js';
+import { compileMasker, planMasks, type MaskPlan, type Masker } from '../governance/masking.js';
+import { checkReadOnly, checkTables, checkWriteOps } from '../governance/policy.js';
+import type { Source } from '../sources/types.js';
+import type { ConnectionRow } from '../store/types.js';
+import type { CallContext } from './context.js';
+import type { CallPlan } from './plan.js';
+
+export interface Governed {
+  masker: Masker | null;
+  masked: MaskPlan['masked'] | null;
+}
+
+const UNMASKED: Governed = { masker: null, masked: null };
+const ruleFingerprints = new WeakMap<object, string>();
+
+/** Writes need the server's ceiling and the caller's own permission (allow_writes or a per-query grant). */
+export function mayWrite(caller: Caller, queryName: string, serverAllows: boolean): boolean {
+  if (!serverAllows) return false;
+  if (caller.kind !== 'key') return true;
+  const k = caller.key;
+  return k.allow_writes || (k.queries !== '*' && k.queries.some((g) => typeof g !== 'string' && g.name === queryName && g.allow_writes));
+}
+
+export async function governCall(ctx: CallContext, plan: CallPlan, caller: Caller, queryName: string,
+  connection: ConnectionRow, source: Source): Promise<Governed> {
+  const { scan, analysis } = plan.inspection;
+  const writes = mayWrite(caller, queryName, ctx.config.allowWrites);
+  checkReadOnly(scan, writes);
+  if (caller.kind !== 'key') return UNMASKED;
+  const key = caller.key;
+  if (plan.write) checkWriteOps(scan, key.allowed_write_ops);
+  checkTables(analysis, key.allowed_tables);
+  if (!key.mask || key.mask.length === 0) return UNMASKED;
+
+  const known = await ctx.schemas.get(connection, source);
+  let rules = ruleFingerprints.get(key);
+  if (rules === undefined) ruleFingerprints.set(key, (rules = JSON.stringify(key.mask)));
+  const slot = plan.id + '\u0000' + rules + '\u0000' + known.fingerprint;
+  let traced = ctx.traces.get(slot);
+  if (!traced) {
+    const maskPlan = planMasks(analysis, known.schema, key.mask);
+    traced = maskPlan.actions.length
+      ? { masker: compileMasker(maskPlan, await ctx.maskSecret()), masked: maskPlan.masked }
+      : UNMASKED;
+    ctx.traces.set(slot, traced);
+  }
+  return traced;
+}

@@ -1,0 +1,62 @@
+// In charge of each connection's schema as masking needs it (tables and their columns, for SELECT *):
+// at most 60 s old, re-read in the background after 45 s while calls go on with the cached copy,
+// re-read at once when the connection's row changes. Bounded by the number of connections kept.
+import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import { schemaQuery, toSchema } from '../governance/schema.js';
+import type { Schema } from '../governance/masking.js';
+import type { Source } from '../sources/types.js';
+import type { ConnectionRow } from '../store/types.js';
+
+export interface KnownSchema {
+  schema: Schema;
+  /** Changes only when the tables or columns do, so traces built on it can be kept. */
+  fingerprint: string;
+}
+
+const MAX_AGE_MS = 60_000;
+const REFRESH_AFTER_MS = 45_000;
+
+interface Entry {
+  stamp: string;
+  readAt: number;
+  value: Promise<KnownSchema>;
+  refreshing: boolean;
+}
+
+export class SchemaCache {
+  #entries = new LRUCache<string, Entry>({ max: 1000 });
+
+  get(conn: ConnectionRow, source: Source, now = Date.now()): Promise<KnownSchema> {
+    const stamp = conn.db + '|' + conn.updated_at;
+    const e = this.#entries.get(conn.name);
+    if (e && e.stamp === stamp && now - e.readAt < MAX_AGE_MS) {
+      if (now - e.readAt >= REFRESH_AFTER_MS && !e.refreshing) {
+        e.refreshing = true;
+        const next = read(source);
+        next.then(
+          () => this.#entries.set(conn.name, { stamp, readAt: Date.now(), value: next, refreshing: false }),
+          () => (e.refreshing = false), // keep the cached copy until it is too old
+        );
+      }
+      return e.value;
+    }
+    const value = read(source);
+    const entry: Entry = { stamp, readAt: now, value, refreshing: false };
+    this.#entries.set(conn.name, entry);
+    value.catch(() => this.#entries.get(conn.name) === entry && this.#entries.delete(conn.name));
+    return value;
+  }
+
+  clear(name?: string): void {
+    if (name === undefined) this.#entries.clear();
+    else this.#entries.delete(name);
+  }
+}
+
+async function read(source: Source): Promise<KnownSchema> {
+  const result = await source.run(schemaQuery(source.dialect), [], { timeoutMs: 30_000, readOnly: true });
+  const schema = toSchema(result.rows);
+  const fingerprint = createHash('sha256').update(JSON.stringify([...schema])).digest('hex').slice(0, 16);
+  return { schema, fingerprint };
+}
