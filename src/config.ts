@@ -33,6 +33,10 @@ export interface Config {
   readonly redisUrl: string | null;
   /** HMAC key for masked values; by default a random per-store secret. */
   readonly maskKey: string | null;
+  /** Server-wide limit per client address, e.g. "100/second"; checked before authentication. */
+  readonly rateLimit: string | null;
+  /** Trusted X-Forwarded-For hops in front of the server. */
+  readonly trustProxy: number;
 }
 
 const flag = v.pipe(
@@ -68,6 +72,8 @@ const VARIABLES = {
   MAX_BODY_BYTES: [int(1, 1 << 30), String(1 << 20)],
   METADATA_CACHE_TTL: [num(0, 86400), '0'],
   MASK_KEY: [v.pipe(text, v.minLength(16, 'must be at least 16 characters')), null],
+  RATE_LIMIT: [v.pipe(text, v.regex(/^\s*[1-9]\d*\s*\/\s*(second|minute|hour|day)s?\s*$/i, "must look like '60/minute' (N/second|minute|hour|day)")), null],
+  TRUST_PROXY: [int(0, 32), '0'],
   REDIS_URL: [v.pipe(text, v.regex(/^(rediss?|unix):\/\//, 'must be a redis://, rediss:// or unix:// URL')), null],
 } as const;
 
@@ -106,6 +112,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metadataCacheTtl: read('METADATA_CACHE_TTL'),
     redisUrl: read('REDIS_URL'),
     maskKey: read('MASK_KEY'),
+    rateLimit: read('RATE_LIMIT'),
+    trustProxy: read('TRUST_PROXY'),
   };
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -11,6 +11,7 @@ import { buildApp } from './http/app.js';
 import { createDispatcher, type Dispatcher } from './http/dispatch.js';
 import { DRAIN_CHANNEL } from './recorder/batcher.js';
 import type { RecorderSettings } from './recorder/recorder.js';
+import { createLimiterMemory, RateLimits } from './auth/rateLimit.js';
 import { startChangeFeed } from './store/changes.js';
 import { openStore } from './store/store.js';
 
@@ -32,7 +33,11 @@ export async function startServer(config: Config, log: (line: string) => void = 
   }
 
   const recorder = await startRecorder(config);
-  const dispatcher = countInFlight(createDispatcher(config));
+  // Rate-limit buckets live in shared memory, so every thread of the process counts in the same ones.
+  const limiterMemory = createLimiterMemory();
+  const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: config.rateLimit });
+  await limits.ready();
+  const dispatcher = countInFlight(createDispatcher(config, limiterMemory));
   const changes = await startChangeFeed(config);
   const control: ControlContext = {
     config,
@@ -42,7 +47,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
     flushHistory: () => recorder.request('flush').then(() => undefined),
   };
   const state = { draining: false };
-  const app = buildApp(control, dispatcher, state);
+  const app = buildApp(control, dispatcher, limits, state);
 
   const { token, port } = await new Promise<{ token: uWS.us_listen_socket; port: number }>((resolve, reject) => {
     app.listen(config.host, config.port, (t) => {
@@ -64,6 +69,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
       await dispatcher.close();
       await recorder.worker.terminate();
       await changes.close();
+      await limits.close();
       await store.close();
       (app as unknown as { close(): void }).close(); // closes kept-alive sockets too
     })());

@@ -4,9 +4,10 @@ import { workerData } from 'node:worker_threads';
 import type { CallTask, CallAnswer } from '../src/call/messages.js';
 import { createCallContext } from '../src/call/context.js';
 import { runCall } from '../src/call/runCall.js';
-import type { Config } from '../src/config.js';
+import type { ExecutorData } from '../src/http/dispatch.js';
 
-const ctx = createCallContext(workerData as Config);
+const { config, limiterMemory } = workerData as ExecutorData;
+const ctx = createCallContext(config, limiterMemory);
 
 export default function execute(task: CallTask): Promise<CallAnswer> {
   return runCall(ctx, task);

@@ -36,6 +36,7 @@ const grants = {
   active: v.optional(v.boolean('must be true or false')),
 };
 const createSchema = v.object({ name, ...grants });
+const rotateSchema = v.object({ grace_seconds: v.optional(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0), v.maxValue(30 * 86400))) });
 const patchSchema = v.object(grants);
 
 function validIpOrCidr(s: string): boolean {
@@ -59,6 +60,8 @@ export function keyView(k: KeyRow) {
     rate_limits: k.rate_limits, allowed_ips: k.allowed_ips, expires_at: k.expires_at, active: k.active,
     expired: k.expires_at !== null && new Date() >= endOfDay(k.expires_at), created_at: k.created_at,
     last_used_at: k.last_used_at, example: k.example,
+    // After a rotation with grace: until when the previous secret still works (null when it doesn't).
+    previous_secret_valid_until: k.previous_until !== null && k.previous_until > Date.now() ? localTimestamp(new Date(k.previous_until)) : null,
   };
 }
 
@@ -94,7 +97,7 @@ export function apiKeyRoutes(r: ApiRouter): void {
     const key: KeyRow = {
       name: b.name, hash: hashSecret(secret), active: true, expires_at: null, example: false, created_at: now, updated_at: now,
       last_used_at: null, connections: [], queries: [], allow_writes: false, allowed_write_ops: null, allowed_tables: null,
-      mask: null, rate_limit: null, rate_limits: null, allowed_ips: null,
+      mask: null, rate_limit: null, rate_limits: null, allowed_ips: null, previous_until: null, via_previous: false,
     };
     // Omitted connections means every connection, as the contract's key model says.
     key.connections = '*';
@@ -112,6 +115,15 @@ export function apiKeyRoutes(r: ApiRouter): void {
     key.updated_at = localTimestamp();
     await ctx.store.putKey(key, false);
     return jsonAnswer(200, keyView(key));
+  });
+
+  r.add('POST', '/api/v1/api-keys/:name/rotate', async (ctx, req, [n]) => {
+    const b = parseBody(rotateSchema, readJson(req.body, false));
+    await mustGet(ctx, n);
+    const secret = generateSecret();
+    const grace = b.grace_seconds ?? 0;
+    await ctx.store.rotateKey(n, hashSecret(secret), grace > 0 ? Date.now() + grace * 1000 : null, localTimestamp());
+    return jsonAnswer(200, { ...keyView(await mustGet(ctx, n)), secret }, ['Cache-Control', 'no-store']);
   });
 
   r.add('DELETE', '/api/v1/api-keys/:name', async (ctx, _req, [n]) => {

@@ -38,7 +38,7 @@ export function parseBody<S extends v.ObjectSchema<v.ObjectEntries, undefined>>(
 export const NAME = /^[\w .-]{1,100}$/;
 export const name = v.pipe(v.string('must be text'), v.regex(NAME, 'must be 1-100 letters, digits, spaces, ".", "_" or "-"'));
 export const optionalText = v.optional(v.nullable(v.string('must be text')));
-export const RATE_LIMIT = /^\d+\/(second|minute|hour|day)s?$/;
+export const RATE_LIMIT = /^[1-9]\d*\/(second|minute|hour|day)s?$/;
 
 export function checkName(value: string): string {
   if (!NAME.test(value) || value.startsWith('.')) throw new CallError('invalid_name', `Invalid name '${value}'`);

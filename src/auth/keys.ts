@@ -31,12 +31,15 @@ export function isAdminKey(adminKey: Buffer | null, supplied: string): boolean {
 }
 
 /**
- * The rules checked on every call against the key's row: active, not past expires_at (a
+ * The rules checked on every call against the key's row: active, a rotated-out secret still in its
+ * grace period, not past expires_at (a
  * YYYY-MM-DD date, valid through the end of that day in the server's zone), and called from an
  * allowed address (null allows any; [] allows none; an unknown address fails closed).
  */
 export function keyIsUsable(key: KeyRow, now: Date, ip: string): boolean {
   if (!key.active) return false;
+  // A rotated-out secret works only until its grace period ends.
+  if (key.via_previous && (key.previous_until === null || now.getTime() >= key.previous_until)) return false;
   if (key.allowed_ips && !addressAllowed(key.allowed_ips, ip)) return false;
   if (key.expires_at) {
     const [y, m, d] = key.expires_at.split('-').map(Number);

@@ -13,6 +13,7 @@ import { createResultCache, type ResultCache } from './resultCache.js';
 import { SchemaCache } from './schemaCache.js';
 import type { Governed } from './govern.js';
 import { inspectStatement } from '../governance/analysis.js';
+import { RateLimits } from '../auth/rateLimit.js';
 
 export interface CallContext {
   config: Config;
@@ -29,6 +30,10 @@ export interface CallContext {
   schemas: SchemaCache;
   /** Mask traces by plan, rules and schema fingerprint. */
   traces: LRUCache<string, Governed>;
+  /** Per-key and per-key-and-query rate limits, counted in the process-wide shared buckets. */
+  limits: RateLimits;
+  /** Resolves once the limits' Redis connection is up (at once without Redis), so early calls count in Redis. */
+  limitsReady: Promise<unknown> | null;
   /** The HMAC key for hashed values (QUERYAPIGATE_MASK_KEY or the store's own secret). */
   maskSecret(): Promise<Buffer>;
   close(): Promise<void>;
@@ -43,7 +48,7 @@ export const CHANGES_CHANNEL = 'queryapigate:changes';
  */
 export type ChangeMessage = { kind: 'metadata' } | { kind: 'connection'; name: string } | { kind: 'all' };
 
-export function createCallContext(config: Config): CallContext {
+export function createCallContext(config: Config, limiterMemory: SharedArrayBuffer): CallContext {
   const store = attachStore(config, { readonly: true, max: Math.max(2, Math.min(config.poolSize, 8)) });
   // One pool per connection, replaced when the connection's row changes (updated_at).
   const sources = new Map<string, { stamp: string; source: Source }>();
@@ -55,6 +60,7 @@ export function createCallContext(config: Config): CallContext {
     }
   };
   const meta = createMetadata(store, config.metadataCacheTtl);
+  const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: null });
   const schemas = new SchemaCache();
   let secret: Promise<Buffer> | null = null;
   // Load the SQL parsers now, not on the first governed call (their first use costs ~100 ms).
@@ -92,6 +98,8 @@ export function createCallContext(config: Config): CallContext {
     runs,
     results: createResultCache(config.redisUrl),
     schemas,
+    limits,
+    limitsReady: config.redisUrl ? limits.ready() : null,
     traces: new LRUCache<string, Governed>({ max: 5000 }),
     maskSecret() {
       secret ??= config.maskKey
@@ -104,6 +112,7 @@ export function createCallContext(config: Config): CallContext {
     },
     async close() {
       this.results.close();
+      await this.limits.close();
       changes.close();
       runs.flush();
       runs.close();

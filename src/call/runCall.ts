@@ -2,6 +2,7 @@
 // (parse → authenticate → resolve → authorize → plan → bind → execute → shape → record) and the
 // only catch that turns errors into an answer. Never imports uWS; runs inline or in an executor.
 import { ADMIN, OPEN, hashSecret, isAdminKey, keyIsUsable, type Caller } from '../auth/keys.js';
+import { RATE_LIMIT_MESSAGES, rateLimitHeaders, type RateCheckResult } from '../auth/rateLimit.js';
 import { localTimestamp } from '../store/store.js';
 import type { RunRecord } from '../store/types.js';
 import { authorizeCall, checkConnection, selectVersion } from './access.js';
@@ -20,6 +21,18 @@ const NOT_RECORDED = new Set<ErrorCode>(['param_required', 'param_invalid', 'inv
 const HIDDEN_DETAIL = 'An error occurred while executing the SQL query';
 
 export async function runCall(ctx: CallContext, task: CallTask): Promise<CallAnswer> {
+  const limited: LimitState = { headers: null };
+  const answer = await serveCall(ctx, task, limited);
+  if (limited.headers) answer.headers.push(...limited.headers); // answers' header lists are never shared
+  return answer;
+}
+
+/** The X-RateLimit-Key-* headers a call earned, added to whatever it answers. */
+interface LimitState {
+  headers: string[] | null;
+}
+
+async function serveCall(ctx: CallContext, task: CallTask, limited: LimitState): Promise<CallAnswer> {
   let run: RunRecord | null = null; // set once execution starts: from then on errors are recorded
   let caller: Caller | null = null;
   try {
@@ -28,6 +41,18 @@ export async function runCall(ctx: CallContext, task: CallTask): Promise<CallAns
     const [who, query] = await Promise.all([authenticate(ctx, task.apiKey, task.clientIp), ctx.meta.query(req.name)]);
     caller = who;
     if (!caller) return errorAnswer('unauthorized', 'Unauthorized', task.requestId);
+    if (caller.kind === 'key') {
+      ctx.runs.noteKeyUse(caller.name); // last_used_at, written by the recorder off the call's path
+      // The key's own limits count every call it makes, even one refused later.
+      const k = caller.key;
+      if (ctx.limitsReady && (k.rate_limit || k.rate_limits)) {
+        await ctx.limitsReady;
+        ctx.limitsReady = null;
+      }
+      const refusal = (await checkLimit(ctx.limits.checkKey(k.name, k.rate_limit), limited, task))
+        ?? (await checkLimit(ctx.limits.checkKeyQuery(k.name, req.name, k.rate_limits?.[req.name]), limited, task));
+      if (refusal) return refusal;
+    }
 
     if (!query) throw new CallError('query_not_found', `Saved query '${req.name}' not found`);
     const version = selectVersion(query, req.version, caller);
@@ -112,6 +137,19 @@ export async function runCall(ctx: CallContext, task: CallTask): Promise<CallAns
     }
     return errorAnswer(code, message, task.requestId, extras);
   }
+}
+
+/** Records the key's limit headers; a refusal is a 429 answer, returned as a value. */
+async function checkLimit(result: RateCheckResult, limited: LimitState, task: CallTask): Promise<CallAnswer | null> {
+  if (result === null) return null;
+  const c = result instanceof Promise ? await result : result;
+  const headers = rateLimitHeaders(c, 'key');
+  if (!c.allowed) {
+    const retry = headers.indexOf('Retry-After');
+    if (retry !== -1) headers.splice(retry, 2); // errorAnswer adds it from retry_after
+  }
+  limited.headers = limited.headers ? limited.headers.concat(headers) : headers;
+  return c.allowed ? null : errorAnswer('rate_limited', RATE_LIMIT_MESSAGES.key, task.requestId, { retry_after: c.retryAfterS });
 }
 
 function errorAnswer(code: ErrorCode, message: string, requestId: string, extras?: CallError['extras']): CallAnswer {

@@ -42,7 +42,7 @@ export async function loadExamples(store: Store, home: string): Promise<Examples
     const created = await store.putKey({
       name: k.name, hash: hashSecret(secret), active: true, expires_at: null, example: true, created_at: now, updated_at: now,
       last_used_at: null, connections: [], queries: k.queries, allow_writes: false, allowed_write_ops: null, allowed_tables: null,
-      mask: null, rate_limit: k.rate_limit, rate_limits: null, allowed_ips: null,
+      mask: null, rate_limit: k.rate_limit, rate_limits: null, allowed_ips: null, previous_until: null, via_previous: false,
     }, true);
     if (created) createdKeys.push({ name: k.name, secret, queries: k.queries });
   }

@@ -9,12 +9,13 @@ import { queryRoutes } from '../api/queries.js';
 import { CallError } from '../call/errors.js';
 import type { CallTask } from '../call/messages.js';
 import type { Dispatcher } from './dispatch.js';
+import { RATE_LIMIT_MESSAGES, rateLimitHeaders, type RateCheck, type RateLimits } from '../auth/rateLimit.js';
 import { errorAnswer, jsonAnswer, serve, type Answer, type Handler, type Request } from './respond.js';
 
 export const VERSION = '0.1.0';
 
-export function buildApp(control: ControlContext, dispatcher: Dispatcher, state: { draining: boolean }): uWS.TemplatedApp {
-  const maxBody = control.config.maxBodyBytes;
+export function buildApp(control: ControlContext, dispatcher: Dispatcher, limits: RateLimits, state: { draining: boolean }): uWS.TemplatedApp {
+  const opts = { maxBody: control.config.maxBodyBytes, trustProxy: control.config.trustProxy };
   const router = new ApiRouter();
   connectionRoutes(router);
   queryRoutes(router);
@@ -49,11 +50,32 @@ export function buildApp(control: ControlContext, dispatcher: Dispatcher, state:
   };
   const notFound: Handler = (req) => errorAnswer(404, 'not_found', 'Not found', req.requestId);
 
+  /** The server-wide limit per client address, checked before authentication on every route it covers. */
+  const limited = (h: Handler): Handler => (req) => {
+    const check = limits.checkClient(req.ip);
+    if (check === null) return h(req);
+    return check instanceof Promise ? check.then((c) => admit(c, req, h)) : admit(check, req, h);
+  };
+  const admit = (c: RateCheck, req: Request, h: Handler): Answer | Promise<Answer> => {
+    const headers = rateLimitHeaders(c, 'client');
+    if (!c.allowed) {
+      return withHeaders(errorAnswer(429, 'rate_limited', RATE_LIMIT_MESSAGES.client, req.requestId, { retry_after: c.retryAfterS }), headers);
+    }
+    const out = h(req);
+    return out instanceof Promise ? out.then((a) => withHeaders(a, headers)) : withHeaders(out, headers);
+  };
+
+  const limitedCall = limited(call);
+  const limitedApi = limited(api);
   return uWS.App()
-    .get('/health', (res, req) => serve(res, req, () => health, maxBody))
-    .any('/q/*', (res, req) => serve(res, req, call, maxBody))
-    .any('/api/v1/*', (res, req) => serve(res, req, api, maxBody))
-    .any('/*', (res, req) => serve(res, req, notFound, maxBody));
+    .get('/health', (res, req) => serve(res, req, () => health, opts))
+    .any('/q/*', (res, req) => serve(res, req, limitedCall, opts))
+    .any('/api/v1/*', (res, req) => serve(res, req, limitedApi, opts))
+    .any('/*', (res, req) => serve(res, req, notFound, opts));
+}
+
+function withHeaders(a: Answer, extra: string[]): Answer {
+  return { status: a.status, headers: a.headers.concat(extra), body: a.body };
 }
 
 function decodeName(s: string): string {

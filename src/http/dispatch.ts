@@ -8,6 +8,12 @@ import type { CallAnswer, CallTask } from '../call/messages.js';
 import { runCall } from '../call/runCall.js';
 import type { Config } from '../config.js';
 
+/** What each executor thread starts with: the config, and the shared rate-limit buckets. */
+export interface ExecutorData {
+  config: Config;
+  limiterMemory: SharedArrayBuffer;
+}
+
 export interface Dispatcher {
   run(task: CallTask): Promise<CallAnswer>;
   /** Calls refused because the queue was full. */
@@ -17,14 +23,14 @@ export interface Dispatcher {
 
 const EXECUTOR = fileURLToPath(new URL('../../workers/executor.js', import.meta.url));
 
-export function createDispatcher(config: Config): Dispatcher {
+export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffer): Dispatcher {
   if (config.workers === 0) {
-    const ctx = createCallContext(config);
+    const ctx = createCallContext(config, limiterMemory);
     return { run: (task) => runCall(ctx, task), refused: 0, close: () => ctx.close() };
   }
   const pool = new Piscina({
     filename: EXECUTOR,
-    workerData: config,
+    workerData: { config, limiterMemory } satisfies ExecutorData,
     minThreads: config.workers,
     maxThreads: config.workers,
     concurrentTasksPerWorker: config.tasksPerWorker,

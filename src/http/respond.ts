@@ -28,6 +28,12 @@ export interface Answer {
 
 export type Handler = (req: Request) => Answer | Promise<Answer>;
 
+export interface ServeOptions {
+  maxBody: number;
+  /** Trusted X-Forwarded-For hops (QUERYAPIGATE_TRUST_PROXY). */
+  trustProxy: number;
+}
+
 const STATUS_TEXT: Record<number, string> = {
   200: '200 OK', 201: '201 Created', 204: '204 No Content', 304: '304 Not Modified', 400: '400 Bad Request',
   401: '401 Unauthorized', 403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed', 409: '409 Conflict',
@@ -61,7 +67,8 @@ export function errorAnswer(status: number, code: Parameters<typeof errorBody>[0
  * Serves one request: reads it, reads its body when the method carries one (at most maxBody
  * bytes, else 413), runs the handler, writes its answer. One idempotent finish for done and aborted.
  */
-export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, maxBody: number): void {
+export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, opts: ServeOptions): void {
+  const maxBody = opts.maxBody;
   const method = uwsReq.getMethod().toUpperCase();
   const req: Request = {
     method,
@@ -71,7 +78,7 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, m
     apiKey: uwsReq.getHeader('x-api-key'),
     contentType: uwsReq.getHeader('content-type'),
     ifNoneMatch: uwsReq.getHeader('if-none-match'),
-    ip: clientAddress(res),
+    ip: clientAddress(res, opts.trustProxy ? uwsReq.getHeader('x-forwarded-for') : '', opts.trustProxy),
     body: null,
     receivedAt: Date.now(),
   };
@@ -116,9 +123,21 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, m
   });
 }
 
-/** The peer's address as text; an IPv4-mapped IPv6 address is given in its IPv4 form. */
-function clientAddress(res: HttpResponse): string {
-  const text = decoder.decode(res.getRemoteAddressAsText());
+/**
+ * The client's address: the socket's peer, or with N trusted proxy hops the Nth X-Forwarded-For
+ * entry from the right (each trusted proxy appends the address it saw). An IPv4-mapped IPv6
+ * address is given in its IPv4 form.
+ */
+function clientAddress(res: HttpResponse, forwardedFor: string, hops: number): string {
+  return forwardedClient(decoder.decode(res.getRemoteAddressAsText()), forwardedFor, hops);
+}
+
+export function forwardedClient(peer: string, forwardedFor: string, hops: number): string {
+  let text = peer;
+  if (hops > 0 && forwardedFor) {
+    const parts = forwardedFor.split(',');
+    if (parts.length >= hops) text = parts[parts.length - hops].trim();
+  }
   return text.startsWith('::ffff:') && text.includes('.') ? text.slice(7) : text;
 }
 

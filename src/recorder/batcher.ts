@@ -12,7 +12,11 @@ export interface RunBatchMessage {
   runs: RunRecord[];
   dropped: number;
   final?: boolean;
+  /** Keys used since the last batch (each at most once a minute per executor), for last_used_at. */
+  used?: string[];
 }
+
+const KEY_USE_EVERY_MS = 60_000;
 
 export class RunBatcher {
   #channel = new BroadcastChannel(RUNS_CHANNEL);
@@ -20,6 +24,8 @@ export class RunBatcher {
   #batch: RunRecord[] = [];
   #dropped = 0;
   #scheduled = false;
+  #used: string[] = [];
+  #usedAt = new Map<string, number>();
   readonly #max: number;
 
   constructor(max: number) {
@@ -33,6 +39,20 @@ export class RunBatcher {
   add(run: RunRecord): void {
     if (this.#batch.length >= this.#max) this.#dropped++;
     else this.#batch.push(run);
+    this.#schedule();
+  }
+
+  /** Notes that a key was used; passed on to the recorder at most once a minute per key. */
+  noteKeyUse(name: string, now = Date.now()): void {
+    const last = this.#usedAt.get(name);
+    if (last !== undefined && now - last < KEY_USE_EVERY_MS) return;
+    if (this.#usedAt.size >= 10_000) this.#usedAt.clear(); // bounded; a clear only means an extra write
+    this.#usedAt.set(name, now);
+    this.#used.push(name);
+    this.#schedule();
+  }
+
+  #schedule(): void {
     if (!this.#scheduled) {
       this.#scheduled = true;
       setImmediate(() => this.flush());
@@ -41,8 +61,12 @@ export class RunBatcher {
 
   flush(final = false): void {
     this.#scheduled = false;
-    if (!this.#batch.length && !this.#dropped && !final) return;
+    if (!this.#batch.length && !this.#dropped && !this.#used.length && !final) return;
     const message: RunBatchMessage = { runs: this.#batch, dropped: this.#dropped, final };
+    if (this.#used.length) {
+      message.used = this.#used;
+      this.#used = [];
+    }
     this.#batch = [];
     this.#dropped = 0;
     this.#channel.postMessage(message);

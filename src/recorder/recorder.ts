@@ -1,7 +1,7 @@
 // In charge of writing run history: takes batches from every executor, keeps a bounded queue, and
 // writes it to the store in one transaction per flush. Used by workers/recorder.ts; knows nothing
 // of HTTP or executors beyond the batch message.
-import { attachStore, type Store, type StoreLocation } from '../store/store.js';
+import { attachStore, localTimestamp, type Store, type StoreLocation } from '../store/store.js';
 import type { RunRecord } from '../store/types.js';
 import { RUNS_CHANNEL, type RunBatchMessage } from './batcher.js';
 
@@ -28,6 +28,9 @@ export class Recorder {
   #timer: NodeJS.Timeout;
   #writing: Promise<void> = Promise.resolve();
   #finals = 0;
+  /** Keys to stamp with last_used_at on the next flush, and when each was last stamped. */
+  #used = new Set<string>();
+  #usedAt = new Map<string, number>();
 
   constructor(readonly settings: RecorderSettings) {
     this.#store = attachStore(settings, { readonly: false, max: 2 });
@@ -37,6 +40,15 @@ export class Recorder {
 
   take(m: RunBatchMessage): void {
     if (m.final) this.#finals++;
+    if (m.used) {
+      const now = Date.now();
+      for (const name of m.used) {
+        if (now - (this.#usedAt.get(name) ?? 0) < 60_000) continue;
+        if (this.#usedAt.size >= 100_000) this.#usedAt.clear();
+        this.#usedAt.set(name, now);
+        this.#used.add(name);
+      }
+    }
     this.#counts.dropped += m.dropped;
     const room = this.settings.historyMaxPending - this.#queue.length;
     if (m.runs.length > room) this.#counts.dropped += m.runs.length - Math.max(0, room);
@@ -47,6 +59,11 @@ export class Recorder {
   /** Writes everything queued so far; batches are written one after another. */
   flush(): Promise<void> {
     this.#writing = this.#writing.then(async () => {
+      if (this.#used.size) {
+        const names = [...this.#used];
+        this.#used.clear();
+        await this.#store.touchKeys(names, localTimestamp()).catch((e: Error) => console.error(`recorder: last_used_at not written: ${e.message}`));
+      }
       while (this.#queue.length) {
         const batch = this.#queue.splice(0, BATCH * 10);
         try {

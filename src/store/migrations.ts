@@ -41,6 +41,19 @@ const MIGRATIONS: Array<{ sqlite: string[]; postgres: string[] }> = [
     sqlite: ['CREATE TABLE store_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)'],
     postgres: ['CREATE TABLE store_secrets (name TEXT COLLATE "C" PRIMARY KEY, value TEXT NOT NULL)'],
   },
+  {
+    // Rotation with a grace period: the old secret's hash stays valid until previous_until (epoch ms).
+    sqlite: [
+      'ALTER TABLE api_keys ADD COLUMN previous_hash TEXT',
+      'ALTER TABLE api_keys ADD COLUMN previous_until INTEGER',
+      'CREATE INDEX api_keys_previous_hash ON api_keys (previous_hash)',
+    ],
+    postgres: [
+      'ALTER TABLE api_keys ADD COLUMN previous_hash TEXT',
+      'ALTER TABLE api_keys ADD COLUMN previous_until BIGINT',
+      'CREATE INDEX api_keys_previous_hash ON api_keys (previous_hash)',
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

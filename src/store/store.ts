@@ -191,9 +191,19 @@ export class Store {
     return rows.length ? toKey(rows[0]) : null;
   }
 
+  /** The key this secret hash belongs to: its current secret, or one rotated out but still in grace. */
   async getKeyByHash(hash: string): Promise<KeyRow | null> {
-    const rows = await this.db.all<any>('SELECT * FROM api_keys WHERE hash = ?', [hash]);
+    const rows = await this.db.all<any>(
+      'SELECT *, 0 AS via_previous FROM api_keys WHERE hash = ? UNION ALL SELECT *, 1 AS via_previous FROM api_keys WHERE previous_hash = ?',
+      [hash, hash]);
     return rows.length ? toKey(rows[0]) : null;
+  }
+
+  /** Replaces the key's secret; the old one stays valid until `previousUntil` (null: not at all). */
+  async rotateKey(name: string, hash: string, previousUntil: number | null, now: string): Promise<boolean> {
+    return (await this.db.run(
+      'UPDATE api_keys SET previous_hash = CASE WHEN CAST(? AS TEXT) IS NULL THEN NULL ELSE hash END, previous_until = ?, hash = ?, updated_at = ? WHERE name = ?',
+      [previousUntil === null ? null : 'grace', previousUntil, hash, now, name])) === 1;
   }
 
   async countKeys(): Promise<number> {
@@ -215,6 +225,12 @@ export class Store {
     }
     return (await this.db.run('UPDATE api_keys SET active = ?, expires_at = ?, updated_at = ?, details_json = ? WHERE name = ?',
       [k.active ? 1 : 0, k.expires_at, k.updated_at, details, k.name])) === 1;
+  }
+
+  async touchKeys(names: string[], at: string): Promise<void> {
+    await this.db.tx(async (t) => {
+      for (const n of names) await t.run('UPDATE api_keys SET last_used_at = ? WHERE name = ?', [at, n]);
+    });
   }
 
   async deleteKey(name: string): Promise<boolean> {
@@ -309,5 +325,7 @@ function toKey(r: any): KeyRow {
   return {
     ...JSON.parse(r.details_json), name: r.name, hash: r.hash, active: bool(r.active), expires_at: r.expires_at ?? null,
     example: bool(r.example), created_at: r.created_at, updated_at: r.updated_at, last_used_at: r.last_used_at ?? null,
+    previous_until: r.previous_until === null || r.previous_until === undefined ? null : Number(r.previous_until),
+    via_previous: bool(r.via_previous),
   };
 }

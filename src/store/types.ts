@@ -70,6 +70,10 @@ export interface KeyRow extends KeyGrants {
   created_at: string;
   updated_at: string;
   last_used_at: string | null;
+  /** After a rotation with grace: the old secret works until this time (epoch ms). */
+  previous_until: number | null;
+  /** True when the row was found by its previous (rotated-out) secret. */
+  via_previous: boolean;
 }
 
 /** One run as the recorder writes it to history. */

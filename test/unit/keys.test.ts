@@ -1,0 +1,70 @@
+// Key rules checked on every call, with a controllable clock: activity, expiry through the end of
+// the day, rotation grace boundaries, address allow-lists (IPv4, IPv6, CIDR), proxy hops.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { addressAllowed, keyIsUsable } from '../../src/auth/keys.js';
+import { forwardedClient } from '../../src/http/respond.js';
+import type { KeyRow } from '../../src/store/types.js';
+
+const base: KeyRow = {
+  name: 'k', hash: 'h', active: true, expires_at: null, example: false, created_at: '', updated_at: '', last_used_at: null,
+  connections: [], queries: [], allow_writes: false, allowed_write_ops: null, allowed_tables: null, mask: null,
+  rate_limit: null, rate_limits: null, allowed_ips: null, previous_until: null, via_previous: false,
+};
+const at = (s: string) => new Date(s); // local time, as the server reads expires_at
+
+test('expires_at is valid through the last second of that day, local time', () => {
+  const k = { ...base, expires_at: '2026-12-01' };
+  assert.equal(keyIsUsable(k, at('2026-12-01T00:00:00'), '127.0.0.1'), true);
+  assert.equal(keyIsUsable(k, at('2026-12-01T23:59:59.999'), '127.0.0.1'), true);
+  assert.equal(keyIsUsable(k, at('2026-12-02T00:00:00'), '127.0.0.1'), false);
+});
+
+test('an inactive key is refused', () => {
+  assert.equal(keyIsUsable({ ...base, active: false }, new Date(), '127.0.0.1'), false);
+});
+
+test('rotation: the previous secret works until the grace ends, the new one always', () => {
+  const until = Date.parse('2026-12-01T12:00:00Z');
+  const old = { ...base, previous_until: until, via_previous: true };
+  assert.equal(keyIsUsable(old, new Date(until - 1), '::1'), true);
+  assert.equal(keyIsUsable(old, new Date(until), '::1'), false);
+  assert.equal(keyIsUsable({ ...old, previous_until: null }, new Date(0), '::1'), false, 'no grace: refused at once');
+  assert.equal(keyIsUsable({ ...old, via_previous: false }, new Date(until + 1e9), '::1'), true, 'the new secret');
+});
+
+test('allowed_ips: IPv4, IPv6, CIDR edges; [] allows none; unknown addresses fail closed', () => {
+  const cases: Array<[string[], string, boolean]> = [
+    [['10.0.0.0/8'], '10.255.255.255', true],
+    [['10.0.0.0/8'], '11.0.0.0', false],
+    [['192.168.1.0/31'], '192.168.1.1', true],
+    [['192.168.1.0/31'], '192.168.1.2', false],
+    [['203.0.113.5'], '203.0.113.5', true],
+    [['203.0.113.5'], '203.0.113.6', false],
+    [['0.0.0.0/0'], '8.8.8.8', true],
+    [['2001:db8::/32'], '2001:db8:ffff::1', true],
+    [['2001:db8::/32'], '2001:db9::1', false],
+    [['::1'], '::1', true],
+    [['::1'], '127.0.0.1', false],
+    [['2001:db8::/128'], '2001:db8::', true],
+    [['2001:db8::/128'], '2001:db8::1', false],
+    [[], '127.0.0.1', false],
+    [['10.0.0.0/8'], '', false],
+    [['10.0.0.0/8'], 'not-an-ip', false],
+  ];
+  for (const [allowed, ip, ok] of cases) assert.equal(addressAllowed(allowed, ip), ok, `${JSON.stringify(allowed)} ${ip}`);
+});
+
+test('proxy hops: the Nth X-Forwarded-For entry from the right; the peer when there are fewer', () => {
+  const cases: Array<[string, string, number, string]> = [
+    ['127.0.0.1', '', 1, '127.0.0.1'],
+    ['127.0.0.1', '203.0.113.9', 0, '127.0.0.1'],
+    ['127.0.0.1', '203.0.113.9', 1, '203.0.113.9'],
+    ['127.0.0.1', '1.1.1.1, 203.0.113.9', 1, '203.0.113.9'],
+    ['127.0.0.1', '1.1.1.1, 203.0.113.9', 2, '1.1.1.1'],
+    ['127.0.0.1', '203.0.113.9', 2, '127.0.0.1'],
+    ['127.0.0.1', ' 2001:db8::7 ', 1, '2001:db8::7'],
+    ['::ffff:10.1.2.3', '', 0, '10.1.2.3'],
+  ];
+  for (const [peer, xff, hops, want] of cases) assert.equal(forwardedClient(peer, xff, hops), want, `${xff} hops ${hops}`);
+});
