@@ -13,6 +13,7 @@ import { DRAIN_CHANNEL } from './recorder/batcher.js';
 import type { RecorderSettings } from './recorder/recorder.js';
 import { createLimiterMemory, RateLimits } from './auth/rateLimit.js';
 import { startChangeFeed } from './store/changes.js';
+import { processMetrics } from './metrics/metrics.js';
 import { openStore } from './store/store.js';
 
 const RECORDER = fileURLToPath(new URL('../workers/recorder.js', import.meta.url));
@@ -47,7 +48,15 @@ export async function startServer(config: Config, log: (line: string) => void = 
     flushHistory: () => recorder.request('flush').then(() => undefined),
   };
   const state = { draining: false };
-  const app = buildApp(control, dispatcher, limits, state);
+    // Every executor (or the inline one) and the recorder answer each scrape.
+  const metrics = processMetrics(Math.max(1, config.workers) + 1);
+  metrics.metrics.rateLimitFallbacks.reset();
+  const fallbacks = metrics.metrics.rateLimitFallbacks;
+  (fallbacks as unknown as { collect?: () => void }).collect = () => {
+    fallbacks.reset();
+    fallbacks.inc(limits.fallbacks); // one process-wide count, kept in the shared buckets
+  };
+  const app = buildApp(control, dispatcher, limits, metrics, state);
 
   const { token, port } = await new Promise<{ token: uWS.us_listen_socket; port: number }>((resolve, reject) => {
     app.listen(config.host, config.port, (t) => {
@@ -70,6 +79,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
       await recorder.worker.terminate();
       await changes.close();
       await limits.close();
+      metrics.close();
       await store.close();
       (app as unknown as { close(): void }).close(); // closes kept-alive sockets too
     })());

@@ -14,6 +14,7 @@ import { SchemaCache } from './schemaCache.js';
 import type { Governed } from './govern.js';
 import { inspectStatement } from '../governance/analysis.js';
 import { RateLimits } from '../auth/rateLimit.js';
+import { threadMetrics, type Metrics } from '../metrics/metrics.js';
 
 export interface CallContext {
   config: Config;
@@ -32,6 +33,8 @@ export interface CallContext {
   traces: LRUCache<string, Governed>;
   /** Per-key and per-key-and-query rate limits, counted in the process-wide shared buckets. */
   limits: RateLimits;
+  /** This thread's counters; the acceptor gathers them at scrape time. */
+  metrics: Metrics;
   /** Resolves once the limits' Redis connection is up (at once without Redis), so early calls count in Redis. */
   limitsReady: Promise<unknown> | null;
   /** The HMAC key for hashed values (QUERYAPIGATE_MASK_KEY or the store's own secret). */
@@ -60,6 +63,7 @@ export function createCallContext(config: Config, limiterMemory: SharedArrayBuff
     }
   };
   const meta = createMetadata(store, config.metadataCacheTtl);
+  const thread = threadMetrics(true);
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: null });
   const schemas = new SchemaCache();
   let secret: Promise<Buffer> | null = null;
@@ -99,6 +103,7 @@ export function createCallContext(config: Config, limiterMemory: SharedArrayBuff
     results: createResultCache(config.redisUrl),
     schemas,
     limits,
+    metrics: thread.metrics,
     limitsReady: config.redisUrl ? limits.ready() : null,
     traces: new LRUCache<string, Governed>({ max: 5000 }),
     maskSecret() {
@@ -111,6 +116,7 @@ export function createCallContext(config: Config, limiterMemory: SharedArrayBuff
       return secret;
     },
     async close() {
+      thread.close();
       this.results.close();
       await this.limits.close();
       changes.close();

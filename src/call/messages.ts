@@ -23,4 +23,6 @@ export interface CallAnswer {
   status: number;
   headers: string[];
   body: string;
+  /** The caller's name for the request metrics ('admin', a key's name, '-'); absent when unknown. */
+  key?: string;
 }

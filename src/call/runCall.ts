@@ -21,18 +21,20 @@ const NOT_RECORDED = new Set<ErrorCode>(['param_required', 'param_invalid', 'inv
 const HIDDEN_DETAIL = 'An error occurred while executing the SQL query';
 
 export async function runCall(ctx: CallContext, task: CallTask): Promise<CallAnswer> {
-  const limited: LimitState = { headers: null };
+  const limited: CallState = { headers: null, key: '-' };
   const answer = await serveCall(ctx, task, limited);
   if (limited.headers) answer.headers.push(...limited.headers); // answers' header lists are never shared
+  answer.key = limited.key;
   return answer;
 }
 
-/** The X-RateLimit-Key-* headers a call earned, added to whatever it answers. */
-interface LimitState {
+/** What a call learned on the way that every answer carries: its key's limit headers, its caller. */
+interface CallState {
   headers: string[] | null;
+  key: string;
 }
 
-async function serveCall(ctx: CallContext, task: CallTask, limited: LimitState): Promise<CallAnswer> {
+async function serveCall(ctx: CallContext, task: CallTask, limited: CallState): Promise<CallAnswer> {
   let run: RunRecord | null = null; // set once execution starts: from then on errors are recorded
   let caller: Caller | null = null;
   try {
@@ -41,6 +43,7 @@ async function serveCall(ctx: CallContext, task: CallTask, limited: LimitState):
     const [who, query] = await Promise.all([authenticate(ctx, task.apiKey, task.clientIp), ctx.meta.query(req.name)]);
     caller = who;
     if (!caller) return errorAnswer('unauthorized', 'Unauthorized', task.requestId);
+    limited.key = caller.name;
     if (caller.kind === 'key') {
       ctx.runs.noteKeyUse(caller.name); // last_used_at, written by the recorder off the call's path
       // The key's own limits count every call it makes, even one refused later.
@@ -83,14 +86,31 @@ async function serveCall(ctx: CallContext, task: CallTask, limited: LimitState):
       cached = cacheKey([query.name, version.version, version.uuid, connection.name, connection.updated_at, bound,
         req.format, paging.page, paging.pageSize, policyFingerprint(caller)]);
       const hit = await ctx.results.get(cached);
-      if (hit) return cacheAnswer(hit, ttl, 'HIT', task.ifNoneMatch);
+      if (hit) {
+        ctx.metrics.cacheHits.inc();
+        return cacheAnswer(hit, ttl, 'HIT', task.ifNoneMatch);
+      }
+      ctx.metrics.cacheMisses.inc();
     }
 
     const started = performance.now();
     const offset = (paging.page - 1) * paging.pageSize;
     const values = fillValues(plan, bound, paging.pageSize + 1, offset);
-    const result = await source.run(plan.pageable ? plan.pagedText : plan.text, values, { timeoutMs: timeout * 1000, readOnly: !plan.write });
+    const m = ctx.metrics;
+    const labels = { connection: connection.name, dialect: source.dialect };
+    m.activeQueries.inc();
+    let result;
+    try {
+      result = await source.run(plan.pageable ? plan.pagedText : plan.text, values, { timeoutMs: timeout * 1000, readOnly: !plan.write });
+    } catch (e) {
+      m.queries.inc({ ...labels, status: 'error', key: caller.name });
+      throw e;
+    } finally {
+      m.activeQueries.dec();
+    }
     const executed = performance.now();
+    m.queries.inc({ ...labels, status: 'success', key: caller.name });
+    m.queryDuration.observe(labels, (executed - started) / 1000);
 
     let rows = plan.pageable || plan.write ? result.rows : result.rows.slice(offset, offset + paging.pageSize + 1);
     const hasMore = !plan.write && rows.length > paging.pageSize;
@@ -107,6 +127,8 @@ async function serveCall(ctx: CallContext, task: CallTask, limited: LimitState):
       headers[1] = CONTENT_TYPES[req.format];
     }
     if (governed.masked) run.masked = governed.masked;
+    m.rows.inc({ ...labels, key: caller.name }, rows.length);
+    m.serialization.observe({ format: req.format }, (performance.now() - executed) / 1000);
     run.rows = rows.length;
     run.duration_ms = Math.round(executed - started);
     run.serialization_ms = Math.round((performance.now() - executed) * 10) / 10;
@@ -140,7 +162,7 @@ async function serveCall(ctx: CallContext, task: CallTask, limited: LimitState):
 }
 
 /** Records the key's limit headers; a refusal is a 429 answer, returned as a value. */
-async function checkLimit(result: RateCheckResult, limited: LimitState, task: CallTask): Promise<CallAnswer | null> {
+async function checkLimit(result: RateCheckResult, limited: CallState, task: CallTask): Promise<CallAnswer | null> {
   if (result === null) return null;
   const c = result instanceof Promise ? await result : result;
   const headers = rateLimitHeaders(c, 'key');

@@ -10,12 +10,26 @@ import { CallError } from '../call/errors.js';
 import type { CallTask } from '../call/messages.js';
 import type { Dispatcher } from './dispatch.js';
 import { RATE_LIMIT_MESSAGES, rateLimitHeaders, type RateCheck, type RateLimits } from '../auth/rateLimit.js';
-import { errorAnswer, jsonAnswer, serve, type Answer, type Handler, type Request } from './respond.js';
+import { errorAnswer, jsonAnswer, serve, type Answer, type Handler, type Request, type ServeOptions } from './respond.js';
+import type { processMetrics } from '../metrics/metrics.js';
+
+type ProcessMetrics = ReturnType<typeof processMetrics>;
 
 export const VERSION = '0.1.0';
 
-export function buildApp(control: ControlContext, dispatcher: Dispatcher, limits: RateLimits, state: { draining: boolean }): uWS.TemplatedApp {
-  const opts = { maxBody: control.config.maxBodyBytes, trustProxy: control.config.trustProxy };
+export function buildApp(control: ControlContext, dispatcher: Dispatcher, limits: RateLimits, metrics: ProcessMetrics,
+  state: { draining: boolean }): uWS.TemplatedApp {
+  const m = metrics.metrics;
+  /** Serve options per route: the request metrics carry the route's endpoint name. */
+  const opts = (endpoint: string): ServeOptions => ({
+    maxBody: control.config.maxBodyBytes,
+    trustProxy: control.config.trustProxy,
+    onAnswer(req, a) {
+      m.requests.inc({ method: req.method, endpoint, status: a.status, key: a.key ?? '-' });
+      m.requestDuration.observe({ method: req.method, endpoint }, (performance.now() - req.started) / 1000);
+      if (a.status === 429) m.rateLimitRejections.inc();
+    },
+  });
   const router = new ApiRouter();
   connectionRoutes(router);
   queryRoutes(router);
@@ -40,6 +54,7 @@ export function buildApp(control: ControlContext, dispatcher: Dispatcher, limits
       await requireAdmin(control, req);
       if (found === 'method_not_allowed') return errorAnswer(405, 'method_not_allowed', 'Method not allowed', req.requestId);
       const answer = await found.handler(control, req, found.params);
+      answer.key = req.apiKey ? 'admin' : '-';
       // Any change clears every executor's cached rows at once (connections also replace pools).
       if (req.method !== 'GET' && answer.status < 400) control.publishChange({ kind: 'metadata' });
       return answer;
@@ -65,13 +80,19 @@ export function buildApp(control: ControlContext, dispatcher: Dispatcher, limits
     return out instanceof Promise ? out.then((a) => withHeaders(a, headers)) : withHeaders(out, headers);
   };
 
+  const scrape: Handler = async () => {
+    const { contentType, body } = await metrics.scrape();
+    return { status: 200, headers: ['Content-Type', contentType], body };
+  };
+  const [healthOpts, metricsOpts, callOpts, apiOpts, unmatchedOpts] = ['health', 'metrics', 'run_named_query', 'api_v1', 'unmatched'].map(opts);
   const limitedCall = limited(call);
   const limitedApi = limited(api);
   return uWS.App()
-    .get('/health', (res, req) => serve(res, req, () => health, opts))
-    .any('/q/*', (res, req) => serve(res, req, limitedCall, opts))
-    .any('/api/v1/*', (res, req) => serve(res, req, limitedApi, opts))
-    .any('/*', (res, req) => serve(res, req, notFound, opts));
+    .get('/health', (res, req) => serve(res, req, () => health, healthOpts))
+    .get('/metrics', (res, req) => serve(res, req, scrape, metricsOpts))
+    .any('/q/*', (res, req) => serve(res, req, limitedCall, callOpts))
+    .any('/api/v1/*', (res, req) => serve(res, req, limitedApi, apiOpts))
+    .any('/*', (res, req) => serve(res, req, notFound, unmatchedOpts));
 }
 
 function withHeaders(a: Answer, extra: string[]): Answer {

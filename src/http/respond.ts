@@ -17,6 +17,8 @@ export interface Request {
   ip: string;
   body: Uint8Array | null;
   receivedAt: number;
+  /** performance.now() when the request arrived, for the duration metric. */
+  started: number;
 }
 
 /** An answer ready to write: headers are a flat [name, value, ...] list. */
@@ -24,12 +26,16 @@ export interface Answer {
   status: number;
   headers: string[];
   body: string;
+  /** The caller's name, for the request metrics. */
+  key?: string;
 }
 
 export type Handler = (req: Request) => Answer | Promise<Answer>;
 
 export interface ServeOptions {
   maxBody: number;
+  /** Told of every answer written (for the request metrics); not called for aborted requests. */
+  onAnswer?: (req: Request, a: Answer) => void;
   /** Trusted X-Forwarded-For hops (QUERYAPIGATE_TRUST_PROXY). */
   trustProxy: number;
 }
@@ -81,6 +87,7 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
     ip: clientAddress(res, opts.trustProxy ? uwsReq.getHeader('x-forwarded-for') : '', opts.trustProxy),
     body: null,
     receivedAt: Date.now(),
+    started: performance.now(),
   };
   const declared = uwsReq.getHeader('content-length');
   let done = false;
@@ -90,6 +97,7 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
   const finish = (a: Answer) => {
     if (done) return;
     done = true;
+    opts.onAnswer?.(req, a);
     res.cork(() => {
       res.writeStatus(statusLine(a.status));
       const h = a.headers;

@@ -4,6 +4,7 @@
 import { attachStore, localTimestamp, type Store, type StoreLocation } from '../store/store.js';
 import type { RunRecord } from '../store/types.js';
 import { RUNS_CHANNEL, type RunBatchMessage } from './batcher.js';
+import { threadMetrics } from '../metrics/metrics.js';
 
 export interface RecorderSettings extends StoreLocation {
   historyLimit: number;
@@ -32,7 +33,12 @@ export class Recorder {
   #used = new Set<string>();
   #usedAt = new Map<string, number>();
 
+  #metrics = threadMetrics(true);
+
   constructor(readonly settings: RecorderSettings) {
+    const m = this.#metrics.metrics;
+    // Scrapes read the counters as they stand.
+    (m.historyPending as unknown as { collect: () => void }).collect = () => m.historyPending.set(this.#queue.length);
     this.#store = attachStore(settings, { readonly: false, max: 2 });
     this.#channel.onmessage = (e: MessageEvent) => this.take(e.data as RunBatchMessage);
     this.#timer = setInterval(() => void this.flush(), settings.historyFlushInterval * 1000);
@@ -49,9 +55,8 @@ export class Recorder {
         this.#used.add(name);
       }
     }
-    this.#counts.dropped += m.dropped;
     const room = this.settings.historyMaxPending - this.#queue.length;
-    if (m.runs.length > room) this.#counts.dropped += m.runs.length - Math.max(0, room);
+    this.#dropped(m.dropped + Math.max(0, m.runs.length - Math.max(0, room)));
     for (let i = 0; i < m.runs.length && i < room; i++) this.#queue.push(m.runs[i]);
     if (this.#queue.length >= BATCH) void this.flush();
   }
@@ -69,13 +74,21 @@ export class Recorder {
         try {
           await this.#store.writeRuns(batch, this.settings.historyLimit);
           this.#counts.recorded += batch.length;
+          this.#metrics.metrics.historyRuns.inc({ outcome: 'recorded' }, batch.length);
         } catch (e) {
           this.#counts.failed += batch.length;
+          this.#metrics.metrics.historyRuns.inc({ outcome: 'failed' }, batch.length);
           console.error(`recorder: could not write ${batch.length} runs: ${(e as Error).message}`);
         }
       }
     });
     return this.#writing;
+  }
+
+  #dropped(n: number): void {
+    if (n <= 0) return;
+    this.#counts.dropped += n;
+    this.#metrics.metrics.historyRuns.inc({ outcome: 'dropped' }, n);
   }
 
   counts(): RecorderCounts {
@@ -90,5 +103,6 @@ export class Recorder {
     this.#channel.close();
     await this.flush();
     await this.#store.close();
+    this.#metrics.close();
   }
 }
