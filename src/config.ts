@@ -37,6 +37,12 @@ export interface Config {
   readonly rateLimit: string | null;
   /** Trusted X-Forwarded-For hops in front of the server. */
   readonly trustProxy: number;
+  /** Rows after which a ?stream=true export ends, marked truncated; 0 = unbounded. */
+  readonly streamMaxRows: number;
+  /** Seconds every run stays in the event log, at least. */
+  readonly eventRetention: number;
+  /** Open /events streams at most; 0 turns /events off. */
+  readonly eventsMaxStreams: number;
 }
 
 const flag = v.pipe(
@@ -74,6 +80,9 @@ const VARIABLES = {
   MASK_KEY: [v.pipe(text, v.minLength(16, 'must be at least 16 characters')), null],
   RATE_LIMIT: [v.pipe(text, v.regex(/^\s*[1-9]\d*\s*\/\s*(second|minute|hour|day)s?\s*$/i, "must look like '60/minute' (N/second|minute|hour|day)")), null],
   TRUST_PROXY: [int(0, 32), '0'],
+  STREAM_MAX_ROWS: [int(0, Number.MAX_SAFE_INTEGER), '0'],
+  EVENT_RETENTION: [int(60, 30 * 86400), '3600'],
+  EVENTS_MAX_STREAMS: [int(0, 100_000), '4'],
   REDIS_URL: [v.pipe(text, v.regex(/^(rediss?|unix):\/\//, 'must be a redis://, rediss:// or unix:// URL')), null],
 } as const;
 
@@ -114,6 +123,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maskKey: read('MASK_KEY'),
     rateLimit: read('RATE_LIMIT'),
     trustProxy: read('TRUST_PROXY'),
+    streamMaxRows: read('STREAM_MAX_ROWS'),
+    eventRetention: read('EVENT_RETENTION'),
+    eventsMaxStreams: read('EVENTS_MAX_STREAMS'),
   };
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -9,11 +9,13 @@ import type { Config } from './config.js';
 import { loadExamples } from './examples/load.js';
 import { buildApp } from './http/app.js';
 import { createDispatcher, type Dispatcher } from './http/dispatch.js';
-import { DRAIN_CHANNEL } from './recorder/batcher.js';
+import { channel } from './call/messages.js';
 import type { RecorderSettings } from './recorder/recorder.js';
 import { createLimiterMemory, RateLimits } from './auth/rateLimit.js';
 import { startChangeFeed } from './store/changes.js';
 import { processMetrics } from './metrics/metrics.js';
+import { EventLog, type EventRow } from './store/events.js';
+import { EventHub } from './http/events.js';
 import { openStore } from './store/store.js';
 
 const RECORDER = fileURLToPath(new URL('../workers/recorder.js', import.meta.url));
@@ -33,7 +35,9 @@ export async function startServer(config: Config, log: (line: string) => void = 
     }
   }
 
-  const recorder = await startRecorder(config);
+  const events = await EventLog.open(store.db, { retentionS: config.eventRetention });
+  const hub = new EventHub(config.eventsMaxStreams, (after, limit) => events.read({ after, limit }));
+  const recorder = await startRecorder(config, (rows) => hub.publish(rows));
   // Rate-limit buckets live in shared memory, so every thread of the process counts in the same ones.
   const limiterMemory = createLimiterMemory();
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: config.rateLimit });
@@ -46,10 +50,12 @@ export async function startServer(config: Config, log: (line: string) => void = 
     adminKey: config.adminKey ? Buffer.from(config.adminKey, 'utf8') : null,
     publishChange: (m) => changes.publish(m),
     flushHistory: () => recorder.request('flush').then(() => undefined),
+    events,
+    hub,
   };
   const state = { draining: false };
     // Every executor (or the inline one) and the recorder answer each scrape.
-  const metrics = processMetrics(Math.max(1, config.workers) + 1);
+  const metrics = processMetrics(Math.max(1, config.workers) + 1, config.home);
   metrics.metrics.rateLimitFallbacks.reset();
   const fallbacks = metrics.metrics.rateLimitFallbacks;
   (fallbacks as unknown as { collect?: () => void }).collect = () => {
@@ -70,8 +76,9 @@ export async function startServer(config: Config, log: (line: string) => void = 
     (stopping ??= (async () => {
       state.draining = true;
       uWS.us_listen_socket_close(token);
+      hub.close();
       await dispatcher.idle();
-      const drain = new BroadcastChannel(DRAIN_CHANNEL);
+      const drain = channel('drain', config.home);
       drain.postMessage('drain'); // every executor posts its last batch, marked final
       drain.close();
       await recorder.request('stop', Math.max(1, config.workers));
@@ -97,9 +104,9 @@ function countInFlight(d: Dispatcher): Dispatcher & { idle(): Promise<void> } {
     }
   };
   return {
-    run(task) {
+    run(task, transfer) {
       inFlight++;
-      const p = d.run(task);
+      const p = d.run(task, transfer);
       p.then(settle, settle);
       return p;
     },
@@ -111,15 +118,16 @@ function countInFlight(d: Dispatcher): Dispatcher & { idle(): Promise<void> } {
   };
 }
 
-async function startRecorder(config: Config) {
+async function startRecorder(config: Config, onEvents: (rows: EventRow[]) => void) {
   const settings: RecorderSettings = {
-    home: config.home, databaseUrl: config.databaseUrl, historyLimit: config.historyLimit,
+    home: config.home, databaseUrl: config.databaseUrl, historyLimit: config.historyLimit, eventRetention: config.eventRetention,
     historyFlushInterval: config.historyFlushInterval, historyMaxPending: config.historyMaxPending,
   };
   const worker = new Worker(RECORDER, { workerData: settings });
   let next = 0;
   const pending = new Map<number, (v: unknown) => void>();
-  worker.on('message', (m: { id: number }) => {
+  worker.on('message', (m: { id: number; events?: EventRow[] }) => {
+    if (m.events) return onEvents(m.events);
     pending.get(m.id)?.(m);
     pending.delete(m.id);
   });

@@ -4,7 +4,7 @@ import { Recorder, type RecorderSettings } from '../src/recorder/recorder.js';
 
 export type RecorderRequest = { id: number; op: 'flush' | 'stop' | 'counts'; executors?: number };
 
-const recorder = new Recorder(workerData as RecorderSettings);
+const recorder = new Recorder(workerData as RecorderSettings, (rows) => parentPort!.postMessage({ id: -1, events: rows }));
 // Listening now: the acceptor starts executors only after this, so no early run is missed.
 parentPort!.postMessage({ id: 0, ready: true });
 parentPort!.on('message', async (m: RecorderRequest) => {

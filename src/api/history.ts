@@ -6,10 +6,10 @@ import type { ApiRouter, ControlContext } from './routes.js';
 
 const TIME = /^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}:\d{2})?$/;
 
-export async function historyPage(ctx: ControlContext, qs: string, fixed: { query?: string; defaultLimit: number }) {
-  const a = new URLSearchParams(qs);
-  const f: HistoryFilter = { limit: fixed.defaultLimit };
-  const query = fixed.query ?? a.get('query');
+/** The filters history and event reads share: query, version, status, key, since, until, limit. */
+function filters(a: URLSearchParams, defaultLimit = 100, fixedQuery?: string): HistoryFilter {
+  const f: HistoryFilter = { limit: defaultLimit };
+  const query = fixedQuery ?? a.get('query');
   if (query) f.query = query;
   const version = a.get('version');
   if (version) {
@@ -34,6 +34,12 @@ export async function historyPage(ctx: ControlContext, qs: string, fixed: { quer
     if (!/^\d+$/.test(limit) || +limit < 1 || +limit > 1000) throw new CallError('invalid_filter', 'limit must be between 1 and 1000');
     f.limit = Number(limit);
   }
+  return f;
+}
+
+export async function historyPage(ctx: ControlContext, qs: string, fixed: { query?: string; defaultLimit: number }) {
+  const a = new URLSearchParams(qs);
+  const f = filters(a, fixed.defaultLimit, fixed.query);
   const cursor = a.get('cursor');
   if (cursor) {
     const id = Number(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -52,4 +58,15 @@ export async function historyPage(ctx: ControlContext, qs: string, fixed: { quer
 
 export function historyRoutes(r: ApiRouter): void {
   r.add('GET', '/api/v1/history', async (ctx, req) => jsonAnswer(200, await historyPage(ctx, req.query, { defaultLimit: 100 })));
+
+  // The event log: every run of the retention window, oldest first, paged by `after` (an event id).
+  r.add('GET', '/api/v1/events', async (ctx, req) => {
+    const a = new URLSearchParams(req.query);
+    const after = a.get('after') ?? '0';
+    if (!/^\d{1,15}$/.test(after)) throw new CallError('invalid_filter', 'after must be an event id');
+    const f = filters(a);
+    await ctx.flushHistory();
+    const items = await ctx.events.read({ ...f, after: Number(after), limit: f.limit });
+    return jsonAnswer(200, { items, next_after: items.length === f.limit ? items[items.length - 1].id : null });
+  });
 }

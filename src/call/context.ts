@@ -9,6 +9,7 @@ import { attachStore, type Store } from '../store/store.js';
 import type { ConnectionRow } from '../store/types.js';
 import { createMetadata, type Metadata } from './metadata.js';
 import type { CallPlan } from './plan.js';
+import { channel } from './messages.js';
 import { createResultCache, type ResultCache } from './resultCache.js';
 import { SchemaCache } from './schemaCache.js';
 import type { Governed } from './govern.js';
@@ -42,8 +43,6 @@ export interface CallContext {
   close(): Promise<void>;
 }
 
-export const CHANGES_CHANNEL = 'queryapigate:changes';
-
 /**
  * A change to the store, broadcast to every executor: made through this server's management API,
  * or told by another instance (LISTEN/NOTIFY or Redis). 'connection' also replaces that
@@ -63,14 +62,14 @@ export function createCallContext(config: Config, limiterMemory: SharedArrayBuff
     }
   };
   const meta = createMetadata(store, config.metadataCacheTtl);
-  const thread = threadMetrics(true);
+  const thread = threadMetrics(true, config.home);
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: null });
   const schemas = new SchemaCache();
   let secret: Promise<Buffer> | null = null;
   // Load the SQL parsers now, not on the first governed call (their first use costs ~100 ms).
   inspectStatement('SELECT a FROM t WHERE b = 1', 'postgres');
   inspectStatement('SELECT a FROM t LIMIT 1, 2', 'mysql');
-  const changes = new BroadcastChannel(CHANGES_CHANNEL);
+  const changes = channel('changes', config.home);
   changes.onmessage = (e: MessageEvent) => {
     const m = e.data as ChangeMessage;
     meta.clear();
@@ -82,8 +81,7 @@ export function createCallContext(config: Config, limiterMemory: SharedArrayBuff
       schemas.clear();
     }
   };
-  (changes as unknown as { unref?: () => void }).unref?.();
-  const runs = new RunBatcher(config.historyMaxPending);
+  const runs = new RunBatcher(config.historyMaxPending, config.home);
   return {
     config,
     store,

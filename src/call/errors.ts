@@ -47,6 +47,7 @@ export const ERROR_STATUS = {
   query_failed: 500,
   connection_failed: 502,
   unavailable: 503,
+  too_many_streams: 503,
   query_timeout: 504,
 } as const;
 

@@ -6,7 +6,7 @@ import { inspectStatement, type Inspection } from '../governance/analysis.js';
 import { checkSingleStatement } from '../governance/policy.js';
 import type { Dialect } from '../sources/types.js';
 import type { VersionRow } from '../store/types.js';
-import { compileWriter, type Format } from './formats.js';
+import { compileWriter, type Format, type Writer } from './formats.js';
 import { compileBinder, type ParamRule } from './params.js';
 import { toPositional } from './sqlMarkers.js';
 
@@ -24,7 +24,7 @@ export interface CallPlan {
   order: number[];
   /** The statement inside the page window: two more values, limit (page_size + 1) and offset. */
   pagedText: string;
-  writers: Map<string, (rows: unknown[][]) => string>;
+  writers: Map<string, Writer>;
 }
 
 export function planCall(id: string, version: VersionRow, dialect: Dialect): CallPlan {
@@ -54,7 +54,7 @@ export function planCall(id: string, version: VersionRow, dialect: Dialect): Cal
 }
 
 /** The writer for these columns in this format, compiled once per plan. */
-export function writerFor(plan: CallPlan, columns: string[], format: Format): (rows: unknown[][]) => string {
+export function writerFor(plan: CallPlan, columns: string[], format: Format): Writer {
   const slot = format + '\u0000' + columns.join('\u0000');
   const have = plan.writers.get(slot);
   if (have) return have;

@@ -22,7 +22,11 @@ export interface CallRequest {
   params: Record<string, unknown>;
   /** True when params came from a JSON body, so values must already have their types. */
   typed: boolean;
+  /** ?stream=true: the whole result as an export, from a database cursor. */
+  stream: boolean;
 }
+
+export const STREAM_FORMATS: readonly Format[] = ['csv', 'tsv', 'ndjson'];
 
 const decoder = new TextDecoder();
 
@@ -105,10 +109,8 @@ export function parseCall(task: CallTask): CallRequest {
     if (!(timeout > 0) || !Number.isFinite(timeout)) throw new CallError('invalid_timeout', 'timeout must be a positive number of seconds');
   }
 
-  const stream = pick('stream');
-  if (stream !== undefined && ['1', 'true', 'yes', 'on', true].includes(stream as string)) {
-    throw new CallError('invalid_stream', 'stream=true is not available on this server yet');
-  }
+  const streamRaw = pick('stream');
+  const stream = streamRaw !== undefined && ['1', 'true', 'yes', 'on', true].includes(typeof streamRaw === 'string' ? streamRaw.toLowerCase() : streamRaw as boolean);
 
   const connectionName = pick('connection_name');
   const page = pick('page');
@@ -123,6 +125,7 @@ export function parseCall(task: CallTask): CallRequest {
     timeout,
     params,
     typed,
+    stream,
   };
 }
 

@@ -7,6 +7,7 @@ import { localTimestamp } from '../store/store.js';
 import type { RunRecord } from '../store/types.js';
 import { authorizeCall, checkConnection, selectVersion } from './access.js';
 import { governCall } from './govern.js';
+import { checkStream, streamCall } from './streamCall.js';
 import type { CallContext } from './context.js';
 import { CallError, errorBody, type ErrorCode } from './errors.js';
 import { CONTENT_TYPES, EMPTY_JSON } from './formats.js';
@@ -75,9 +76,13 @@ async function serveCall(ctx: CallContext, task: CallTask, limited: CallState): 
     let plan = ctx.plans.get(planKey);
     if (!plan) ctx.plans.set(planKey, (plan = planCall(planKey, version, source.dialect)));
     const bound = plan.bind(req.typed ? { kind: 'json', get: (n) => req.params[n] } : { kind: 'query', get: (n) => req.params[n] as string | undefined });
-    const paging = parsePaging(req, ctx.config.maxPageSize);
     const timeout = effectiveTimeout(ctx.config.queryTimeout, req.timeout);
     const governed = await governCall(ctx, plan, caller, query.name, connection, source);
+    if (req.stream) {
+      const port = checkStream(req, plan, task.port);
+      return await streamCall(ctx, port, req, plan, source, fillValues(plan, bound, 0, 0, false), timeout, governed, run, caller.name);
+    }
+    const paging = parsePaging(req, ctx.config.maxPageSize);
 
     // Versions with a cache_ttl answer repeat calls without the database; hits are not runs.
     const ttl = plan.write ? 0 : version.cache_ttl ?? 0;
@@ -204,12 +209,12 @@ function effectiveTimeout(server: number, requested: number | null): number {
   return server === 0 ? requested : Math.min(server, requested);
 }
 
-function fillValues(plan: CallPlan, bound: unknown[], limit: number, offset: number): unknown[] {
+function fillValues(plan: CallPlan, bound: unknown[], limit: number, offset: number, paged = plan.pageable): unknown[] {
   const order = plan.order;
   const n = order.length;
-  const values = new Array(plan.pageable ? n + 2 : n);
+  const values = new Array(paged ? n + 2 : n);
   for (let i = 0; i < n; i++) values[i] = bound[order[i]];
-  if (plan.pageable) {
+  if (paged) {
     values[n] = limit;
     values[n + 1] = offset;
   }

@@ -1,7 +1,7 @@
 // In charge of the acceptor's routes: /health, /q/<name> (handed to the executors), the management
 // API under /api/v1, and a catch-all 404. Built once before listen; the acceptor never runs SQL.
 import uWS from 'uWebSockets.js';
-import { ApiRouter, requireAdmin, type ControlContext } from '../api/routes.js';
+import { ApiRouter, identify, requireAdmin, type ControlContext } from '../api/routes.js';
 import { apiKeyRoutes } from '../api/apiKeys.js';
 import { connectionRoutes } from '../api/connections.js';
 import { historyRoutes } from '../api/history.js';
@@ -9,8 +9,9 @@ import { queryRoutes } from '../api/queries.js';
 import { CallError } from '../call/errors.js';
 import type { CallTask } from '../call/messages.js';
 import type { Dispatcher } from './dispatch.js';
+import { relayStream, wantsStream } from './streamRelay.js';
 import { RATE_LIMIT_MESSAGES, rateLimitHeaders, type RateCheck, type RateLimits } from '../auth/rateLimit.js';
-import { errorAnswer, jsonAnswer, serve, type Answer, type Handler, type Request, type ServeOptions } from './respond.js';
+import { errorAnswer, jsonAnswer, serve, type Answer, type Handler, type Request, type ServeOptions, type StreamStart } from './respond.js';
 import type { processMetrics } from '../metrics/metrics.js';
 
 type ProcessMetrics = ReturnType<typeof processMetrics>;
@@ -45,7 +46,7 @@ export function buildApp(control: ControlContext, dispatcher: Dispatcher, limits
       requestId: req.requestId, method: req.method, name: decodeName(req.url.slice(3)), query: req.query, apiKey: req.apiKey,
       contentType: req.contentType, ifNoneMatch: req.ifNoneMatch, body: req.body, clientIp: req.ip, receivedAt: req.receivedAt,
     };
-    return dispatcher.run(task);
+    return wantsStream(req.query) ? relayStream(task, dispatcher) : dispatcher.run(task);
   };
   const api: Handler = async (req) => {
     try {
@@ -63,6 +64,19 @@ export function buildApp(control: ControlContext, dispatcher: Dispatcher, limits
       throw e;
     }
   };
+  /** GET /events: any authenticated caller; the admin key sees every run, a scoped key its own. */
+  const events: Handler = async (req) => {
+    if (control.config.eventsMaxStreams === 0) return errorAnswer(404, 'not_found', 'Not found', req.requestId);
+    const who = await identify(control, req);
+    if (!who) return errorAnswer(401, 'unauthorized', 'Unauthorized', req.requestId);
+    if (control.hub.size >= control.config.eventsMaxStreams) {
+      return withHeaders(errorAnswer(503, 'too_many_streams', 'Too many open event streams on this server - try again shortly',
+        req.requestId, { retry_after: 5 }), ['Retry-After', '5']);
+    }
+    const resume = req.lastEventId || new URLSearchParams(req.query).get('last_event_id') || '';
+    if (resume && !/^\d{1,15}$/.test(resume)) return errorAnswer(400, 'invalid_request', 'Last-Event-ID must be an event id', req.requestId);
+    return control.hub.open(who === 'admin' ? null : who.name, resume ? Number(resume) : null);
+  };
   const notFound: Handler = (req) => errorAnswer(404, 'not_found', 'Not found', req.requestId);
 
   /** The server-wide limit per client address, checked before authentication on every route it covers. */
@@ -71,7 +85,7 @@ export function buildApp(control: ControlContext, dispatcher: Dispatcher, limits
     if (check === null) return h(req);
     return check instanceof Promise ? check.then((c) => admit(c, req, h)) : admit(check, req, h);
   };
-  const admit = (c: RateCheck, req: Request, h: Handler): Answer | Promise<Answer> => {
+  const admit = (c: RateCheck, req: Request, h: Handler): ReturnType<Handler> => {
     const headers = rateLimitHeaders(c, 'client');
     if (!c.allowed) {
       return withHeaders(errorAnswer(429, 'rate_limited', RATE_LIMIT_MESSAGES.client, req.requestId, { retry_after: c.retryAfterS }), headers);
@@ -84,19 +98,21 @@ export function buildApp(control: ControlContext, dispatcher: Dispatcher, limits
     const { contentType, body } = await metrics.scrape();
     return { status: 200, headers: ['Content-Type', contentType], body };
   };
-  const [healthOpts, metricsOpts, callOpts, apiOpts, unmatchedOpts] = ['health', 'metrics', 'run_named_query', 'api_v1', 'unmatched'].map(opts);
+  const [healthOpts, metricsOpts, callOpts, apiOpts, unmatchedOpts, eventsOpts] =
+    ['health', 'metrics', 'run_named_query', 'api_v1', 'unmatched', 'events'].map(opts);
   const limitedCall = limited(call);
   const limitedApi = limited(api);
   return uWS.App()
     .get('/health', (res, req) => serve(res, req, () => health, healthOpts))
     .get('/metrics', (res, req) => serve(res, req, scrape, metricsOpts))
+    .get('/events', (res, req) => serve(res, req, limited(events), eventsOpts))
     .any('/q/*', (res, req) => serve(res, req, limitedCall, callOpts))
     .any('/api/v1/*', (res, req) => serve(res, req, limitedApi, apiOpts))
     .any('/*', (res, req) => serve(res, req, notFound, unmatchedOpts));
 }
 
-function withHeaders(a: Answer, extra: string[]): Answer {
-  return { status: a.status, headers: a.headers.concat(extra), body: a.body };
+function withHeaders<A extends Answer | StreamStart>(a: A, extra: string[]): A {
+  return { ...a, headers: a.headers.concat(extra) };
 }
 
 function decodeName(s: string): string {

@@ -15,7 +15,8 @@ export interface ExecutorData {
 }
 
 export interface Dispatcher {
-  run(task: CallTask): Promise<CallAnswer>;
+  /** `transfer` moves a stream's port to the executor (inline mode keeps it in this thread). */
+  run(task: CallTask, transfer?: Transferable[]): Promise<CallAnswer>;
   /** Calls refused because the queue was full. */
   readonly refused: number;
   close(): Promise<void>;
@@ -44,8 +45,8 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
   });
   let refused = 0;
   return {
-    run(task) {
-      return pool.run(task).catch((e: Error) => {
+    run(task, transfer) {
+      return pool.run(task, transfer ? { transferList: transfer as never } : undefined).catch((e: Error) => {
         if (/queue is at limit/i.test(e.message)) {
           refused++;
           return {

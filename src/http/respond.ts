@@ -14,6 +14,7 @@ export interface Request {
   apiKey: string;
   contentType: string;
   ifNoneMatch: string;
+  lastEventId: string;
   ip: string;
   body: Uint8Array | null;
   receivedAt: number;
@@ -30,7 +31,33 @@ export interface Answer {
   key?: string;
 }
 
-export type Handler = (req: Request) => Answer | Promise<Answer>;
+export type Handler = (req: Request) => Answer | StreamStart | Promise<Answer | StreamStart>;
+
+/** An answer whose body is written over time (server-sent events, streamed exports). */
+export interface StreamStart {
+  status: number;
+  headers: string[];
+  key?: string;
+  /** Called once the status and headers are out; writes go through `out`. */
+  start(out: StreamOut): void;
+}
+
+/** The write side of a streamed answer, with backpressure and one close notification. */
+export interface StreamOut {
+  /** Writes a chunk; false when the socket's buffer is backed up (wait for onDrain) or closed. */
+  write(chunk: string | Uint8Array): boolean;
+  /** Bytes waiting in the socket's buffer. */
+  buffered(): number;
+  /** Calls fn once when the socket can take more. */
+  onDrain(fn: () => void): void;
+  /** Ends the answer normally. */
+  end(): void;
+  /** Drops the connection (a reader too slow to keep). */
+  abort(): void;
+  readonly closed: boolean;
+  /** Called once when the answer ends, is aborted, or the client goes away. */
+  onClose(fn: () => void): void;
+}
 
 export interface ServeOptions {
   maxBody: number;
@@ -84,6 +111,7 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
     apiKey: uwsReq.getHeader('x-api-key'),
     contentType: uwsReq.getHeader('content-type'),
     ifNoneMatch: uwsReq.getHeader('if-none-match'),
+    lastEventId: uwsReq.getHeader('last-event-id'),
     ip: clientAddress(res, opts.trustProxy ? uwsReq.getHeader('x-forwarded-for') : '', opts.trustProxy),
     body: null,
     receivedAt: Date.now(),
@@ -91,11 +119,14 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
   };
   const declared = uwsReq.getHeader('content-length');
   let done = false;
+  let stream: (StreamOut & { fire(): void }) | null = null;
   res.onAborted(() => {
     done = true;
+    stream?.fire();
   });
-  const finish = (a: Answer) => {
+  const finish = (a: Answer | StreamStart) => {
     if (done) return;
+    if ('start' in a) return startStream(a);
     done = true;
     opts.onAnswer?.(req, a);
     res.cork(() => {
@@ -107,8 +138,68 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
       else res.end(a.body);
     });
   };
+  const startStream = (a: StreamStart) => {
+    opts.onAnswer?.(req, { status: a.status, headers: a.headers, body: '', key: a.key });
+    res.cork(() => {
+      res.writeStatus(statusLine(a.status));
+      const h = a.headers;
+      for (let i = 0; i < h.length; i += 2) res.writeHeader(h[i], h[i + 1]);
+      res.writeHeader('X-Request-Id', req.requestId);
+    });
+    const closers: Array<() => void> = [];
+    const drains: Array<() => void> = [];
+    let closed = false;
+    // Bytes handed over since the socket last backed up: this build of uWS has no
+    // getBufferedAmount on HTTP responses, so backpressure is tracked from write()'s answer.
+    let backlog = 0;
+    res.onWritable(() => {
+      backlog = 0;
+      for (const f of drains.splice(0)) if (!closed) f();
+      return true;
+    });
+    stream = {
+      get closed() {
+        return closed;
+      },
+      write(chunk) {
+        if (closed) return false;
+        let ok = false;
+        res.cork(() => {
+          ok = res.write(chunk);
+        });
+        if (!ok || backlog > 0) backlog += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
+        return ok;
+      },
+      buffered: () => (closed ? 0 : backlog),
+      onDrain(fn) {
+        if (backlog === 0) fn();
+        else drains.push(fn);
+      },
+      end() {
+        if (closed) return;
+        res.cork(() => res.end());
+        stream!.fire();
+      },
+      abort() {
+        if (closed) return;
+        res.close();
+        stream!.fire();
+      },
+      onClose(fn) {
+        if (closed) fn();
+        else closers.push(fn);
+      },
+      fire() {
+        if (closed) return;
+        closed = true;
+        done = true;
+        for (const f of closers.splice(0)) f();
+      },
+    };
+    a.start(stream);
+  };
   const run = () => {
-    let out: Answer | Promise<Answer>;
+    let out: Answer | StreamStart | Promise<Answer | StreamStart>;
     try {
       out = handler(req);
     } catch (e) {

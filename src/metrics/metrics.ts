@@ -2,9 +2,9 @@
 // it does in its own registry (the acceptor: requests; executors: queries, rows, cache, key limits;
 // the recorder: runs); at scrape time the acceptor asks every thread for its registry over a
 // BroadcastChannel and aggregates them, so each call is reported exactly once for the process.
+import { channel as broadcast } from '../call/messages.js';
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 
-export const METRICS_CHANNEL = 'queryapigate:metrics';
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 type Snapshot = MetricObjectWithValues<MetricValue<string>>[];
@@ -34,13 +34,12 @@ function declare(registry: Registry) {
 export type Metrics = ReturnType<typeof declare>;
 
 /** A thread's registry; `answerScrapes` makes it reply when the acceptor collects. */
-export function threadMetrics(answerScrapes: boolean): { metrics: Metrics; registry: Registry; close(): void } {
+export function threadMetrics(answerScrapes: boolean, scope: string): { metrics: Metrics; registry: Registry; close(): void } {
   const registry = new Registry();
   const metrics = declare(registry);
   let channel: BroadcastChannel | null = null;
   if (answerScrapes) {
-    channel = new BroadcastChannel(METRICS_CHANNEL);
-    (channel as unknown as { unref?: () => void }).unref?.();
+    channel = broadcast('metrics', scope);
     channel.onmessage = async (e: MessageEvent) => {
       const m = e.data as CollectMessage;
       if (m.kind === 'collect') channel!.postMessage({ kind: 'snapshot', id: m.id, metrics: await registry.getMetricsAsJSON() } satisfies CollectMessage);
@@ -54,10 +53,9 @@ export function threadMetrics(answerScrapes: boolean): { metrics: Metrics; regis
  * is how many snapshots to wait for (executors + recorder); a thread that does not answer within
  * the time limit is left out of that scrape rather than stalling it.
  */
-export function processMetrics(threads: number) {
-  const own = threadMetrics(false);
-  const channel = new BroadcastChannel(METRICS_CHANNEL);
-  (channel as unknown as { unref?: () => void }).unref?.();
+export function processMetrics(threads: number, scope: string) {
+  const own = threadMetrics(false, scope);
+  const channel = broadcast('metrics', scope);
   let next = 0;
   const waiting = new Map<number, { got: Snapshot[]; done: () => void }>();
   channel.onmessage = (e: MessageEvent) => {

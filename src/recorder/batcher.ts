@@ -2,10 +2,8 @@
 // to the recorder thread once per event-loop turn, never on the call's path. The batch is bounded;
 // runs beyond it are dropped and counted, never lost silently.
 import type { RunRecord } from '../store/types.js';
+import { channel } from '../call/messages.js';
 
-export const RUNS_CHANNEL = 'queryapigate:runs';
-/** At shutdown the acceptor asks every executor, over this channel, for its last batch. */
-export const DRAIN_CHANNEL = 'queryapigate:drain';
 
 /** What an executor posts to the recorder; `final` marks its last batch before shutdown. */
 export interface RunBatchMessage {
@@ -19,8 +17,9 @@ export interface RunBatchMessage {
 const KEY_USE_EVERY_MS = 60_000;
 
 export class RunBatcher {
-  #channel = new BroadcastChannel(RUNS_CHANNEL);
-  #drain = new BroadcastChannel(DRAIN_CHANNEL);
+  #channel: BroadcastChannel;
+  /** At shutdown the acceptor asks every executor, over this channel, for its last batch. */
+  #drain: BroadcastChannel;
   #batch: RunRecord[] = [];
   #dropped = 0;
   #scheduled = false;
@@ -28,10 +27,10 @@ export class RunBatcher {
   #usedAt = new Map<string, number>();
   readonly #max: number;
 
-  constructor(max: number) {
+  constructor(max: number, scope: string) {
     this.#max = max;
-    (this.#channel as unknown as { unref?: () => void }).unref?.();
-    (this.#drain as unknown as { unref?: () => void }).unref?.();
+    this.#channel = channel('runs', scope);
+    this.#drain = channel('drain', scope);
     // The final batch travels on the same channel as the others, so it arrives after them.
     this.#drain.onmessage = () => this.flush(true);
   }

@@ -3,11 +3,14 @@
 // of HTTP or executors beyond the batch message.
 import { attachStore, localTimestamp, type Store, type StoreLocation } from '../store/store.js';
 import type { RunRecord } from '../store/types.js';
-import { RUNS_CHANNEL, type RunBatchMessage } from './batcher.js';
+import type { RunBatchMessage } from './batcher.js';
+import { channel } from '../call/messages.js';
 import { threadMetrics } from '../metrics/metrics.js';
+import { EventLog, type EventRow } from '../store/events.js';
 
 export interface RecorderSettings extends StoreLocation {
   historyLimit: number;
+  eventRetention: number;
   historyFlushInterval: number;
   historyMaxPending: number;
 }
@@ -25,7 +28,7 @@ export class Recorder {
   #store: Store;
   #queue: RunRecord[] = [];
   #counts = { recorded: 0, dropped: 0, failed: 0 };
-  #channel = new BroadcastChannel(RUNS_CHANNEL);
+  #channel: BroadcastChannel;
   #timer: NodeJS.Timeout;
   #writing: Promise<void> = Promise.resolve();
   #finals = 0;
@@ -33,15 +36,25 @@ export class Recorder {
   #used = new Set<string>();
   #usedAt = new Map<string, number>();
 
-  #metrics = threadMetrics(true);
+  #metrics: ReturnType<typeof threadMetrics>;
 
-  constructor(readonly settings: RecorderSettings) {
+  #events: Promise<EventLog>;
+  #expiry: NodeJS.Timeout;
+
+  /** `onEvents` is told of every batch of events once it is in the log (for /events). */
+  constructor(readonly settings: RecorderSettings, readonly onEvents: (rows: EventRow[]) => void = () => undefined) {
+    this.#channel = channel('runs', settings.home);
+    this.#metrics = threadMetrics(true, settings.home);
     const m = this.#metrics.metrics;
     // Scrapes read the counters as they stand.
     (m.historyPending as unknown as { collect: () => void }).collect = () => m.historyPending.set(this.#queue.length);
     this.#store = attachStore(settings, { readonly: false, max: 2 });
     this.#channel.onmessage = (e: MessageEvent) => this.take(e.data as RunBatchMessage);
     this.#timer = setInterval(() => void this.flush(), settings.historyFlushInterval * 1000);
+    this.#events = EventLog.open(this.#store.db, { retentionS: settings.eventRetention });
+    this.#events.catch((e: Error) => console.error(`recorder: the event log could not be opened: ${e.message}`));
+    // Whole segments older than the retention are dropped; never row by row.
+    this.#expiry = setInterval(() => void this.#events.then((log) => log.expire()).catch((e: Error) => console.error(`recorder: expiry failed: ${e.message}`)), 60_000);
   }
 
   take(m: RunBatchMessage): void {
@@ -72,6 +85,9 @@ export class Recorder {
       while (this.#queue.length) {
         const batch = this.#queue.splice(0, BATCH * 10);
         try {
+          // Every run becomes an event (kept for the retention window); history keeps the newest per version.
+          const events = await (await this.#events).append(batch);
+          this.onEvents(events);
           await this.#store.writeRuns(batch, this.settings.historyLimit);
           this.#counts.recorded += batch.length;
           this.#metrics.metrics.historyRuns.inc({ outcome: 'recorded' }, batch.length);
@@ -98,6 +114,7 @@ export class Recorder {
   /** Stops after every executor's final batch has arrived (or after a 5 s safety limit). */
   async close(executors: number): Promise<void> {
     clearInterval(this.#timer);
+    clearInterval(this.#expiry);
     const until = Date.now() + 5000;
     while (this.#finals < executors && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
     this.#channel.close();

@@ -5,7 +5,15 @@
 import mysql from 'mysql2';
 import type { FieldPacket, Pool, PoolConnection, PoolOptions, ResultSetHeader } from 'mysql2';
 import { CallError } from '../call/errors.js';
-import type { ConnectionConfig, ResultSet, RunOptions, Source, SourceSettings } from './types.js';
+import type {
+  BatchHandler,
+  ConnectionConfig,
+  ResultSet,
+  RunOptions,
+  Source,
+  SourceSettings,
+  StreamOptions,
+} from './types.js';
 
 /**
  * Decisions:
@@ -41,8 +49,24 @@ import type { ConnectionConfig, ResultSet, RunOptions, Source, SourceSettings } 
  *   `settings.idleTimeoutS` is not applied here.
  * - Writes that may leave state on the session (anything but plain DML/DDL: SET, USE, LOCK, START
  *   TRANSACTION, CALL, ...) run in the write pool and their connection is then closed, not pooled.
+ * - Streams (`stream()`): the same prepared statement (`execute`, binary protocol, so the values are
+ *   run()'s) without a callback, so mysql2 hands rows over one by one as they are read (unbuffered;
+ *   the server does not materialise the result). Every `batchRows` rows the connection is paused
+ *   (mysql2 stops reading its socket; TCP then stops the server), and resumed once onBatch's
+ *   promise resolved, so about one batch plus the socket buffers is in the app per stream. A stream
+ *   holds a read-pool connection to itself; at most max(1, poolSize - 1) run at once per source
+ *   (more is `unavailable`), so ordinary calls keep a connection (with a pool of 1 they wait).
+ *   Its session runs with the server limit off (max_statement_time / max_execution_time 0: both
+ *   count wall time, including time the server waits on a client paused in onBatch) and
+ *   net_write_timeout raised to STREAM_NET_WRITE_TIMEOUT_S (the server drops a connection whose
+ *   reader does not read for that long; the default 60 s would end exports to slow clients). A JS
+ *   timer limits each wait for the database instead (first batch, then from each resume to the
+ *   next full batch). On that timer, or when onBatch throws before the statement ended, the
+ *   statement is stopped with `KILL QUERY <thread id>` (from the killer pool) and the connection is
+ *   destroyed at once (socket closed, never returned to the pool mid-result).
  */
 const STATEMENT_CACHE_SIZE = 256;
+const STREAM_NET_WRITE_TIMEOUT_S = 3600;
 const KILL_BACKSTOP_MS = 1000;
 /** How long a killed statement may take to answer before its connection is dropped anyway. */
 const KILL_GRACE_MS = 2000;
@@ -72,6 +96,20 @@ const LEADING_WORD = /^(?:\s+|\/\*[\s\S]*?\*\/|(?:--\s|#)[^\n]*(?:\n|$)|\()*([A-
 interface Session {
   /** The limit (ms, 0 = none) the session's variable holds; NaN when unknown. */
   sessionMs: number;
+  /** True once net_write_timeout has been raised for streams. */
+  streamReady?: boolean;
+}
+
+/** How a stream's statement ended. */
+interface Pumped {
+  handed: number;
+  /** onBatch's error, when it threw. */
+  failure?: { error: unknown };
+  /** The driver's or server's error. */
+  error?: unknown;
+  timedOut?: boolean;
+  /** False: the statement was killed or the session may be off; the connection must not be reused. */
+  clean: boolean;
 }
 
 type Converter = (v: unknown, field: FieldPacket) => unknown;
@@ -108,10 +146,14 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
   /** True on MariaDB; undefined until the first connection has asked. */
   let mariadb: boolean | undefined;
   let closed = false;
+  /** Streams running; at most maxStreams, so ordinary calls keep a connection. */
+  let streams = 0;
+  const maxStreams = Math.max(1, size - 1);
 
   return {
     dialect: 'mysql',
     run,
+    stream,
     close,
   };
 
@@ -159,6 +201,176 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
       if (keep) c.release();
       else c.destroy();
     }
+  }
+
+  async function stream(text: string, values: unknown[], opts: StreamOptions, onBatch: BatchHandler): Promise<number> {
+    if (closed) throw connectionFailed('source closed');
+    if (streams >= maxStreams) {
+      throw new CallError('unavailable', 'Too many exports are running on this connection; try again later', {
+        detail: `at most ${maxStreams} streams at once`,
+      });
+    }
+    const ms = toMs(opts.timeoutMs);
+    const batchRows = Math.max(1, Math.floor(opts.batchRows) || 0);
+    streams++;
+    try {
+      let c: PoolConnection;
+      try {
+        c = await acquire(readPool);
+      } catch (err) {
+        throw connectionFailed(detailOf(err, password));
+      }
+      let keep = true;
+      let out: Pumped;
+      try {
+        let session = sessions.get(c);
+        try {
+          if (!session) {
+            session = await startSession(c, true);
+            sessions.set(c, session);
+          }
+          const set: string[] = [];
+          if (session.sessionMs !== 0) set.push(mariadb ? 'max_statement_time = 0' : 'max_execution_time = 0');
+          if (!session.streamReady) set.push(`net_write_timeout = ${STREAM_NET_WRITE_TIMEOUT_S}`);
+          if (set.length) {
+            session.sessionMs = NaN;
+            await query(c, `SET SESSION ${set.join(', ')}`);
+            session.sessionMs = 0;
+            session.streamReady = true;
+          }
+        } catch (err) {
+          keep = false;
+          throw connectionFailed(detailOf(err, password));
+        }
+        out = await pump(c, text, bindable(values), ms, batchRows, onBatch);
+        keep = out.clean;
+      } finally {
+        if (keep) c.release();
+        else {
+          c.destroy();
+          // mysql2's destroy() only ends the socket's writing side; close it, so a server still
+          // writing rows gets an error now instead of waiting on a paused reader.
+          (c as unknown as { stream?: { destroy?: () => void } }).stream?.destroy?.();
+        }
+      }
+      if (out.failure) throw out.failure.error;
+      if (out.timedOut) throw timeoutError(ms);
+      if (out.error !== undefined) throw toCallError(out.error, ms, password);
+      return out.handed;
+    } finally {
+      streams--;
+    }
+  }
+
+  /**
+   * Runs the prepared statement unbuffered and hands its rows to onBatch in batches (see Decisions).
+   * Never rejects: the outcome says how it ended and whether the connection may be reused.
+   */
+  function pump(
+    c: PoolConnection,
+    text: string,
+    values: unknown[],
+    ms: number,
+    batchRows: number,
+    onBatch: BatchHandler,
+  ): Promise<Pumped> {
+    return new Promise((resolve) => {
+      let shape: Shape | null = null;
+      let resultIndex = -1;
+      let batch: unknown[][] = [];
+      let handed = 0;
+      let batches = 0;
+      let handing = false;
+      let paused = false;
+      let ended = false;
+      let settled = false;
+      let timer: NodeJS.Timeout | undefined;
+
+      const finish = (outcome: Omit<Pumped, 'handed'>): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        c.removeListener('error', onConnectionError);
+        if (paused && outcome.clean) c.resume();
+        resolve({ handed, ...outcome });
+      };
+      // Stops the statement on the server; the caller then destroys the connection.
+      const abort = (outcome: Omit<Pumped, 'handed' | 'clean'>): void => {
+        if (settled) return;
+        killQuery(c.threadId);
+        finish({ ...outcome, clean: false });
+      };
+      const arm = (): void => {
+        if (ms > 0) timer = setTimeout(() => abort({ timedOut: true }), ms);
+      };
+      const hand = async (rows: unknown[][]): Promise<void> => {
+        handing = true;
+        clearTimeout(timer);
+        batches++;
+        handed += rows.length;
+        try {
+          await onBatch(shape ? shape.columns : [], rows);
+        } catch (error) {
+          handing = false;
+          // After the statement's end there is nothing to stop and the session is as it was.
+          if (ended) finish({ failure: { error }, clean: true });
+          else abort({ failure: { error } });
+          return;
+        }
+        handing = false;
+        if (settled) return;
+        if (ended) return finish({ clean: true });
+        arm();
+        paused = false;
+        c.resume(); // may hand the next batch over at once, from rows mysql2 had already read
+      };
+      // A connection that fails mid-result reports to the connection, not to a command without a callback.
+      const onConnectionError = (err: unknown): void => finish({ error: err, clean: false });
+
+      let cmd: ReturnType<PoolConnection['execute']>;
+      try {
+        cmd = c.execute(text, values as never);
+      } catch (err) {
+        return finish({ error: err, clean: true }); // a value mysql2 refuses to bind; nothing was sent
+      }
+      cmd.on('fields', (fields: FieldPacket[], index?: number) => {
+        if (resultIndex === -1) {
+          resultIndex = index ?? 0;
+          shape = shapeOf(fields);
+        }
+      });
+      cmd.on('result', (row: unknown, index?: number) => {
+        if (settled || (index ?? 0) !== resultIndex) return; // a CALL's later result sets are not the answer
+        const r = row as unknown[];
+        if (shape!.convert) convertRow(r, shape!);
+        batch.push(r);
+        if (batch.length >= batchRows) {
+          paused = true;
+          c.pause();
+          const rows = batch;
+          batch = [];
+          void hand(rows);
+        }
+      });
+      cmd.on('error', (err: unknown) => {
+        const fatal = (err as { fatal?: unknown } | null)?.fatal === true;
+        finish({ error: err, clean: !fatal });
+      });
+      cmd.on('end', () => {
+        ended = true;
+        if (settled || handing) return;
+        if (batch.length > 0 || batches === 0) {
+          // The last, short batch; or, with no rows, one call with the columns.
+          const rows = batch;
+          batch = [];
+          void hand(rows);
+        } else {
+          finish({ clean: true });
+        }
+      });
+      c.on('error', onConnectionError);
+      arm();
+    });
   }
 
   async function close(): Promise<void> {
@@ -250,23 +462,36 @@ function toResultSet(result: unknown, fields: FieldPacket[] | undefined): Result
     rows = (at >= 0 ? result[at] : []) as unknown[][];
     cols = (cols as unknown as FieldPacket[][])[at] ?? [];
   }
-  const columns = new Array<string>(cols.length);
+  const shape = shapeOf(cols);
+  if (shape.convert) for (const row of rows) convertRow(row, shape);
+  return { columns: shape.columns, rows, rowCount: rows.length };
+}
+
+/** A result set's column names and the value conversions its columns need, decided once per statement. */
+interface Shape {
+  columns: string[];
+  fields: FieldPacket[];
+  /** [column index, converter] for the columns that need one; null when none does. */
+  convert: [number, Converter][] | null;
+}
+
+function shapeOf(fields: FieldPacket[]): Shape {
+  const columns = new Array<string>(fields.length);
   let convert: [number, Converter][] | null = null;
-  for (let i = 0; i < cols.length; i++) {
-    const f = cols[i]!;
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i]!;
     columns[i] = f.name;
     const fn = converterFor(f);
     if (fn) (convert ??= []).push([i, fn]);
   }
-  if (convert) {
-    for (const row of rows) {
-      for (const [i, fn] of convert) {
-        const v = row[i];
-        if (v !== null && v !== undefined) row[i] = fn(v, cols[i]!);
-      }
-    }
+  return { columns, fields, convert };
+}
+
+function convertRow(row: unknown[], shape: Shape): void {
+  for (const [i, fn] of shape.convert!) {
+    const v = row[i];
+    if (v !== null && v !== undefined) row[i] = fn(v, shape.fields[i]!);
   }
-  return { columns, rows, rowCount: rows.length };
 }
 
 function converterFor(f: FieldPacket): Converter | null {

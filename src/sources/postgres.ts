@@ -3,7 +3,15 @@
 
 import postgres from 'postgres';
 import { CallError } from '../call/errors.js';
-import type { ConnectionConfig, ResultSet, RunOptions, Source, SourceSettings } from './types.js';
+import type {
+  BatchHandler,
+  ConnectionConfig,
+  ResultSet,
+  RunOptions,
+  Source,
+  SourceSettings,
+  StreamOptions,
+} from './types.js';
 
 type Sql = postgres.Sql<{}>;
 
@@ -25,7 +33,37 @@ interface Client {
    * from the startup value).
    */
   sessionMs: number;
+  /** True while a stream's cursor holds the connection: nothing else is sent to it meanwhile. */
+  streaming: boolean;
+  /** Set once the client is being ended and has been replaced in its pool. */
+  retired: boolean;
 }
+
+/**
+ * Streams (`stream()`), decisions:
+ * - A stream runs on a read-pool client, as a postgres.js cursor: an unnamed portal fetched
+ *   `batchRows` rows per Execute; the next Execute is sent only when onBatch's promise resolved
+ *   (STYLE §9), so at most one batch is in the app per stream. The portal lives until the stream
+ *   ends, and postgres.js sends nothing else on that connection meanwhile (calls given to it would
+ *   wait in its queue), so the client is marked `streaming` and pick() passes over it while any
+ *   other client is not streaming. At most max(1, poolSize - 1) streams run at once per source, so
+ *   ordinary calls keep a client (with a pool of 1 they wait for the stream); a stream beyond that
+ *   is refused with `unavailable`.
+ * - Time limit: PostgreSQL's statement_timeout runs from the first message to the Sync, i.e. over
+ *   the whole portal including the time the client spends in onBatch (measured on 15: a 700 ms
+ *   limit killed a stream whose reader paused 300 ms per batch). So the session runs the stream
+ *   with statement_timeout 0 and a JS timer limits each wait for the database instead (until the
+ *   first batch, then from each Execute to its batch); past it the statement gets a cancel request
+ *   and the stream is `query_timeout`. A cancel request can land late, on whatever the backend runs
+ *   next, so a client a cancel was sent for is retired (ended and replaced), never reused; if the
+ *   cancelled statement has not answered CANCEL_GRACE_MS later, its connection is destroyed.
+ * - onBatch throwing: the portal is closed (Close + Sync, which ends its implicit transaction;
+ *   the backend was idle between batches, so there is nothing to cancel) and the client takes
+ *   calls again at once.
+ */
+const CANCEL_GRACE_MS = 2000;
+/** pick()'s weight for a streaming client: busier than any number of ordinary calls. */
+const STREAM_LOAD = 1 << 20;
 
 // Value types, decided once for every pool. Parsers get the text form of a column; serializers turn
 // a bound value into the text PostgreSQL parses (for `prepare: true` the server tells us each
@@ -108,10 +146,15 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
   let writePool: Client[] | null = null;
   let next = 0;
   let closed = false;
+  /** Streams allowed at once: all clients but one stay for ordinary calls. */
+  const maxStreams = Math.max(1, size - 1);
+  /** Retired clients still ending; close() waits for them. */
+  const ending = new Set<Promise<void>>();
 
   return {
     dialect: 'postgres',
     run,
+    stream,
     close,
   };
 
@@ -121,21 +164,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     const ms = toMs(opts.timeoutMs);
     client.busy++;
     try {
-      if (client.fresh) {
-        // postgres.js 3.4.9 keeps an ErrorResponse that arrived for a query on a connection that then
-        // died (e.g. 57P01 from pg_terminate_backend) and fails the first query on the next
-        // connection with it (porsager/postgres#1223). Let a throwaway query take it, so neither a
-        // call nor the SET below (which would leave the call without its limit) does.
-        client.fresh = false;
-        client.sql.unsafe('select 1').catch(noop);
-      }
-      if (ms !== client.sessionMs) {
-        // Queued right before the statement, in the same tick, so nothing slips between them; it is
-        // pipelined (no extra round trip). Measured: a SET (and a RESET) on every call cost about 3x
-        // the CPU of the bare call, so it is sent only when the limit changes.
-        client.sessionMs = ms;
-        client.sql.unsafe(`set statement_timeout = ${ms}`).catch(noop);
-      }
+      prime(client, ms);
       const res = await client.sql.unsafe(text, values as never[], { prepare: true }).values();
       const columns = namesOf(res.columns);
       const rowCount = res.length > 0 || columns.length > 0 ? res.length : (res.count ?? 0);
@@ -148,24 +177,160 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     }
   }
 
+  async function stream(text: string, values: unknown[], opts: StreamOptions, onBatch: BatchHandler): Promise<number> {
+    if (closed) throw new CallError('connection_failed', 'Could not connect to the database', { detail: 'source closed' });
+    const client = pickForStream();
+    const ms = toMs(opts.timeoutMs);
+    const batchRows = Math.max(1, Math.floor(opts.batchRows) || 0);
+    const st: StreamState = { columns: null, handed: 0, batches: 0, failure: null, timedOut: false };
+    let timer: NodeJS.Timeout | undefined;
+    let backstop: NodeJS.Timeout | undefined;
+    /** The batch being handed over; postgres.js does not wait for the last one (CommandComplete). */
+    let pending: Promise<void> | undefined;
+    client.busy++;
+    client.streaming = true;
+    try {
+      prime(client, 0); // see "Time limit" above
+      const query = client.sql.unsafe(text, values as never[], { prepare: true }).values();
+      const arm = (): void => {
+        if (ms > 0 && !st.timedOut) timer = setTimeout(onTimeout, ms);
+      };
+      const onTimeout = (): void => {
+        st.timedOut = true;
+        query.cancel();
+        backstop = setTimeout(() => retire(client, 0), CANCEL_GRACE_MS);
+      };
+      // Never rejects: a rejection from the last batch would go unhandled inside postgres.js.
+      const deliver = async (rows: unknown[][], names: ColumnsLike): Promise<void> => {
+        st.columns ??= namesOf(names ?? undefined);
+        st.batches++;
+        st.handed += rows.length;
+        try {
+          await onBatch(st.columns, rows);
+        } catch (error) {
+          st.failure = { error };
+          return;
+        }
+        arm();
+      };
+      const cursor = query.cursor(batchRows, (batch) => {
+        clearTimeout(timer);
+        if (st.failure || st.timedOut) return client.sql.CLOSE;
+        // A plain Array; postgres.js's Result subclass carries the columns on the first batch only.
+        const rows = batch as unknown as unknown[][] & { columns?: ColumnsLike };
+        pending = deliver(rows.slice(), rows.columns);
+        return pending.then(() => (st.failure || st.timedOut ? client.sql.CLOSE : undefined));
+      }) as unknown as Promise<{ columns?: ColumnsLike }>;
+      arm();
+      let res: { columns?: ColumnsLike };
+      try {
+        res = await cursor;
+      } catch (err) {
+        if (st.failure || st.timedOut) res = {};
+        else throw toCallError(err, ms, password);
+      }
+      await pending;
+      clearTimeout(timer);
+      if (!st.failure && !st.timedOut && st.batches === 0) {
+        // No rows: one call with the columns, so an export can still write its header.
+        try {
+          await onBatch((st.columns = namesOf(res.columns ?? undefined)), []);
+        } catch (error) {
+          st.failure = { error };
+        }
+      }
+    } finally {
+      clearTimeout(timer);
+      clearTimeout(backstop);
+      client.busy--;
+      client.streaming = false;
+      if (st.timedOut) retire(client, 5);
+    }
+    if (st.failure) throw st.failure.error;
+    if (st.timedOut) throw timeoutError(ms);
+    return st.handed;
+  }
+
   async function close(): Promise<void> {
     if (closed) return;
     closed = true;
     const all = writePool ? readPool.concat(writePool) : readPool;
-    await Promise.all(all.map((c) => c.sql.end({ timeout: 5 })));
+    await Promise.all(all.map((c) => c.sql.end({ timeout: 5 })).concat([...ending]));
   }
 
-  /** The least busy client, ties broken round-robin so idle connections share the load. */
+  /** Brings the session up to date for a call with limit `ms`; sent ahead of the call, pipelined. */
+  function prime(client: Client, ms: number): void {
+    if (client.fresh) {
+      // postgres.js 3.4.9 keeps an ErrorResponse that arrived for a query on a connection that then
+      // died (e.g. 57P01 from pg_terminate_backend) and fails the first query on the next
+      // connection with it (porsager/postgres#1223). Let a throwaway query take it, so neither a
+      // call nor the SET below (which would leave the call without its limit) does.
+      client.fresh = false;
+      client.sql.unsafe('select 1').catch(noop);
+    }
+    if (ms !== client.sessionMs) {
+      // Queued right before the statement, in the same tick, so nothing slips between them; it is
+      // pipelined (no extra round trip). Measured: a SET (and a RESET) on every call cost about 3x
+      // the CPU of the bare call, so it is sent only when the limit changes.
+      client.sessionMs = ms;
+      client.sql.unsafe(`set statement_timeout = ${ms}`).catch(noop);
+    }
+  }
+
+  /**
+   * The least busy client, ties broken round-robin so idle connections share the load. A streaming
+   * client counts as busier than any other, so calls go to it only when every client streams.
+   */
   function pick(pool: Client[]): Client {
     const n = pool.length;
     const start = next;
     next = (next + 1) % n;
     let best = pool[start]!;
-    for (let i = 1; i < n && best.busy > 0; i++) {
+    let bestLoad = load(best);
+    for (let i = 1; i < n && bestLoad > 0; i++) {
       const c = pool[(start + i) % n]!;
-      if (c.busy < best.busy) best = c;
+      const l = load(c);
+      if (l < bestLoad) {
+        best = c;
+        bestLoad = l;
+      }
     }
     return best;
+  }
+
+  /** The least busy read client that is not streaming, or `unavailable` when streams are at their limit. */
+  function pickForStream(): Client {
+    let open = 0;
+    let best: Client | null = null;
+    for (const c of readPool) {
+      if (c.streaming) open++;
+      else if (!best || c.busy < best.busy) best = c;
+    }
+    if (!best || open >= maxStreams) {
+      throw new CallError('unavailable', 'Too many exports are running on this connection; try again later', {
+        detail: `at most ${maxStreams} streams at once`,
+      });
+    }
+    return best;
+  }
+
+  /**
+   * Takes a read client out of service: a fresh one takes its place in the pool, and it is ended
+   * (after `timeoutS`; 0 destroys the connection now, failing what still runs on it).
+   */
+  function retire(client: Client, timeoutS: number): void {
+    if (client.retired) {
+      if (timeoutS === 0) void client.sql.end({ timeout: 0 }).catch(noop);
+      return;
+    }
+    client.retired = true;
+    const at = readPool.indexOf(client);
+    if (at >= 0 && !closed) readPool[at] = makeClient(true);
+    const done: Promise<void> = client.sql
+      .end({ timeout: timeoutS })
+      .catch(noop)
+      .finally(() => ending.delete(done));
+    ending.add(done);
   }
 
   function makePool(readOnly: boolean): Client[] {
@@ -180,7 +345,14 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     // (SQLSTATE 25006); the write pool is a separate set of sessions, created on first use.
     if (!Number.isNaN(startupMs)) connection.statement_timeout = String(startupMs); // '0' must not be dropped
     if (readOnly) connection.default_transaction_read_only = 'on';
-    const client: Client = { sql: undefined as unknown as Sql, busy: 0, fresh: false, sessionMs: startupMs };
+    const client: Client = {
+      sql: undefined as unknown as Sql,
+      busy: 0,
+      fresh: false,
+      sessionMs: startupMs,
+      streaming: false,
+      retired: false,
+    };
     client.sql = postgres({
       host: conn.host || 'localhost',
       port: conn.port || 5432,
@@ -216,6 +388,23 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     }) as unknown as Sql;
     return client;
   }
+}
+
+type ColumnsLike = readonly { name: string }[] | null | undefined;
+
+interface StreamState {
+  columns: string[] | null;
+  /** Rows and batches handed to onBatch so far. */
+  handed: number;
+  batches: number;
+  /** onBatch's error, once it threw. */
+  failure: { error: unknown } | null;
+  /** Set when a wait for the database outlasted the limit and a cancel was sent. */
+  timedOut: boolean;
+}
+
+function load(c: Client): number {
+  return c.streaming ? c.busy + STREAM_LOAD : c.busy;
 }
 
 /** A limit in whole ms (0 = none); fractions round up so a tiny limit never becomes "none". */

@@ -5,7 +5,15 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { CallError } from '../call/errors.js';
-import type { ConnectionConfig, ResultSet, RunOptions, Source, SourceSettings } from './types.js';
+import type {
+  BatchHandler,
+  ConnectionConfig,
+  ResultSet,
+  RunOptions,
+  Source,
+  SourceSettings,
+  StreamOptions,
+} from './types.js';
 
 type Statement = Database.Statement<unknown[], unknown[]>;
 
@@ -22,8 +30,19 @@ type Statement = Database.Statement<unknown[], unknown[]>;
  *   the statement returns: past it, the rows are dropped and the call is `query_timeout`, so the
  *   contract's answer holds, but the thread was busy for the whole run. Waits on a writer's lock
  *   are bounded by the busy timeout (5 s), not by the call's limit.
+ * - Streams (`stream()`): `iterate()` on a raw statement, `batchRows` rows pulled per batch, and
+ *   nothing pulled while onBatch's promise is pending. An open iterator keeps its connection busy
+ *   (better-sqlite3 refuses any other statement on it: "This database connection is busy executing
+ *   a query"), so each stream opens its own read-only handle on the file, closed when it ends, and
+ *   run() keeps the source's handle. At most MAX_STREAMS at once per source; more is `unavailable`.
+ *   Pulling a batch blocks the thread; between batches the stream yields to the event loop
+ *   (setImmediate), even when onBatch returns at once, so other work is not starved. The time limit
+ *   is checked per batch, on the time spent pulling it (onBatch's time does not count): past it the
+ *   iterator is closed and the stream is `query_timeout`; one batch's pull cannot be cut short.
+ *   onBatch throwing closes the iterator (`return()`, which resets the statement) and the handle.
  */
 const BUSY_TIMEOUT_MS = 5000;
+const MAX_STREAMS = 4;
 const STATEMENT_CACHE_SIZE = 500;
 
 export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): Source {
@@ -38,10 +57,13 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
     throw new CallError('connection_failed', 'Could not connect to the database', { detail: messageOf(err) });
   }
   const statements = new LRUCache<string, Statement>({ max: STATEMENT_CACHE_SIZE });
+  let streams = 0;
+  let closed = false;
 
   return {
     dialect: 'sqlite',
     run,
+    stream,
     close,
   };
 
@@ -58,16 +80,77 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
       throw toCallError(err);
     }
     if (opts.timeoutMs > 0 && performance.now() - started > opts.timeoutMs) throw timeoutError(opts.timeoutMs);
-    for (const row of rows) {
-      for (let i = 0; i < row.length; i++) {
-        const v = row[i];
-        if (typeof v === 'bigint') row[i] = Number.isSafeInteger(Number(v)) ? Number(v) : v.toString();
-      }
-    }
+    fixIntegers(rows);
     return { columns, rows, rowCount: rows.length };
   }
 
+  async function stream(text: string, values: unknown[], opts: StreamOptions, onBatch: BatchHandler): Promise<number> {
+    if (closed) throw new CallError('connection_failed', 'Could not connect to the database', { detail: 'source closed' });
+    if (streams >= MAX_STREAMS) {
+      throw new CallError('unavailable', 'Too many exports are running on this connection; try again later', {
+        detail: `at most ${MAX_STREAMS} streams at once`,
+      });
+    }
+    const batchRows = Math.max(1, Math.floor(opts.batchRows) || 0);
+    streams++;
+    let handle: Database.Database | null = null;
+    let it: IterableIterator<unknown[]> | null = null;
+    let handed = 0;
+    try {
+      let columns: string[];
+      try {
+        handle = new Database(file, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
+        const stmt = handle.prepare<unknown[], unknown[]>(text);
+        if (!stmt.reader) {
+          throw new CallError('read_only', 'Only statements that read are allowed: SQLite connections are read-only');
+        }
+        stmt.raw(true).safeIntegers(true);
+        columns = stmt.columns().map((c) => c.name);
+        it = stmt.iterate(...bindable(values));
+      } catch (err) {
+        throw toCallError(err);
+      }
+      const iter = it;
+      for (let first = true; ; first = false) {
+        const started = opts.timeoutMs > 0 ? performance.now() : 0;
+        const rows: unknown[][] = [];
+        let done = false;
+        try {
+          while (rows.length < batchRows) {
+            const r = iter.next();
+            if (r.done) {
+              done = true;
+              it = null; // finished: the statement is reset already
+              break;
+            }
+            rows.push(r.value);
+          }
+        } catch (err) {
+          it = null; // a step that failed has reset the statement
+          throw toCallError(err);
+        }
+        if (opts.timeoutMs > 0 && performance.now() - started > opts.timeoutMs) throw timeoutError(opts.timeoutMs);
+        if (rows.length > 0 || first) {
+          fixIntegers(rows);
+          handed += rows.length;
+          await onBatch(columns, rows); // a throw ends the stream (finally closes the iterator)
+        }
+        if (done) return handed;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (closed) throw new CallError('connection_failed', 'Could not connect to the database', { detail: 'source closed' });
+      }
+    } finally {
+      streams--;
+      try {
+        it?.return?.();
+      } finally {
+        handle?.close();
+      }
+    }
+  }
+
   async function close(): Promise<void> {
+    closed = true;
     statements.clear();
     if (db.open) db.close();
   }
@@ -83,6 +166,16 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
       statements.set(text, stmt);
     }
     return stmt;
+  }
+}
+
+/** Integers come as BigInt (safeIntegers): a number while exact, else the decimal string. */
+function fixIntegers(rows: unknown[][]): void {
+  for (const row of rows) {
+    for (let i = 0; i < row.length; i++) {
+      const v = row[i];
+      if (typeof v === 'bigint') row[i] = Number.isSafeInteger(Number(v)) ? Number(v) : v.toString();
+    }
   }
 }
 

@@ -37,6 +37,17 @@ export interface RunOptions {
   readOnly: boolean;
 }
 
+export interface StreamOptions extends RunOptions {
+  /** Rows per batch handed to onBatch (the last batch may be shorter). Values below 1 count as 1. */
+  batchRows: number;
+}
+
+/**
+ * Receives one batch of a stream. The next batch is not fetched until the returned promise has
+ * resolved; throwing (or rejecting) ends the stream. `rows` belongs to the callee.
+ */
+export type BatchHandler = (columns: string[], rows: unknown[][]) => void | Promise<void>;
+
 export interface ResultSet {
   columns: string[];
   rows: unknown[][];
@@ -51,5 +62,23 @@ export interface ResultSet {
 export interface Source {
   readonly dialect: Dialect;
   run(text: string, values: unknown[], opts: RunOptions): Promise<ResultSet>;
+  /**
+   * Runs a read-only statement and hands its rows over in batches as they come from a server-side
+   * cursor (the database side of `?stream=true`). Values are of the same types as run()'s.
+   * - Always read-only, whatever `opts.readOnly` says: a write is refused (`read_only`).
+   * - onBatch is called at least once: a statement with no rows gets one call with its columns and
+   *   an empty `rows` (so an export can still write its header).
+   * - Backpressure: the next batch is not fetched until the promise onBatch returned has resolved.
+   * - If onBatch throws (e.g. the client went away), the statement is cancelled on the server, its
+   *   connection is freed at once, and stream() rejects with that very error (not a CallError).
+   * - `opts.timeoutMs` (0 = none) limits each wait for the database: until the first batch, and
+   *   from asking for the next batch until it is complete. Time spent in onBatch never counts, so a
+   *   slow reader does not time an export out. Past it: `query_timeout`, the statement cancelled.
+   * - A stream holds one connection to itself for its whole length; a source lets only a bounded
+   *   number run at once and refuses more with `unavailable` (503), so ordinary calls keep a
+   *   connection.
+   * Resolves with the number of rows handed over.
+   */
+  stream(text: string, values: unknown[], opts: StreamOptions, onBatch: BatchHandler): Promise<number>;
   close(): Promise<void>;
 }

@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
-import { CHANGES_CHANNEL, type ChangeMessage } from '../call/context.js';
+import type { ChangeMessage } from '../call/context.js';
+import { channel } from '../call/messages.js';
 
 export interface ChangeFeed {
   publish(m: ChangeMessage): void;
@@ -15,8 +16,8 @@ export interface ChangeFeed {
 const PG_CHANNEL = 'queryapigate_changes';
 const REDIS_CHANNEL = 'qag:changes';
 
-export async function startChangeFeed(opts: { databaseUrl: string | null; redisUrl: string | null }): Promise<ChangeFeed> {
-  const local = new BroadcastChannel(CHANGES_CHANNEL);
+export async function startChangeFeed(opts: { home: string; databaseUrl: string | null; redisUrl: string | null }): Promise<ChangeFeed> {
+  const local = channel('changes', opts.home);
   const instance = randomUUID();
   const fromRemote = (payload: string) => {
     try {

@@ -1,0 +1,115 @@
+// In charge of a ?stream=true export from the executor's side: rows flow from the source's cursor
+// in batches, masked, rendered and posted to the acceptor one chunk at a time; each chunk waits for
+// the acceptor's credit, so a slow client holds the cursor back. QUERYAPIGATE_STREAM_MAX_ROWS ends
+// the export early with a final truncation line. The run is recorded when the stream ends.
+import type { MessagePort } from 'node:worker_threads';
+import type { Source } from '../sources/types.js';
+import type { RunRecord } from '../store/types.js';
+import type { CallContext } from './context.js';
+import { CallError } from './errors.js';
+import { CONTENT_TYPES } from './formats.js';
+import type { Governed } from './govern.js';
+import type { CallAnswer, StreamCredit, StreamFrame } from './messages.js';
+import { writerFor, type CallPlan } from './plan.js';
+import { STREAM_FORMATS, type CallRequest } from './request.js';
+
+/** Chunks in flight between executor and acceptor before the cursor waits. */
+const WINDOW = 2;
+const BATCH_ROWS = 1000;
+
+class ClientGone extends Error {}
+class Truncated extends Error {}
+
+/** The request's stream options, checked before anything runs. */
+export function checkStream(req: CallRequest, plan: CallPlan, port: MessagePort | undefined): MessagePort {
+  if (!port) throw new CallError('invalid_stream', 'stream=true goes in the query string');
+  if (!STREAM_FORMATS.includes(req.format)) {
+    throw new CallError('invalid_stream', `stream=true only supports these formats: ${STREAM_FORMATS.join(', ')}`);
+  }
+  if (req.page !== null || req.pageSize !== null) {
+    throw new CallError('invalid_stream', 'stream=true exports the whole result and does not accept page/page_size');
+  }
+  if (plan.write) throw new CallError('read_only', 'A stream is always read-only');
+  return port;
+}
+
+export async function streamCall(ctx: CallContext, port: MessagePort, req: CallRequest, plan: CallPlan, source: Source,
+  values: unknown[], timeoutS: number, governed: Governed, run: RunRecord, caller: string): Promise<CallAnswer> {
+  const post = (f: StreamFrame) => port.postMessage(f);
+  let credits = WINDOW;
+  let gone = false;
+  let wake: (() => void) | null = null;
+  port.on('message', (m: StreamCredit) => {
+    if (m.t === 'more') credits++;
+    else gone = true;
+    wake?.();
+  });
+  const credit = async () => {
+    while (credits <= 0 && !gone) await new Promise<void>((r) => (wake = r));
+    wake = null;
+    if (gone) throw new ClientGone();
+    credits--;
+  };
+
+  const max = ctx.config.streamMaxRows;
+  const labels = { connection: run.connection_name ?? '', dialect: source.dialect };
+  const started = performance.now();
+  let headed = false;
+  let sent = 0;
+  let truncated = false;
+  const head = () => {
+    if (headed) return;
+    headed = true;
+    post({
+      t: 'head', status: 200, key: caller,
+      headers: ['Content-Type', CONTENT_TYPES[req.format], 'Content-Disposition', `attachment; filename="${run.query}.${req.format}"`],
+    });
+  };
+  try {
+    await source.stream(plan.text, values, { timeoutMs: timeoutS * 1000, readOnly: true, batchRows: BATCH_ROWS }, async (cols, batch) => {
+      if (gone) throw new ClientGone();
+      let rows = batch;
+      if (max > 0 && sent + rows.length >= max) {
+        truncated = sent + rows.length > max;
+        rows = rows.slice(0, max - sent);
+      }
+      let columns = cols;
+      if (governed.masker && rows.length) ({ columns, rows } = governed.masker(columns, rows)); // every row, before rendering
+      const writer = writerFor(plan, columns, req.format);
+      if (!headed) {
+        head();
+        if (writer.head) post({ t: 'data', chunk: writer.head });
+      }
+      if (rows.length) {
+        await credit();
+        post({ t: 'data', chunk: writer.chunk(rows) });
+        sent += rows.length;
+      }
+      if (truncated) throw new Truncated();
+    });
+  } catch (e) {
+    if (!(e instanceof Truncated)) {
+      if (!headed) throw e; // before the first byte: an ordinary JSON error
+      run.status = 'error';
+      run.code = e instanceof CallError ? e.code : 'internal_error';
+      run.error = e instanceof ClientGone ? 'The client closed the stream' : e instanceof CallError ? e.message : 'The stream failed';
+      if (!(e instanceof ClientGone) && !(e instanceof CallError)) console.error(`[${run.request_id}] stream failed:`, e);
+    }
+  } finally {
+    port.removeAllListeners('message');
+  }
+  head();
+  if (truncated) {
+    // The signal a client can see: one last line saying the export stopped at the row cap.
+    post({ t: 'data', chunk: req.format === 'ndjson' ? `{"truncated":true,"rows":${sent}}\n` : `# truncated after ${sent} rows\r\n` });
+  }
+  post({ t: run.status === 'error' ? 'fail' : 'end' });
+  port.close();
+  run.rows = sent;
+  run.duration_ms = Math.round(performance.now() - started);
+  if (governed.masked) run.masked = governed.masked;
+  ctx.runs.add(run);
+  ctx.metrics.streamExports.inc({ ...labels, status: run.status === 'error' ? 'error' : truncated ? 'truncated' : 'success', key: caller });
+  ctx.metrics.rows.inc({ ...labels, key: caller }, sent);
+  return { status: 200, headers: [], body: '', streamed: true };
+}

@@ -1,0 +1,355 @@
+// The event log (src/store/events.ts) on SQLite and PostgreSQL: unique increasing ids, resumable paged reads
+// across segment boundaries, filters, retention by whole segments, and concurrent appenders on one PostgreSQL store.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { EventLog, type EventReadOptions, type EventRow } from '../../src/store/events.js';
+import { migrate } from '../../src/store/migrations.js';
+import { openPostgres, openSqlite, type SqlDb } from '../../src/store/sql.js';
+import type { RunRecord } from '../../src/store/types.js';
+import { scratchDatabase } from '../helpers.js';
+
+/** A clock the test moves by hand (epoch ms). */
+class Clock {
+  constructor(public ms = Date.UTC(2026, 10, 30, 12, 0, 0)) {}
+  now = () => this.ms;
+  advance(s: number) {
+    this.ms += s * 1000;
+  }
+}
+
+let seq = 0;
+function run(over: Partial<RunRecord> = {}): RunRecord {
+  const n = ++seq;
+  const base: RunRecord = {
+    query: `q${n % 3}`, version: 1 + (n % 2), kind: 'saved', executed_at: `2026-11-30 12:${String(Math.floor(n / 60) % 60).padStart(2, '0')}:${String(n % 60).padStart(2, '0')}`,
+    status: n % 5 === 0 ? 'error' : 'success', connection_name: 'warehouse', key_name: `key-${n % 4}`, request_id: `req-${n}`,
+    rows: n % 7, duration_ms: n % 13, serialization_ms: 0.5, transport: 'rest',
+  };
+  if (base.status === 'error') Object.assign(base, { error: 'boom "quoted"\nline 2 \\ backslash', code: 'query_failed', rows: null });
+  return { ...base, ...over };
+}
+const runs = (n: number, over: Partial<RunRecord> = {}) => Array.from({ length: n }, () => run(over));
+
+/** Reads everything after `from` in pages of `page`, as the live feed would resume. */
+async function readAll(log: EventLog, from: number, page: number, filter: Omit<EventReadOptions, 'limit' | 'after'> = {}) {
+  const out: EventRow[] = [];
+  let afterId = from;
+  for (;;) {
+    const got = await log.read({ ...filter, after: afterId, limit: page });
+    assert.ok(got.length <= page);
+    if (!got.length) return out;
+    out.push(...got);
+    afterId = got[got.length - 1].id;
+  }
+}
+
+function assertIncreasing(ids: number[], what: string) {
+  for (let i = 1; i < ids.length; i++) assert.ok(ids[i] > ids[i - 1], `${what}: id ${ids[i]} after ${ids[i - 1]} at ${i}`);
+}
+
+interface Engine {
+  name: 'sqlite' | 'postgres';
+  /** A fresh, empty store; `migrated` applies the store's own schema first (execution_history and friends). */
+  fresh(migrated?: boolean): Promise<SqlDb>;
+  /** Another connection to the last store made by fresh(). */
+  another(): SqlDb;
+  tables(db: SqlDb): Promise<number>;
+  cleanup(): Promise<void>;
+}
+
+function sqliteEngine(): Engine {
+  const dirs: string[] = [];
+  const open: SqlDb[] = [];
+  let file = '';
+  return {
+    name: 'sqlite',
+    async fresh(migrated = false) {
+      const dir = mkdtempSync(join(tmpdir(), 'qag-events-'));
+      dirs.push(dir);
+      file = join(dir, 'store.db');
+      const db = openSqlite(file);
+      open.push(db);
+      if (migrated) await migrate(db);
+      return db;
+    },
+    another() {
+      const db = openSqlite(file);
+      open.push(db);
+      return db;
+    },
+    async tables(db) {
+      const [r] = await db.all<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name LIKE 'events\\_%' ESCAPE '\\'");
+      return Number(r.n);
+    },
+    async cleanup() {
+      for (const db of open) await db.close().catch(() => undefined);
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    },
+  };
+}
+
+function postgresEngine(): Engine {
+  const scratch: Array<Awaited<ReturnType<typeof scratchDatabase>>> = [];
+  const open: SqlDb[] = [];
+  return {
+    name: 'postgres',
+    async fresh(migrated = false) {
+      const s = await scratchDatabase('qag_events');
+      scratch.push(s);
+      const db = openPostgres(s.url, { max: 3 });
+      open.push(db);
+      if (migrated) await migrate(db);
+      return db;
+    },
+    another() {
+      const db = openPostgres(scratch[scratch.length - 1].url, { max: 3 });
+      open.push(db);
+      return db;
+    },
+    async tables(db) {
+      const [r] = await db.all<{ n: number }>("SELECT count(*) AS n FROM pg_tables WHERE schemaname = 'public' AND tablename LIKE 'events\\_%'");
+      return Number(r.n);
+    },
+    async cleanup() {
+      for (const db of open) await db.close().catch(() => undefined);
+      for (const s of scratch) await s.drop();
+    },
+  };
+}
+
+for (const make of [sqliteEngine, postgresEngine]) {
+  const engine = make();
+  describe(`event log on ${engine.name}`, () => {
+    after(() => engine.cleanup());
+
+    test('ids are unique and increasing across many batches, and continue above the history ids', async () => {
+      const db = await engine.fresh(true);
+      // Runs recorded before the event log existed: event ids must continue above them (contract §4.3, §7).
+      for (let i = 0; i < 3; i++) {
+        await db.run('INSERT INTO execution_history (query_name, version, executed_at, status, key_name, entry_json) VALUES (?, ?, ?, ?, ?, ?)',
+          [null, null, '2026-11-30 11:00:00', 'success', 'admin', '{}']);
+      }
+      const [{ n: historyMax }] = await db.all<{ n: number }>('SELECT max(id) AS n FROM execution_history');
+      const clock = new Clock();
+      const log = await EventLog.open(db, { retentionS: 3600, now: clock.now });
+      assert.equal(await log.lastId(), Number(historyMax));
+      const all: EventRow[] = [];
+      // Sizes that cover the SQLite chunking (150 rows, power-of-two rest) and the PostgreSQL chunking (10,000 rows).
+      for (const size of [1, 2, 149, 150, 151, 999, 1234, 5000, 10_001, 3]) {
+        const batch = runs(size);
+        const written = await log.append(batch);
+        assert.equal(written.length, size);
+        written.forEach((w, i) => assert.deepEqual(w, { ...batch[i], id: w.id }));
+        all.push(...written);
+        clock.advance(1);
+      }
+      const ids = all.map((r) => r.id);
+      assertIncreasing(ids, 'append order');
+      assert.ok(ids[0] > Number(historyMax), 'first event id above the history ids');
+      assert.equal(await log.lastId(), ids[ids.length - 1]);
+      // Opening again (as another process would) keeps counting from where it was.
+      const again = await EventLog.open(db, { retentionS: 3600, now: clock.now });
+      const [next] = await again.append(runs(1));
+      assert.ok(next.id > ids[ids.length - 1]);
+      // Everything reads back, in order, field for field.
+      const read = await readAll(again, 0, 4000);
+      assert.deepEqual(read.map((r) => r.id), [...ids, next.id]);
+      assert.deepEqual(read.slice(0, all.length), all);
+    });
+
+    test('reads after an id return exactly the later events once, across segment boundaries', async () => {
+      const db = await engine.fresh();
+      const clock = new Clock();
+      const log = await EventLog.open(db, { retentionS: 3600, segmentS: 10, now: clock.now });
+      const all: EventRow[] = [];
+      for (let i = 0; i < 40; i++) {
+        all.push(...await log.append(runs(1 + (i * 7) % 23)));
+        clock.advance(i % 3 === 0 ? 4 : 1.5); // lands on, before and after segment boundaries
+      }
+      assert.ok(await engine.tables(db) >= 8, 'several segments were made');
+      const ids = all.map((r) => r.id);
+      assertIncreasing(ids, 'append order');
+      for (const page of [1, 5, 17, 100, 10_000]) {
+        assert.deepEqual((await readAll(log, 0, page)).map((r) => r.id), ids, `page ${page}`);
+      }
+      // Resuming after any id, including one at each segment's edge, gives exactly the rest.
+      const segments = await db.all<{ first_id: number; last_id: number }>('SELECT first_id, last_id FROM event_segments ORDER BY segment');
+      const starts = [0, ...segments.flatMap((s) => [Number(s.first_id), Number(s.last_id), Number(s.first_id) - 1]), ids[ids.length - 1], ids[13], ids[200]];
+      for (const start of starts) {
+        const rest = await readAll(log, start, 11);
+        assert.deepEqual(rest.map((r) => r.id), ids.filter((id) => id > start), `after ${start}`);
+      }
+      assert.deepEqual(await log.read({ after: ids[ids.length - 1], limit: 10 }), []);
+    });
+
+    test('filters: query, key, status and time, with paging', async () => {
+      const db = await engine.fresh();
+      const clock = new Clock();
+      const log = await EventLog.open(db, { retentionS: 3600, segmentS: 5, now: clock.now });
+      const all: EventRow[] = [];
+      for (let i = 0; i < 12; i++) {
+        all.push(...await log.append(runs(25)));
+        all.push(...await log.append([run({ query: null, kind: 'adhoc', key_name: null })]));
+        clock.advance(2);
+      }
+      const check = async (filter: Omit<EventReadOptions, 'limit' | 'after'>, keep: (r: EventRow) => boolean) => {
+        const want = all.filter(keep);
+        assert.ok(want.length > 0 && want.length < all.length, `filter ${JSON.stringify(filter)} selects some`);
+        assert.deepEqual(await readAll(log, 0, 7, filter), want, JSON.stringify(filter));
+        const mid = all[Math.floor(all.length / 2)].id;
+        assert.deepEqual(await readAll(log, mid, 3, filter), want.filter((r) => r.id > mid), `${JSON.stringify(filter)} after ${mid}`);
+      };
+      await check({ query: 'q1' }, (r) => r.query === 'q1');
+      await check({ key: 'key-2' }, (r) => r.key_name === 'key-2');
+      await check({ status: 'error' }, (r) => r.status === 'error');
+      await check({ status: 'success', query: 'q0', key: 'key-3' }, (r) => r.status === 'success' && r.query === 'q0' && r.key_name === 'key-3');
+      const times = [...new Set(all.map((r) => r.executed_at))].sort();
+      const since = times[Math.floor(times.length / 3)];
+      const until = times[Math.floor((2 * times.length) / 3)];
+      await check({ since }, (r) => r.executed_at >= since);
+      await check({ until }, (r) => r.executed_at < until);
+      await check({ since, until, status: 'success' }, (r) => r.executed_at >= since && r.executed_at < until && r.status === 'success');
+      assert.deepEqual(await log.read({ limit: 10, key: 'nobody' }), []);
+      // Ad-hoc runs (no query, no key) keep their nulls.
+      const adhoc = all.filter((r) => r.query === null);
+      const got = (await readAll(log, 0, 50)).filter((r) => r.kind === 'adhoc');
+      assert.deepEqual(got, adhoc);
+    });
+
+    test('expire drops whole segments only once their newest event is older than the retention', async () => {
+      const db = await engine.fresh();
+      const clock = new Clock();
+      const retentionS = 30;
+      const log = await EventLog.open(db, { retentionS, segmentS: 10, now: clock.now });
+      const written: Array<{ at: number; rows: EventRow[] }> = [];
+      for (let i = 0; i < 12; i++) {
+        written.push({ at: clock.ms, rows: await log.append(runs(20)) });
+        clock.advance(5);
+      }
+      const tablesBefore = await engine.tables(db);
+      assert.ok(tablesBefore >= 6);
+      const segments = await db.all<{ segment: number; closed_ms: number; last_id: number }>(
+        'SELECT segment, closed_ms, last_id FROM event_segments ORDER BY segment');
+      const oldest = segments[0];
+      // At the boundary (the oldest segment's newest event exactly retentionS old) nothing goes.
+      clock.ms = Number(oldest.closed_ms) + retentionS * 1000;
+      assert.equal(await log.expire(), 0);
+      assert.equal(await engine.tables(db), tablesBefore);
+      // One millisecond later that segment goes, as a whole table, and nothing else.
+      clock.ms += 1;
+      assert.equal(await log.expire(), 1);
+      assert.equal(await engine.tables(db), tablesBefore - 1);
+      const kept = await readAll(log, 0, 1000);
+      assert.equal(kept[0].id, Number(oldest.last_id) + 1, 'the rest start right after the dropped segment');
+      // Every event written within the retention window is still there, whatever the clock does next.
+      for (const step of [7, 3, 11, 0.001, 9]) {
+        clock.advance(step);
+        await log.expire();
+        const ids = new Set((await readAll(log, 0, 1000)).map((r) => r.id));
+        for (const w of written) {
+          if (clock.ms - w.at <= retentionS * 1000) for (const r of w.rows) assert.ok(ids.has(r.id), `event ${r.id} written ${(clock.ms - w.at) / 1000}s ago is kept`);
+        }
+      }
+      // Long after: every segment gone, tables too, and ids keep counting up.
+      const last = await log.lastId();
+      clock.advance(retentionS + 100);
+      assert.ok(await log.expire() >= 1);
+      assert.equal(await engine.tables(db), 0);
+      assert.deepEqual(await log.read({ limit: 10 }), []);
+      assert.equal(await log.lastId(), last, 'the newest id survives its segment');
+      const [fresh] = await log.append(runs(1));
+      assert.ok(fresh.id > last);
+      assert.equal(await engine.tables(db), 1);
+    });
+
+    test('a second instance on the same store continues the ids and reads the same events', async () => {
+      const db = await engine.fresh();
+      const clock = new Clock();
+      const a = await EventLog.open(db, { retentionS: 3600, segmentS: 10, now: clock.now });
+      const b = await EventLog.open(engine.another(), { retentionS: 3600, segmentS: 10, now: clock.now });
+      const ids: number[] = [];
+      for (let i = 0; i < 10; i++) {
+        ids.push(...(await (i % 2 ? a : b).append(runs(13))).map((r) => r.id));
+        clock.advance(3);
+      }
+      assertIncreasing(ids, 'alternating instances, one after another');
+      assert.deepEqual((await readAll(a, 0, 9)).map((r) => r.id), ids);
+      assert.deepEqual((await readAll(b, 0, 9)).map((r) => r.id), ids);
+      assert.equal(await a.lastId(), ids[ids.length - 1]);
+    });
+
+    test('instances whose clocks disagree: reads still give every event once, in id order', async () => {
+      const db = await engine.fresh();
+      const behind = new Clock();
+      const ahead = new Clock(behind.ms + 25_000);
+      const a = await EventLog.open(db, { retentionS: 3600, segmentS: 10, now: behind.now });
+      const b = await EventLog.open(engine.another(), { retentionS: 3600, segmentS: 10, now: ahead.now });
+      const ids: number[] = [];
+      for (let i = 0; i < 12; i++) {
+        ids.push(...(await (i % 2 ? a : b).append(runs(5 + i))).map((r) => r.id));
+        behind.advance(1);
+        ahead.advance(1);
+      }
+      assertIncreasing(ids, 'one after another');
+      const segments = await db.all<{ first_id: number; last_id: number }>('SELECT first_id, last_id FROM event_segments ORDER BY first_id');
+      if (engine.name === 'sqlite') {
+        // Store-wide the segment never goes back: segments never overlap in ids.
+        for (let i = 1; i < segments.length; i++) assert.ok(Number(segments[i].first_id) > Number(segments[i - 1].last_id));
+      } else {
+        // Each instance writes its own clock's segment: their id ranges interleave.
+        assert.ok(segments.some((s, i) => i > 0 && Number(s.first_id) < Number(segments[i - 1].last_id)), 'segments overlap');
+      }
+      for (const page of [1, 4, 50, 1000]) assert.deepEqual((await readAll(a, 0, page)).map((r) => r.id), ids, `page ${page}`);
+      for (const start of [ids[3], ids[30], ids[60]]) {
+        assert.deepEqual((await readAll(b, start, 6)).map((r) => r.id), ids.filter((id) => id > start), `after ${start}`);
+      }
+    });
+  });
+}
+
+describe('event log on postgres: concurrent appenders', () => {
+  const engine = postgresEngine();
+  after(() => engine.cleanup());
+
+  test('two instances appending at once get unique ids, each increasing, and every event reads back once', async () => {
+    const db = await engine.fresh();
+    const clock = new Clock();
+    const logs = [
+      await EventLog.open(db, { retentionS: 3600, segmentS: 1, now: clock.now }),
+      await EventLog.open(engine.another(), { retentionS: 3600, segmentS: 1, now: clock.now }),
+    ];
+    const mine: number[][] = [[], []];
+    await Promise.all(logs.map(async (log, which) => {
+      for (let i = 0; i < 30; i++) {
+        // Not awaited one by one: each instance also has appends queued behind each other.
+        const batches = await Promise.all([log.append(runs(40 + i)), log.append(runs(7))]);
+        for (const b of batches) mine[which].push(...b.map((r) => r.id));
+        clock.advance(0.35); // both instances cross segment boundaries while the other writes
+      }
+    }));
+    for (const [which, ids] of mine.entries()) assertIncreasing(ids, `instance ${which}`);
+    const every = [...mine[0], ...mine[1]];
+    assert.equal(new Set(every).size, every.length, 'no id handed out twice');
+    const read = (await readAll(logs[0], 0, 97)).map((r) => r.id);
+    assert.deepEqual(read, [...every].sort((x, y) => x - y));
+    assert.equal(await logs[1].lastId(), Math.max(...every));
+  });
+
+  test('a segment whose table another instance dropped is made again', async () => {
+    const db = await engine.fresh();
+    const clock = new Clock();
+    const a = await EventLog.open(db, { retentionS: 30, segmentS: 10, now: clock.now });
+    const b = await EventLog.open(engine.another(), { retentionS: 30, segmentS: 10, now: clock.now });
+    const first = await a.append(runs(3));
+    // b's clock is far ahead: it expires the segment a still thinks it writes to.
+    clock.advance(31);
+    assert.equal(await b.expire(), 1);
+    clock.advance(-31);
+    const again = await a.append(runs(2));
+    assert.ok(again[0].id > first[2].id);
+    assert.deepEqual((await readAll(b, 0, 10)).map((r) => r.id), again.map((r) => r.id));
+  });
+});

@@ -1,0 +1,385 @@
+// Integration tests for Source.stream() (the database side of ?stream=true) against the real
+// PostgreSQL on 127.0.0.1:5432 and MariaDB on 127.0.0.1:3306 (scratch databases created and dropped
+// here) and a temporary SQLite file. One suite runs against every source.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import mysql from 'mysql2/promise';
+import type postgres from 'postgres';
+import { CallError } from '../../src/call/errors.js';
+import { openSource } from '../../src/sources/index.js';
+import type { ConnectionConfig, Source, SourceSettings } from '../../src/sources/index.js';
+import { eventually, PG_ADMIN_URL, scratchDatabase } from '../helpers.js';
+
+const ROWS = 50_000;
+const BATCH = 1000;
+const READ = { timeoutMs: 30_000, readOnly: true };
+const stream = (batchRows = BATCH, timeoutMs = 30_000) => ({ timeoutMs, readOnly: true, batchRows });
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const settings = (poolSize = 4): SourceSettings => ({ poolSize, home: os.tmpdir(), queryTimeoutMs: 30_000 });
+
+/** What a source's suite needs: how to open it, and its dialect's SQL for the shared cases. */
+interface Harness {
+  open(poolSize?: number): Source;
+  /** The generated table, in id order. */
+  all: string;
+  /** Many wide rows (about 50 MB), more than socket buffers hold; `marker` in its text. */
+  wide(marker: string): string;
+  /** Fast for the first rows, then one row takes 30 s. */
+  stall(marker: string): string;
+  /** The limit `stall` is run with. */
+  stallMs: number;
+  /** A statement that writes. */
+  write: string;
+  /** No rows. */
+  empty: string;
+  /** Statements containing `marker` the server is still executing (null: not observable). */
+  running: ((marker: string) => Promise<number>) | null;
+  /** Streams a source lets run at once (opened with poolSize 2 for PG and MySQL). */
+  maxStreams: number;
+}
+
+async function rejectsWith(p: Promise<unknown>, code: string): Promise<CallError> {
+  let caught: unknown;
+  await p.then(
+    () => assert.fail(`expected ${code}, but it succeeded`),
+    (err: unknown) => {
+      caught = err;
+    },
+  );
+  assert.ok(caught instanceof CallError, `expected a CallError, got ${String(caught)}`);
+  assert.equal(caught.code, code, caught.message + ' ' + (caught.extras?.detail ?? ''));
+  return caught;
+}
+
+/** The cases every source must pass. */
+function streamSuite(h: () => Harness): void {
+  test('streams the whole table in batches, equal to run()', async () => {
+    const src = h().open();
+    const whole = await src.run(h().all, [], READ);
+    assert.equal(whole.rowCount, ROWS);
+    const got: unknown[][] = [];
+    const sizes: number[] = [];
+    let columns: string[] = [];
+    const n = await src.stream(h().all, [], stream(), (cols, rows) => {
+      columns = cols;
+      sizes.push(rows.length);
+      for (const r of rows) got.push(r);
+    });
+    assert.equal(n, ROWS);
+    assert.deepEqual(columns, whole.columns);
+    assert.equal(sizes.length, ROWS / BATCH);
+    assert.ok(sizes.every((s) => s === BATCH), `batch sizes ${sizes.join(',')}`);
+    assert.deepStrictEqual(got, whole.rows); // same values, same types, same order
+    // A short last batch.
+    const sizes2: number[] = [];
+    assert.equal(await src.stream(h().all, [], stream(7000), (_c, rows) => void sizes2.push(rows.length)), ROWS);
+    assert.deepEqual(sizes2, [...Array(7).fill(7000), ROWS - 49_000]);
+  });
+
+  test('backpressure: one batch at a time, and the server is still producing while the reader waits', async () => {
+    const src = h().open();
+    const marker = `qag_bp_${Date.now()}`;
+    let inFlight = 0;
+    let maxInFlight = 0;
+    let batches = 0;
+    let runningWhilePaused = -1;
+    const n = await src.stream(h().wide(marker), [], stream(), async (_c, rows) => {
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      batches++;
+      assert.equal(rows.length, BATCH);
+      if (batches === 2 && h().running) runningWhilePaused = await h().running!(marker);
+      await sleep(batches <= 3 ? 20 : 0);
+      inFlight--;
+    });
+    assert.equal(n, ROWS);
+    assert.equal(batches, ROWS / BATCH);
+    assert.equal(maxInFlight, 1, 'a batch was handed over before the previous one was done');
+    if (h().running) assert.equal(runningWhilePaused, 1, 'the statement had finished: rows were fetched ahead');
+  });
+
+  test('onBatch throwing on the 3rd batch cancels the statement and frees the connection', async () => {
+    const src = h().open(1); // one connection: the next call needs the very one the stream had
+    const marker = `qag_cancel_${Date.now()}`;
+    const boom = new Error('client went away');
+    let batches = 0;
+    let caught: unknown;
+    await src
+      .stream(h().wide(marker), [], stream(), () => {
+        if (++batches === 3) throw boom;
+      })
+      .then(
+        () => assert.fail('the stream should have failed'),
+        (err: unknown) => (caught = err),
+      );
+    assert.equal(caught, boom); // that very error, not a wrapped one
+    assert.equal(batches, 3);
+    const again = await src.run('SELECT 1 AS one', [], READ); // at once, on the freed connection
+    assert.deepEqual(again.rows, [[1]]);
+    if (h().running) assert.equal(await eventually(() => h().running!(marker), (v) => v === 0), 0);
+    // An async throw too, and the source streams again afterwards.
+    const late = new Error('late');
+    caught = undefined;
+    await src.stream(h().all, [], stream(), async () => {
+      await sleep(1);
+      throw late;
+    }).catch((err: unknown) => (caught = err));
+    assert.equal(caught, late);
+    assert.equal(await src.stream(h().all, [], stream(25_000), () => {}), ROWS);
+  });
+
+  test('run() calls complete while a stream waits in onBatch', { timeout: 30_000 }, async () => {
+    const src = h().open();
+    let reached!: () => void;
+    const atFirst = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let batches = 0;
+    const streaming = src.stream(h().all, [], stream(), async () => {
+      if (++batches === 1) {
+        reached();
+        await gate;
+      }
+    });
+    await atFirst;
+    const runs = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => src.run(`SELECT ${i} AS i`, [], READ)),
+    );
+    assert.deepEqual(runs.map((r) => r.rows[0]![0]), Array.from({ length: 12 }, (_, i) => i));
+    assert.equal(batches, 1, 'the stream stayed paused meanwhile');
+    release();
+    assert.equal(await streaming, ROWS);
+  });
+
+  test('no rows: one call with the columns and no rows', async () => {
+    const src = h().open();
+    const calls: [string[], unknown[][]][] = [];
+    assert.equal(await src.stream(h().empty, [], stream(), (c, r) => void calls.push([c, r])), 0);
+    assert.equal(calls.length, 1);
+    assert.deepEqual(calls[0], [['id', 'label'], []]);
+  });
+
+  test('a write is refused: streams are read-only', async () => {
+    const src = h().open();
+    let called = false;
+    await rejectsWith(src.stream(h().write, [], { ...stream(), readOnly: false }, () => void (called = true)), 'read_only');
+    assert.equal(called, false);
+  });
+
+  test('a slow database is query_timeout and the statement is cancelled; a slow reader is not', { timeout: 30_000 }, async () => {
+    const src = h().open(1);
+    const marker = `qag_stall_${Date.now()}`;
+    let batches = 0;
+    await rejectsWith(src.stream(h().stall(marker), [], stream(BATCH, h().stallMs), () => void batches++), 'query_timeout');
+    assert.ok(batches <= 1);
+    if (h().running) assert.equal(await eventually(() => h().running!(marker), (v) => v === 0), 0);
+    assert.deepEqual((await src.run('SELECT 1 AS one', [], READ)).rows, [[1]]);
+    // The limit counts the database's time only: a reader slower than the limit in all is fine.
+    let slow = 0;
+    const n = await src.stream(h().all, [], stream(10_000, 400), async () => {
+      slow++;
+      await sleep(150);
+    });
+    assert.equal(n, ROWS);
+    assert.equal(slow, ROWS / 10_000);
+  });
+
+  test('streams beyond the limit are unavailable; ordinary calls still run', { timeout: 30_000 }, async () => {
+    const src = h().open(2);
+    const max = h().maxStreams;
+    const releases: (() => void)[] = [];
+    const started: Promise<void>[] = [];
+    const open: Promise<number>[] = [];
+    for (let i = 0; i < max; i++) {
+      let reached!: () => void;
+      started.push(new Promise<void>((r) => (reached = r)));
+      const gate = new Promise<void>((r) => releases.push(r));
+      let first = true;
+      open.push(
+        src.stream(h().all, [], stream(), async () => {
+          if (first) {
+            first = false;
+            reached();
+            await gate;
+          }
+        }),
+      );
+    }
+    await Promise.all(started);
+    const e = await rejectsWith(src.stream(h().all, [], stream(), () => {}), 'unavailable');
+    assert.equal(e.status, 503);
+    assert.deepEqual((await src.run('SELECT 2 AS two', [], READ)).rows, [[2]]);
+    for (const r of releases) r();
+    assert.deepEqual(await Promise.all(open), Array(max).fill(ROWS));
+    assert.equal(await src.stream(h().all, [], stream(), () => {}), ROWS); // room again
+  });
+}
+
+describe('stream: postgres', () => {
+  let db: Awaited<ReturnType<typeof scratchDatabase>>;
+  let admin: postgres.Sql;
+  const opened: Source[] = [];
+  const url = new URL(PG_ADMIN_URL);
+
+  before(async () => {
+    db = await scratchDatabase('qag_streams');
+    admin = db.sql;
+    await admin.unsafe(`
+      create table big (id int primary key, big int8, n numeric, ts timestamp, d date, j jsonb, b bytea, ok bool, label text);
+      insert into big select g,
+        case when g % 7 = 0 then 9007199254740993 + g else g * 1000 end, g / 8.0,
+        timestamp '2024-01-01' + g * interval '1 minute', date '2024-01-01' + (g % 365),
+        jsonb_build_object('g', g, 'a', jsonb_build_array(g, 'x')), decode(lpad(to_hex(g), 8, '0'), 'hex'),
+        g % 2 = 0, case when g % 11 = 0 then null else 'row ' || g end
+      from generate_series(1, ${ROWS}) g;
+    `);
+  });
+
+  after(async () => {
+    await Promise.all(opened.map((s) => s.close()));
+    await db.drop();
+  });
+
+  const conn = (): ConnectionConfig => ({
+    name: 'pg', db: 'postgres', host: url.hostname, port: Number(url.port || 5432),
+    user: decodeURIComponent(url.username) || 'postgres', password: decodeURIComponent(url.password) || null, database: db.name,
+  });
+
+  streamSuite(() => ({
+    open(poolSize = 4) {
+      const s = openSource(conn(), settings(poolSize));
+      opened.push(s);
+      return s;
+    },
+    all: 'select * from big order by id',
+    wide: (m) => `select g, repeat('x', 1000) as pad from generate_series(1, ${ROWS}) g /* ${m} */`,
+    stall: (m) => `select g, case when g = 1500 then pg_sleep(30) end as s from generate_series(1, 3000) g /* ${m} */`,
+    stallMs: 500,
+    write: 'insert into big (id) values (-1)',
+    empty: 'select id, label from big where id < 0',
+    async running(m) {
+      const rows = await admin.unsafe(
+        "select pid from pg_stat_activity where state = 'active' and query like $1 and pid <> pg_backend_pid()",
+        [`%${m}%`],
+      );
+      return rows.length;
+    },
+    maxStreams: 1,
+  }));
+
+  test('a cursor occupies its client: calls on a source of 2 go to the other one', { timeout: 30_000 }, async () => {
+    const src = openSource(conn(), settings(2));
+    opened.push(src);
+    let reached!: () => void;
+    const atFirst = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const streaming = src.stream('select * from big order by id', [], stream(), async () => {
+      reached();
+      await gate;
+    });
+    await atFirst;
+    // Enough calls that a round-robin pick would have put some on the stream's client.
+    const pids = await Promise.all(Array.from({ length: 20 }, () => src.run('select pg_backend_pid()', [], READ)));
+    assert.equal(new Set(pids.map((r) => r.rows[0]![0])).size, 1);
+    release();
+    assert.equal(await streaming, ROWS);
+  });
+});
+
+describe('stream: mysql (MariaDB)', () => {
+  const SCRATCH = `qag_streams_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  const host = process.env.QUERYAPIGATE_TEST_MYSQL_HOST ?? '127.0.0.1';
+  const port = Number(process.env.QUERYAPIGATE_TEST_MYSQL_PORT ?? 3306);
+  const user = process.env.QUERYAPIGATE_TEST_MYSQL_USER ?? 'root';
+  let admin: mysql.Connection;
+  const opened: Source[] = [];
+
+  before(async () => {
+    admin = await mysql.createConnection({ host, port, user, multipleStatements: true });
+    await admin.query(`CREATE DATABASE ${SCRATCH}`);
+    await admin.query(`
+      USE ${SCRATCH};
+      CREATE TABLE big (
+        id INT PRIMARY KEY, big BIGINT, n DECIMAL(12,3), f FLOAT, ts DATETIME(3), d DATE, t TIME(2), bits BIT(8),
+        j JSON, b VARBINARY(8), label VARCHAR(40)
+      );
+      INSERT INTO big SELECT seq,
+        IF(seq % 7 = 0, 9007199254740993 + seq, seq * 1000), seq / 8, seq / 10,
+        TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq % 1000) * 1000 MICROSECOND,
+        DATE('2024-01-01') + INTERVAL (seq % 365) DAY, SEC_TO_TIME(seq % 86400) + INTERVAL 250000 MICROSECOND,
+        seq % 256, JSON_OBJECT('g', seq, 'a', JSON_ARRAY(seq, 'x')), UNHEX(LPAD(HEX(seq), 8, '0')),
+        IF(seq % 11 = 0, NULL, CONCAT('row ', seq))
+      FROM seq_1_to_${ROWS};
+    `);
+  });
+
+  after(async () => {
+    await Promise.all(opened.map((s) => s.close()));
+    await admin.query(`DROP DATABASE IF EXISTS ${SCRATCH}`);
+    await admin.end();
+  });
+
+  streamSuite(() => ({
+    open(poolSize = 4) {
+      const s = openSource({ name: 'my', db: 'mysql', host, port, user, database: SCRATCH }, settings(poolSize));
+      opened.push(s);
+      return s;
+    },
+    all: 'SELECT * FROM big ORDER BY id',
+    wide: (m) => `SELECT seq, REPEAT('x', 1000) AS pad FROM seq_1_to_${ROWS} /* ${m} */`,
+    stall: (m) => `SELECT seq, IF(seq = 1500, SLEEP(30), 0) AS s FROM seq_1_to_3000 /* ${m} */`,
+    stallMs: 500,
+    write: 'INSERT INTO big (id) VALUES (-1)',
+    empty: 'SELECT id, label FROM big WHERE id < 0',
+    async running(m) {
+      const [rows] = await admin.query<mysql.RowDataPacket[]>('SHOW FULL PROCESSLIST');
+      return rows.filter((r) => typeof r.Info === 'string' && r.Info.includes(m) && !r.Info.includes('PROCESSLIST')).length;
+    },
+    maxStreams: 1,
+  }));
+});
+
+describe('stream: sqlite', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qag-streams-'));
+  const file = path.join(dir, 'big.db');
+  const opened: Source[] = [];
+
+  before(() => {
+    const setup = new Database(file);
+    setup.exec(`
+      create table big (id integer primary key, big integer, r real, label text, b blob);
+      with recursive g(x) as (select 1 union all select x + 1 from g where x < ${ROWS})
+      insert into big select x, case when x % 7 = 0 then 9007199254740993 + x else x * 1000 end, x / 8.0,
+        case when x % 11 = 0 then null else 'row ' || x end, randomblob(4) from g;
+    `);
+    setup.close();
+  });
+
+  after(async () => {
+    await Promise.all(opened.map((s) => s.close()));
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  streamSuite(() => ({
+    open() {
+      const s = openSource({ name: 'lite', db: 'sqlite', database: file }, settings());
+      opened.push(s);
+      return s;
+    },
+    all: 'select * from big order by id',
+    wide: () => "select id, printf('%.1000c', 'x') as pad from big order by id",
+    // SQLite cannot be interrupted; the limit is checked per batch, so a limit below any batch's pull time.
+    stall: () => 'select * from big order by id',
+    stallMs: 0.001,
+    write: 'insert into big (id) values (-1)',
+    empty: 'select id, label from big where id < 0',
+    running: null,
+    maxStreams: 4,
+  }));
+});
