@@ -80,6 +80,8 @@ test('a key limit is shared by two processes through Redis', async () => {
       ? request(bUrl, 'GET', '/q/example_film_lookup?film_id=3', { key })
       : a.call('GET', '/q/example_film_lookup?film_id=3', { key }));
     const statuses = (await Promise.all(calls)).map((r) => r.status);
+    const fallbacks = async (url: string) => (await request(url, 'GET', '/metrics', { key: null })).text.match(/queryapigate_rate_limit_fallbacks_total (\d+)/)?.[1];
+    assert.deepEqual([await fallbacks(a.url), await fallbacks(bUrl)], ['0', '0'], 'both processes counted in Redis');
     assert.equal(statuses.filter((x) => x === 200).length, N);
     assert.equal(statuses.filter((x) => x === 429).length, 2 * N);
   } finally {
