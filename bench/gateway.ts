@@ -16,8 +16,8 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
-export async function startGateway(env: Record<string, string>, adminKey = 'bench-admin'): Promise<Gateway> {
-  const child = spawn(process.execPath, [MAIN, 'serve'], {
+export async function startGateway(env: Record<string, string>, adminKey = 'bench-admin', nodeArgs: string[] = []): Promise<Gateway> {
+  const child = spawn(process.execPath, [...nodeArgs, MAIN, 'serve'], {
     env: { ...process.env, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: adminKey, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

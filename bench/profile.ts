@@ -1,0 +1,104 @@
+// Where a call's time goes: runs the gateway under `node --cpu-prof` (inline executors, so one
+// thread holds the whole call), puts load on a lookup, and sums the profile's self time by part of
+// the call path. Run: npm run build && node dist/bench/profile.js [--seconds 10] [--pg postgres://.../qag_oltp_bench]
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ensureWrk, runLoad } from './load.js';
+import { startGateway, today, writeResults } from './gateway.js';
+
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, pg: { type: 'string' } } });
+ensureWrk();
+
+/** Parts of a call, matched on the profiled function's script URL (first match wins). */
+const PARTS: Array<[string, RegExp]> = [
+  ['HTTP (uWebSockets.js, respond)', /uWebSockets|uws|src\/http\//],
+  ['data source: driver and the query itself', /node_modules\/(postgres|better-sqlite3|mysql2)\/|src\/sources\//],
+  ['store reads (key, query, connection)', /src\/store\/|src\/call\/metadata/],
+  ['parameters, plan, governance checks', /src\/call\/(params|plan|request|access|govern|sqlMarkers)|src\/governance\//],
+  ['serialization (formats)', /src\/call\/formats/],
+  ['call orchestration (runCall)', /src\/call\/runCall/],
+  ['run recording (batcher)', /src\/recorder\//],
+  ['metrics (prom-client)', /prom-client|src\/metrics\//],
+  ['rate limits / auth', /src\/auth\//],
+  ['other JavaScript', /./],
+];
+
+interface Node { id: number; callFrame: { functionName: string; url: string }; children?: number[] }
+interface Profile { nodes: Node[]; samples: number[]; timeDeltas: number[] }
+
+function summarize(file: string): { parts: Array<{ part: string; ms: number; share: number }>; top: Array<{ fn: string; ms: number }> } {
+  const p = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const self = new Map<string, number>();
+  const fns = new Map<string, number>();
+  let total = 0;
+  for (let i = 0; i < p.samples.length; i++) {
+    const n = byId.get(p.samples[i])!;
+    const dt = (p.timeDeltas[i] ?? 0) / 1000;
+    const name = n.callFrame.functionName;
+    if (name === '(idle)' || name === '(program)') continue; // waiting, not working
+    const part = name === '(garbage collector)' ? 'garbage collection'
+      : !n.callFrame.url ? 'native / runtime (syscalls, C++)'
+      : PARTS.find(([, re]) => re.test(n.callFrame.url))![0];
+    self.set(part, (self.get(part) ?? 0) + dt);
+    const fn = `${name || '(anonymous)'} ${n.callFrame.url.replace(/^.*?\/(node_modules\/[^/]+|src|dist)\//, '$1/')}:${(n.callFrame as { lineNumber?: number }).lineNumber ?? ''}`;
+    fns.set(fn, (fns.get(fn) ?? 0) + dt);
+    total += dt;
+  }
+  return {
+    parts: [...self.entries()].sort((a, b) => b[1] - a[1]).map(([part, ms]) => ({ part, ms: Math.round(ms), share: Math.round((ms / total) * 1000) / 10 })),
+    top: [...fns.entries()].sort((a, b) => b[1] - a[1]).slice(0, 15).map(([fn, ms]) => ({ fn, ms: Math.round(ms) })),
+  };
+}
+
+const rows: object[] = [];
+let md = `# Where a call's time goes (${today()})\n\nMade with \`node dist/bench/profile.js --seconds ${values.seconds}\`: the gateway under \`node --cpu-prof\`, executors inline (one thread does the whole call), 32 callers for ${values.seconds} s. The table sums the profile's self time (idle excluded) by the part of the path each function belongs to. Load average at start: ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')} on 2 cores.\n`;
+
+const targets: Array<{ name: string; env: Record<string, string>; setup: (g: Awaited<ReturnType<typeof startGateway>>) => Promise<{ url: string; key: string }> }> = [
+  {
+    name: 'example_film_lookup (SQLite, plain key)',
+    env: { QUERYAPIGATE_LOAD_EXAMPLES: '1' },
+    setup: async (g) => ({
+      url: g.url + '/q/example_film_lookup\\?film_id=[1-5][0-9]',
+      key: (await g.api('POST', '/api/v1/api-keys', { name: 'p', queries: ['example_film_lookup'], connections: [] })).secret,
+    }),
+  },
+];
+if (values.pg) {
+  targets.push({
+    name: 'account lookup (PostgreSQL, plain key, metadata cache on)',
+    env: { QUERYAPIGATE_METADATA_CACHE_TTL: '5' },
+    setup: async (g) => {
+      const u = new URL(values.pg!);
+      await g.api('POST', '/api/v1/connections', { name: 'oltp', db: 'postgres', host: u.hostname, port: Number(u.port || 5432), database: u.pathname.slice(1), user: u.username || 'postgres' });
+      await g.api('POST', '/api/v1/queries', { name: 'account', connection_name: 'oltp', description: 'a', publish: true,
+        sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid', parameters: { aid: { type: 'int', required: true } } });
+      return { url: g.url + '/q/account\\?aid=[1-9][0-9]{0,5}', key: (await g.api('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] })).secret };
+    },
+  });
+}
+
+for (const t of targets) {
+  const home = mkdtempSync(join(tmpdir(), 'qag-prof-'));
+  const profDir = join(home, 'prof');
+  const g = await startGateway({ ...t.env, QUERYAPIGATE_HOME: home, QUERYAPIGATE_WORKERS: '0' }, 'bench-admin', ['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
+  try {
+    const { url, key } = await t.setup(g);
+    const load = await runLoad({ randRegexUrl: url, duration: Number(values.seconds), connections: 32, warmup: 2, headers: { 'X-API-Key': key }, pid: g.pid });
+    await g.stop(); // the profile is written at exit
+    const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'))!;
+    const { parts, top } = summarize(join(profDir, file));
+    const perCallUs = load.cpu_s ? (load.cpu_s / load.requests) * 1e6 : null;
+    rows.push({ target: t.name, load, parts, top, cpu_us_per_call: perCallUs });
+    md += `\n## ${t.name}\n\n${load.requests} calls, ${Math.round(load.rps)} req/s, p50 ${load.p50_ms} ms, p99 ${load.p99_ms} ms, ` +
+      `${perCallUs ? Math.round(perCallUs) : '?'} µs of gateway CPU per call (all threads, profiler on).\n\n| Part of a call | Self time ms | Share | µs per call |\n|---|---|---|---|\n` +
+      parts.map((p) => `| ${p.part} | ${p.ms} | ${p.share}% | ${Math.round((p.ms * 1000) / load.requests)} |`).join('\n') +
+      '\n\nThe functions with the most self time:\n\n| Function | ms |\n|---|---|\n' + top.map((f) => `| \`${f.fn}\` | ${f.ms} |`).join('\n') + '\n';
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+console.log(md);
+console.log('written to', writeResults('profile', rows, md));
