@@ -14,6 +14,7 @@ import type {
   SourceSettings,
   StreamOptions,
 } from './types.js';
+import { connectionFailed, queryFailed, redact, timeoutError } from './errors.js';
 
 /**
  * Decisions:
@@ -626,23 +627,12 @@ function toCallError(err: unknown, ms: number, password: string): CallError {
     return new CallError('read_only', 'The database refused a write: the statement ran in a read-only session', { detail });
   }
   if (e.fatal === true || CONNECT_ERRNOS.has(errno) || typeof e.syscall === 'string') return connectionFailed(detail);
-  return new CallError('query_failed', 'An error occurred while executing the SQL query', { detail });
+  return queryFailed(detail);
 }
 
-function timeoutError(ms: number): CallError {
-  const seconds = ms / 1000;
-  return new CallError('query_timeout', `The query exceeded the time limit of ${seconds} seconds and was cancelled`, {
-    timeout: seconds,
-  });
-}
 
-function connectionFailed(detail: string): CallError {
-  return new CallError('connection_failed', 'Could not connect to the database', { detail });
-}
 
 function detailOf(err: unknown, password: string): string {
   const e = err as { message?: unknown; code?: unknown } | null;
-  let message = e && typeof e.message === 'string' && e.message ? e.message : String(e?.code ?? err);
-  if (password && message.includes(password)) message = message.split(password).join('***');
-  return message;
+  return redact(e && typeof e.message === 'string' && e.message ? e.message : String(e?.code ?? err), password);
 }

@@ -12,6 +12,7 @@ import type {
   SourceSettings,
   StreamOptions,
 } from './types.js';
+import { timeoutError, connectionFailed, queryFailed, redact } from './errors.js';
 
 type Sql = postgres.Sql<{}>;
 
@@ -555,20 +556,8 @@ function toCallError(err: unknown, ms: number, password: string): CallError {
   } else if (DRIVER_CONNECT_CODES.has(code) || typeof e.syscall === 'string' || /CERT|TLS|SSL/.test(code)) {
     return connectionFailed(detail);
   }
-  return new CallError('query_failed', 'An error occurred while executing the SQL query', { detail });
+  return queryFailed(detail);
 }
 
-function timeoutError(ms: number): CallError {
-  const seconds = ms / 1000;
-  return new CallError('query_timeout', `The query exceeded the time limit of ${seconds} seconds and was cancelled`, {
-    timeout: seconds,
-  });
-}
 
-function connectionFailed(detail: string): CallError {
-  return new CallError('connection_failed', 'Could not connect to the database', { detail });
-}
 
-function redact(message: string, password: string): string {
-  return password && message.includes(password) ? message.split(password).join('***') : message;
-}

@@ -14,6 +14,7 @@ import type {
   SourceSettings,
   StreamOptions,
 } from './types.js';
+import { timeoutError, connectionFailed, queryFailed } from './errors.js';
 
 type Statement = Database.Statement<unknown[], unknown[]>;
 
@@ -208,18 +209,12 @@ function toCallError(err: unknown): CallError {
       });
     }
     if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CANTOPEN')) {
-      return new CallError('connection_failed', 'Could not connect to the database', { detail });
+      return connectionFailed(detail);
     }
   }
-  return new CallError('query_failed', 'An error occurred while executing the SQL query', { detail });
+  return queryFailed(detail);
 }
 
-function timeoutError(ms: number): CallError {
-  const seconds = ms / 1000;
-  return new CallError('query_timeout', `The query exceeded the time limit of ${seconds} seconds and was cancelled`, {
-    timeout: seconds,
-  });
-}
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
