@@ -218,10 +218,14 @@ export class SharedRateLimiter {
     const n = Math.min(Math.max(1, Math.floor(limit)), MAX_LIMIT);
     const r = Math.ceil(Math.max(1, Math.round(periodMs * 1000)) / n);
     const tau = r * n;
+    // Fast path: the key's bucket exists.
+    return this.#existing(home, fp, nowUs, n, r, tau) ?? this.#claim(home, fp, nowUs, n, r, tau);
+  }
+
+  /** Takes from the key's bucket when one exists along its probe sequence; null when none does. */
+  #existing(home: number, fp: number, nowUs: number, n: number, r: number, tau: number): RateCheck | null {
     const i32 = this.#i32;
     const l = this.#l;
-
-    // Fast path: the key's bucket exists.
     for (let i = 0; i < PROBE; i++) {
       const s = (home + i) & this.#mask;
       const f = i32[l.fp + s];
@@ -233,10 +237,9 @@ export class SharedRateLimiter {
         this.#unlock(l.lock + s);
         return result;
       }
-      this.#unlock(l.lock + s); // reused by another key meanwhile (it was full): create anew
-      break;
+      this.#unlock(l.lock + s); // reused by another key meanwhile (it was full)
     }
-    return this.#claim(home, fp, nowUs, n, r, tau);
+    return null;
   }
 
   /** Checks done locally because Redis failed, process-wide (all threads add to one counter). */
@@ -257,19 +260,8 @@ export class SharedRateLimiter {
     try {
       // Only this lock's holders create buckets for this key, so a full rescan is exact: the
       // bucket can disappear meanwhile (reused once full, which loses nothing), never appear.
-      for (let i = 0; i < PROBE; i++) {
-        const s = (home + i) & this.#mask;
-        const f = i32[l.fp + s];
-        if (f === 0) break;
-        if (f !== fp) continue;
-        this.#lock(l.lock + s);
-        if (i32[l.fp + s] === fp) {
-          const result = this.#apply(l.tat + s, nowUs, n, r, tau);
-          this.#unlock(l.lock + s);
-          return result;
-        }
-        this.#unlock(l.lock + s);
-      }
+      const found = this.#existing(home, fp, nowUs, n, r, tau);
+      if (found) return found;
       const cell = (fp >>> 0) % l.cells;
       for (let i = 0; i < PROBE; i++) {
         const s = (home + i) & this.#mask;

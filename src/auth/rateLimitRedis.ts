@@ -51,7 +51,7 @@ export function openRedis(url: string, opts: { commandTimeoutMs?: number } = {})
   const options = {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    commandTimeout: opts.commandTimeoutMs ?? 200,
+    commandTimeout: opts.commandTimeoutMs ?? 500,
     connectTimeout: 500,
     retryStrategy: (times: number) => Math.min(times * 100, 1000),
   };
