@@ -51,7 +51,11 @@ export class Recorder {
     this.#store = attachStore(settings, { readonly: false, max: 2 });
     this.#channel.onmessage = (e: MessageEvent) => this.take(e.data as RunBatchMessage);
     this.#timer = setInterval(() => void this.flush(), settings.historyFlushInterval * 1000);
-    this.#events = EventLog.open(this.#store.db, { retentionS: settings.eventRetention });
+    // Short segments on SQLite: dropping one holds the write lock, so each drop stays small.
+    this.#events = EventLog.open(this.#store.db, {
+      retentionS: settings.eventRetention,
+      segmentS: this.#store.db.dialect === 'sqlite' ? 60 : undefined,
+    });
     this.#events.catch((e: Error) => console.error(`recorder: the event log could not be opened: ${e.message}`));
     // Whole segments older than the retention are dropped; never row by row.
     this.#expiry = setInterval(() => void this.#events.then((log) => log.expire()).catch((e: Error) => console.error(`recorder: expiry failed: ${e.message}`)), 60_000);

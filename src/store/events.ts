@@ -142,7 +142,7 @@ export class EventLog {
   // ── append ────────────────────────────────────────────────────────────────────────────────
   /**
    * Assigns ids (unique, strictly increasing, also across several instances sharing one PostgreSQL store) and writes the batch in one transaction; returns the rows with their ids.
-   * The returned rows are the given run objects with `id` set on them (not copies).
+   * The returned rows are copies; the runs given are not changed.
    */
   append(runs: RunRecord[]): Promise<EventRow[]> {
     if (!runs.length) return Promise.resolve([]);
@@ -396,18 +396,19 @@ function split(runs: RunRecord[]): Columns {
 }
 
 /**
- * The runs themselves become the rows: each gets its id (no copy; at 20,000+ runs a second the copies cost more
- * than the SQL). In id order: a batch's ids follow its input order, sorted anyway should the database not keep it.
+ * The rows: copies of the runs with their ids (the runs themselves are left alone: the recorder also writes them
+ * to history). `Object.assign({ id }, run)` costs a fraction of `{ ...run, id }` on V8. In id order: a batch's ids
+ * follow its input order, sorted anyway should the database not keep it.
  */
 function rowsOf(runs: RunRecord[], ids: number[]): EventRow[] {
   if (ids.length !== runs.length) throw new Error(`EventLog: ${runs.length} runs written but ${ids.length} ids returned`);
-  const out = runs as EventRow[];
+  const out = new Array<EventRow>(runs.length);
   let sorted = true;
-  for (let i = 0; i < out.length; i++) {
-    out[i].id = ids[i];
+  for (let i = 0; i < runs.length; i++) {
+    out[i] = Object.assign({ id: ids[i] }, runs[i]);
     if (i && ids[i] <= ids[i - 1]) sorted = false;
   }
-  return sorted ? out.slice() : out.slice().sort((a, b) => a.id - b.id);
+  return sorted ? out : out.sort((a, b) => a.id - b.id);
 }
 
 function toEvent(r: RawEvent): EventRow {

@@ -1,6 +1,7 @@
 // In charge of one tiny SQL interface over the two store engines (better-sqlite3 and postgres.js),
 // so the store's queries are written once with `?` markers. Knows nothing of the store's tables.
 import Database from 'better-sqlite3';
+import { LRUCache } from 'lru-cache';
 import postgres from 'postgres';
 
 export interface SqlDb {
@@ -19,7 +20,8 @@ export function openSqlite(file: string, opts: { readonly?: boolean } = {}): Sql
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
   }
-  const statements = new Map<string, Database.Statement>(); // the store's SQL is a fixed, small set
+  // Bounded: the event log's segment tables keep adding statement texts.
+  const statements = new LRUCache<string, Database.Statement>({ max: 500 });
   const prepare = (text: string) => {
     let s = statements.get(text);
     if (!s) statements.set(text, (s = db.prepare(text)));
