@@ -213,6 +213,8 @@ function walk(node: unknown, ex: Ex): void {
         return;
       }
       ex.refs.push({ q: lcIdent(n.table), name: column === '*' ? '*' : column.toLowerCase() });
+      // An UPDATE's SET item is a column_ref carrying its new value: the value may read tables too.
+      walk(n.value, ex);
       return;
     }
     case 'select':

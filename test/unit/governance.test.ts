@@ -304,6 +304,11 @@ test('allowed_tables decisions', () => {
   assert.equal(decide('SELECT 1 /*! , (SELECT pw FROM secret) */ FROM film', ['film'], 'mysql'), 'table_check_failed');
   assert.equal(decide('SELECT 1 --x\n FROM film', ['film'], 'mysql'), 'table_check_failed');
   assert.equal(decide('SELECT `f`.`title` FROM `film` f LIMIT 0, 10', ['film'], 'mysql'), 'ok');
+  // an UPDATE's SET value reads tables too, whichever parser reads the statement
+  for (const dialect of ['postgres', 'mysql', 'sqlite'] as const) {
+    assert.equal(decide('UPDATE film SET title = (SELECT pw FROM secret LIMIT 1)', ['film'], dialect), 'table_not_allowed', dialect);
+  }
+  assert.equal(decide('UPDATE film SET title = (SELECT pw FROM secret LIMIT 1) WHERE film_id IN (SELECT film_id FROM film INTERSECT SELECT 1)', ['film']), 'table_not_allowed');
   // the message names the allowed and the forbidden tables
   const r = inspectStatement('SELECT * FROM film JOIN rental USING (film_id) JOIN customers USING (customer_id)', 'postgres');
   assert.throws(() => checkTables(r.analysis, ['film']), (e: any) => e.code === 'table_not_allowed' &&
