@@ -60,13 +60,17 @@ export function openSqlite(file: string, opts: { readonly?: boolean } = {}): Sql
 }
 
 export function openPostgres(url: string, opts: { max?: number } = {}): SqlDb {
-  const sql = postgres(url, {
-    max: opts.max ?? 4,
-    idle_timeout: 60,
-    connect_timeout: 10,
-    onnotice: () => undefined,
-    types: { bigint: postgres.BigInt },
-  });
+  // Several one-connection clients, each call on the least busy one: a single postgres.js client
+  // with more queries in flight than connections slows down the longer it runs (DESIGN, measured traps).
+  const clients = Array.from({ length: Math.max(1, opts.max ?? 4) }, () => ({
+    sql: postgres(url, { max: 1, idle_timeout: 60, connect_timeout: 10, onnotice: () => undefined, types: { bigint: postgres.BigInt } }),
+    busy: 0,
+  }));
+  const pick = () => {
+    let best = clients[0];
+    for (const c of clients) if (c.busy < best.busy) best = c;
+    return best;
+  };
   const positional = new Map<string, string>();
   const toPg = (text: string) => {
     let out = positional.get(text);
@@ -77,24 +81,34 @@ export function openPostgres(url: string, opts: { max?: number } = {}): SqlDb {
     }
     return out;
   };
-  const wrap = (q: postgres.Sql | postgres.TransactionSql): SqlDb => ({
+  const on = async <T>(run: (q: postgres.Sql) => Promise<T>): Promise<T> => {
+    const c = pick();
+    c.busy++;
+    try {
+      return await run(c.sql);
+    } finally {
+      c.busy--;
+    }
+  };
+  const wrap = (q: postgres.Sql | postgres.TransactionSql | null): SqlDb => ({
     dialect: 'postgres',
     async all<T>(text: string, params: unknown[] = []) {
-      const rows = await q.unsafe(toPg(text), params as postgres.ParameterOrJSON<never>[], { prepare: true });
+      const exec = (s: postgres.Sql | postgres.TransactionSql) => s.unsafe(toPg(text), params as postgres.ParameterOrJSON<never>[], { prepare: true });
+      const rows = q ? await exec(q) : await on(exec);
       return rows.map(fromPg) as T[];
     },
     async run(text, params = []) {
-      const res = await q.unsafe(toPg(text), params as postgres.ParameterOrJSON<never>[], { prepare: true });
-      return res.count;
+      const exec = (s: postgres.Sql | postgres.TransactionSql) => s.unsafe(toPg(text), params as postgres.ParameterOrJSON<never>[], { prepare: true });
+      return (q ? await exec(q) : await on(exec)).count;
     },
     tx<T>(fn: (db: SqlDb) => Promise<T>) {
-      return sql.begin((t) => fn(wrap(t))) as Promise<T>;
+      return on((s) => s.begin((t) => fn(wrap(t))) as Promise<T>);
     },
     async close() {
-      await sql.end({ timeout: 5 });
+      await Promise.all(clients.map((c) => c.sql.end({ timeout: 5 })));
     },
   });
-  return wrap(sql);
+  return wrap(null);
 }
 
 /** Store ids are BIGSERIAL on PostgreSQL; they stay far below 2^53, so plain numbers. */
