@@ -17,7 +17,7 @@
 // Four processes at once would hold up to ~31 PostgreSQL connections each (store reader 8, data read
 // pool 8, write pool 8, control store 4, recorder 2, LISTEN 1) against max_connections = 100.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -468,11 +468,15 @@ async function pgbenchUnit(round: number): Promise<void> {
       round, kind: 'pgbench', clients, threads, seconds, tps: Number(tps[1]), latency_avg_ms: Number(lat[1]), machine_busy_cores: busy,
     };
     pgRows.push(row);
+    appendFileSync(PARTIAL, JSON.stringify(row) + '\n');
     console.log(JSON.stringify(row));
   }
 }
 
+/** Every row also goes to a file as it is measured, so a late failure loses nothing. */
+const PARTIAL = join(tmpdir(), `qag-${runName}-${process.pid}.partial.jsonl`);
 function log(r: Row): void {
+  appendFileSync(PARTIAL, JSON.stringify(r) + '\n');
   const extra = r.runs_kept_pct === null ? '' : ` runs kept ${r.runs_kept_pct}% store tx/call ${r.store_xacts_per_call} data tx/call ${r.data_xacts_per_call}`;
   const w = r.balance_delta === undefined ? '' : ` balance +${r.balance_delta} vs 2xx ${r.ok_2xx} landed ${r.writes_landed}`;
   console.log(`r${r.round} ${r.config.padEnd(14)} ${r.call_id.padEnd(8)} c=${String(r.callers).padEnd(2)} ${fmt(r.rps).padStart(6)} req/s ` +
@@ -539,6 +543,7 @@ for (const r of rows) {
   if (r.calls_per_cpu_s && f.calls_per_cpu_s) r.per_cpu_vs_floor = round2(r.calls_per_cpu_s / f.calls_per_cpu_s);
 }
 const finishedAt = new Date();
+console.log(`rows so far in ${PARTIAL}`);
 const loadAfter = readFileSync('/proc/loadavg', 'utf8').trim();
 
 // ---------------------------------------------------------------- the tables
@@ -613,7 +618,7 @@ for (const clients of CALLERS) {
 
 const writes = rows.filter((r) => r.call_id === 'write');
 let writeTable = '| Round | Configuration | Callers | 2xx deposits (wrk) | runs recorded, success | sum(abalance) change | landed |\n|---|---|---|---|---|---|---|\n';
-for (const r of writes) writeTable += `| ${r.round} | ${r.config} | ${r.callers} | ${fmt(r.ok_2xx!)} | ${fmt(r.runs_success!)} | ${fmt(r.balance_delta!)} | ${r.writes_landed ? 'yes' : 'NO'} |\n`;
+for (const r of writes) writeTable += `| ${r.round} | ${r.config} | ${r.callers} | ${fmt(r.ok_2xx!)} | ${r.runs_success === null ? '-' : fmt(r.runs_success)} | ${fmt(r.balance_delta!)} | ${r.writes_landed ? 'yes' : 'NO'} |\n`;
 const allLanded = writes.every((r) => r.writes_landed);
 
 const cmd = `npm run build && node dist/bench/oltp.js${quick ? ' --quick' : ` --scale ${scale} --seconds ${seconds} --rounds ${rounds}`}` +
@@ -693,4 +698,5 @@ ${allLanded ? 'Every write cell landed.' : '**Not every write cell landed: see t
 
 ${writeTable}${failures.length ? `\n## The gateway process exited during a cell\n\nThe cell was run again on a new process${failures.some((f) => !f.retried) ? ' (twice at most: rows marked "not retried" are missing)' : ''}.\n\n${failures.map((f) =>
   `- ${f.at}: round ${f.round}, ${f.config}, ${f.call} at ${f.callers} caller(s)${f.retried ? '' : ', not retried'}: ${f.error}. The end of its output:\n\n\`\`\`\n${f.output_tail}\n\`\`\`\n`).join('\n')}` : ''}${notes.length ? `\n## Notes from the run\n\n${notes.map((n) => `- ${n}`).join('\n')}\n` : ''}`;
+rmSync(PARTIAL, { force: true });
 console.log(`\n${md}\nwritten to ${writeResults(runName, [...rows, ...pgRows, ...failures.map((f) => ({ kind: 'failure', ...f }))], md)}`);
