@@ -284,7 +284,7 @@ async function settledRuns(g: Gateway): Promise<{ all: number; success: number }
   let last = -1;
   for (let i = 0; i < 20; i++) {
     await g.api('GET', '/api/v1/history?limit=1'); // the history API flushes the recorder first
-    const [r] = await store`SELECT count(*)::int AS all, count(*) FILTER (WHERE status = 'success')::int AS success FROM execution_history`;
+    const [r] = await store`SELECT count(*)::int AS all, count(*) FILTER (WHERE status = 'success')::int AS success FROM run_history`;
     if (r.all === last) return { all: r.all, success: r.success };
     last = r.all;
     await sleep(300);
@@ -301,7 +301,7 @@ async function gatewayCell(round: number, cfg: Config, g: Gateway, c: Call, call
     await sleep(STATS_SETTLE_MS);
     if (cfg.countRuns) {
       await settledRuns(g);
-      await store`TRUNCATE execution_history`;
+      await store`TRUNCATE run_history`;
     }
     if (c.write) sum0 = await balanceSum();
   }
@@ -661,9 +661,9 @@ Made with \`${cmd}\` on commit ${code}, ${startedAt.toISOString()} to ${finished
   \`QUERYAPIGATE_HISTORY_LIMIT\` accepts) so nothing is trimmed: the default 50 would trim almost
   everything, and the recorder's own counters (recorded, dropped, failed) are not exposed over HTTP.
   wrk does not count the calls still in flight when it stops, so a value a little over 100% means
-  every run was kept. Note that with a high limit the recorder inserts every run (one INSERT each);
-  at the default it inserts at most 50 per version per flush, so these cells pay more for recording
-  than a default server does.
+  every run was kept. Note that with a high limit the recorder writes every run into history (multi-row
+  upserts); at the default it writes at most 50 per version per flush, so these cells pay more for
+  recording than a default server does.
 - **Store tx/call**: transactions committed in the store database (pg_stat_database) per call over the
   window, as the seed counted them; includes the recorder's batches and this bench's own few queries.
   Approximate: backends report their counts at most once a second (the bench waits 2 s either side).

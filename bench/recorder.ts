@@ -1,5 +1,6 @@
-// Measures the event log (src/store/events.ts) as the recorder would drive it: runs kept per second on SQLite and
-// PostgreSQL for batches of 500 and 5,000, the CPU each run costs (this process, and on PostgreSQL the server's
+// Measures the recorder's writes as it drives them: runs kept per second on SQLite and PostgreSQL for batches of
+// 500 and 5,000, for the event log alone (src/store/events.ts) and with the per-version history rings written after
+// each append (Store.writeRuns, as src/recorder/recorder.ts does), the CPU each run costs (this process, and on PostgreSQL the server's
 // backends when the server is local), and the store's size for an hour of events at 20,000 runs/s, written at a
 // reduced scale with a simulated clock and extrapolated.
 //
@@ -13,6 +14,8 @@ import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { EventLog } from '../src/store/events.js';
 import { openPostgres, openSqlite, type SqlDb } from '../src/store/sql.js';
+import { migrate } from '../src/store/migrations.js';
+import { Store as GatewayStore } from '../src/store/store.js';
 import type { RunRecord } from '../src/store/types.js';
 import { fmt, median, writeResults } from './gateway.js';
 
@@ -157,6 +160,11 @@ interface ThroughputRow {
   engine: string;
   batch: number;
   writers: number;
+  /** QUERYAPIGATE_HISTORY_LIMIT when the history rings were written too; null for the event log alone. */
+  history_limit: number | null;
+  /** History rows and bytes (table + index) at the end: bounded by versions × limit, whatever the run count. */
+  history_rows: number | null;
+  history_bytes: number | null;
   seconds: number;
   runs: number;
   runs_per_s: number;
@@ -169,11 +177,41 @@ interface ThroughputRow {
   load_after: number;
 }
 
-async function throughput(store: Store, batch: number, writers: number, roundNo: number): Promise<ThroughputRow> {
+/** The synthetic runs' 200 versions (50 queries × 4), so every run has a ring to go to. */
+async function withVersions(store: Store, keep: number): Promise<GatewayStore> {
+  await migrate(store.db);
+  const gateway = new GatewayStore(store.db);
+  const now = '2026-11-30 12:00:00';
+  const fields = (uuid: string) => ({ sql: 'SELECT 1', connection_name: 'warehouse', parameters: {}, description: '', author: null,
+    tags: [], cache_ttl: null, uuid });
+  for (let q = 0; q < 50; q++) {
+    const name = `monthly_revenue_${q}`;
+    await gateway.createQuery({ name, collection: null, example: false }, fields(`${name}-1`), true, now);
+    for (let v = 2; v <= 4; v++) await gateway.addVersion(name, fields(`${name}-${v}`), true, now);
+  }
+  await gateway.resizeRings(keep);
+  return gateway;
+}
+
+async function historySize(store: Store): Promise<{ rows: number; bytes: number }> {
+  const [r] = await store.db.all<{ n: number }>('SELECT count(*) AS n FROM run_history');
+  const [b] = await store.db.all<{ n: number }>(store.engine === 'postgres'
+    ? "SELECT pg_total_relation_size('run_history') AS n"
+    : "SELECT sum(pgsize) AS n FROM dbstat WHERE name IN ('run_history', 'sqlite_autoindex_run_history_1')");
+  return { rows: Number(r.n), bytes: Number(b.n) };
+}
+
+async function throughput(store: Store, batch: number, writers: number, keep: number | null, roundNo: number): Promise<ThroughputRow> {
   const logs = [await EventLog.open(store.db, { retentionS: RETENTION_S })];
   for (let i = 1; i < writers; i++) logs.push(await EventLog.open(store.another(), { retentionS: RETENTION_S }));
+  const history = keep === null ? null : await withVersions(store, keep);
+  // What the recorder does with a batch: append to the event log, then write the kept runs into their rings.
+  const record = async (log: EventLog, runs: RunRecord[]) => {
+    const events = await log.append(runs);
+    if (history) await history.writeRuns(events, keep!);
+  };
   // Warm-up: connections open, statements prepared, the segment table made.
-  for (const log of logs) for (let i = 0; i < 3; i++) await log.append(batchOf(batch));
+  for (const log of logs) for (let i = 0; i < 3; i++) await record(log, batchOf(batch));
   await store.refreshPids();
   const s0 = store.serverCpu();
   const load = loadavg()[0];
@@ -185,7 +223,7 @@ async function throughput(store: Store, batch: number, writers: number, roundNo:
   await Promise.all(logs.map(async (log) => {
     while (performance.now() - start < SECONDS * 1000) {
       const t = performance.now();
-      await log.append(batchOf(batch));
+      await record(log, batchOf(batch));
       maxMs = Math.max(maxMs, performance.now() - t);
       runs += batch;
       appends++;
@@ -194,8 +232,10 @@ async function throughput(store: Store, batch: number, writers: number, roundNo:
   const seconds = (performance.now() - start) / 1000;
   const c = process.cpuUsage(c0);
   const s1 = store.serverCpu();
+  const size = history ? await historySize(store) : null;
   return {
-    bench: 'throughput', round: roundNo, engine: store.engine, batch, writers, seconds: round(seconds, 2), runs,
+    bench: 'throughput', round: roundNo, engine: store.engine, batch, writers, history_limit: keep,
+    history_rows: size?.rows ?? null, history_bytes: size?.bytes ?? null, seconds: round(seconds, 2), runs,
     runs_per_s: Math.round(runs / seconds),
     client_cpu_us_per_run: round((c.user + c.system) / runs, 2),
     server_cpu_us_per_run: s0 === null || s1 === null ? null : round(((s1 - s0) * 1e6) / runs, 2),
@@ -303,12 +343,15 @@ async function hour(store: Store): Promise<SizeRow> {
 function groups(rows: ThroughputRow[]): ThroughputRow[][] {
   const by = new Map<string, ThroughputRow[]>();
   for (const r of rows) {
-    const k = `${r.engine}/${r.batch}/${r.writers}`;
+    const k = `${r.engine}/${r.batch}/${r.writers}/${r.history_limit}`;
     if (!by.has(k)) by.set(k, []);
     by.get(k)!.push(r);
   }
   return [...by.values()];
 }
+
+/** [batch, writers, history limit]: the event log alone, then with history at the default limit of 50 and at 1,000. */
+const SETTINGS = [[500, 1, null], [5000, 1, null], [5000, 2, null], [500, 1, 50], [5000, 1, 50], [5000, 1, 1000]] as const;
 
 const round = (n: number, d: number) => Math.round(n * 10 ** d) / 10 ** d;
 const gb = (b: number) => `${fmt(b / 1e9, 1)} GB`;
@@ -321,11 +364,11 @@ async function main() {
   for (const make of engines) {
     // Rounds interleaved (each on a fresh store), so a busy spell on the machine does not land on one setting only.
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const [batch, writers] of [[500, 1], [5000, 1], [5000, 2]] as const) {
+      for (const [batch, writers, keep] of SETTINGS) {
         const store = await make();
         try {
           if (writers > 1 && store.engine === 'sqlite') continue; // one writer on SQLite: the recorder thread
-          const r = await throughput(store, batch, writers, round);
+          const r = await throughput(store, batch, writers, keep, round);
           console.log(JSON.stringify(r));
           rows.push(r);
         } finally {
@@ -350,28 +393,32 @@ function report(rows: Array<ThroughputRow | SizeRow>): string {
   const t = rows.filter((r): r is ThroughputRow => r.bench === 'throughput');
   const h = rows.filter((r): r is SizeRow => r.bench === 'hour');
   const lines = [
-    '# Event log write rate and size (bench/recorder.ts)',
+    '# Recorder write rate (event log and history) and event log size (bench/recorder.ts)',
     '',
     `Run on ${new Date().toISOString()} with \`node dist/bench/recorder.js --seconds ${SECONDS} --scale ${SCALE}\`: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}; the PostgreSQL server shares the machine (its CPU is counted separately when local).`,
     '',
     '## Runs kept per second',
     '',
     `EventLog.append() called back to back for ${SECONDS} s on a fresh store, each call awaited before the next (as the recorder does); `
-      + 'two writers = two EventLog instances on two connection pools appending at once. CPU per run: this process (`process.cpuUsage`), '
-      + 'and the PostgreSQL backends serving the store (from /proc).',
+      + 'two writers = two EventLog instances on two connection pools appending at once. With a history limit, each append is followed by '
+      + 'Store.writeRuns() into the per-version rings, as the recorder does: the runs spread over 200 versions (50 queries × 4), so a batch of 500 '
+      + 'brings 2-3 runs per version and one of 5,000 brings 25 (all written at limit 50 and 1,000). CPU per run: this process (`process.cpuUsage`), '
+      + 'and the PostgreSQL backends serving the store (from /proc). History rows/bytes: the run_history table and its key at the end of the round.',
     '',
     `Median of ${ROUNDS} rounds, with the range; every round is in results.jsonl. The 1-minute load average shows how busy the machine was otherwise.`,
     '',
-    '| store | batch | writers | runs/s median (range) | client CPU µs/run | server CPU µs/run | mean append ms | max append ms | load avg |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| store | batch | writers | history limit | runs/s median (range) | client CPU µs/run | server CPU µs/run | mean batch ms | max batch ms | history rows | history size | load avg |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...groups(t).map((g) => {
       const m = (f: (r: ThroughputRow) => number | null) => {
         const xs = g.map(f).filter((x): x is number => x !== null);
         return xs.length ? round(median(xs), 2) : 'n/a';
       };
       const rps = g.map((r) => r.runs_per_s);
-      return `| ${g[0].engine} | ${fmt(g[0].batch)} | ${g[0].writers} | ${fmt(median(rps))} (${fmt(Math.min(...rps))}-${fmt(Math.max(...rps))}) | `
+      const h = g[0].history_limit === null ? 'none | ' : `${g[0].history_limit} | `;
+      return `| ${g[0].engine} | ${fmt(g[0].batch)} | ${g[0].writers} | ${h}${fmt(median(rps))} (${fmt(Math.min(...rps))}-${fmt(Math.max(...rps))}) | `
         + `${m((r) => r.client_cpu_us_per_run)} | ${m((r) => r.server_cpu_us_per_run)} | ${m((r) => r.mean_append_ms)} | ${fmt(Math.max(...g.map((r) => r.max_append_ms)))} | `
+        + (g[0].history_rows === null ? 'n/a | n/a | ' : `${fmt(Math.max(...g.map((r) => r.history_rows!)))} | ${fmt(Math.max(...g.map((r) => r.history_bytes!)) / 1e6, 2)} MB | `)
         + `${fmt(Math.min(...g.map((r) => r.load_before)), 1)}-${fmt(Math.max(...g.map((r) => r.load_after)), 1)} |`;
     }),
     '',

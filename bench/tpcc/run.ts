@@ -243,10 +243,10 @@ async function checkAnswers(g: Gateway, keys: Record<string, string>): Promise<v
 
 // ---------------------------------------------------------------- the store's run count
 
-/** The newest run id: with QUERYAPIGATE_HISTORY_LIMIT above a cell's calls, nothing is pruned, so the
- *  difference over a window is the runs the recorder wrote for it. Waits for the batches in flight. */
+/** Runs recorded so far (each version counts its runs, whatever the history keeps), so the difference
+ *  over a window is the runs the recorder wrote for it. Waits for the batches in flight. */
 async function settledRunId(store: Database.Database): Promise<number> {
-  const read = () => Number((store.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'execution_history'").get() as any)?.seq ?? 0);
+  const read = () => Number((store.prepare('SELECT sum(runs_recorded) AS n FROM saved_query_versions').get() as any)?.n ?? 0);
   // the recorder writes a batch every QUERYAPIGATE_HISTORY_FLUSH_INTERVAL (1 s): settled means no
   // change for well over one interval
   let last = read();
@@ -459,7 +459,7 @@ the recorder), a SQLite store in a temp home, QUERYAPIGATE_HISTORY_LIMIT=1000000
 while measuring; everything else at its defaults (no metadata cache, pool of 8 MariaDB sessions). Gateway
 CPU-s is the process's utime+stime over the measured window (all its threads); MariaDB CPU-s is
 mariadbd's over the same window. Runs kept is the runs the store's history gained over the window (its
-AUTOINCREMENT id, after the recorder's batches settled) divided by wrk's count of answered calls: a few
+versions' runs_recorded counters, after the recorder's batches settled) divided by wrk's count of answered calls: a few
 calls in flight when wrk stops are recorded but not counted, so it can read a little above 100%.
 
 **The database alone** runs the same statements as mysql2 prepared statements (\`execute\`) from the bench's

@@ -57,6 +57,9 @@ export class Recorder {
       segmentS: this.#store.db.dialect === 'sqlite' ? 60 : undefined,
     });
     this.#events.catch((e: Error) => console.error(`recorder: the event log could not be opened: ${e.message}`));
+    // A changed QUERYAPIGATE_HISTORY_LIMIT re-slots the rings once, before the first write.
+    this.#writing = this.#store.resizeRings(settings.historyLimit).then(() => undefined,
+      (e: Error) => console.error(`recorder: history rings not resized: ${e.message}`));
     // Whole segments older than the retention are dropped; never row by row.
     this.#expiry = setInterval(() => void this.#events.then((log) => log.expire()).catch((e: Error) => console.error(`recorder: expiry failed: ${e.message}`)), 60_000);
   }
@@ -92,7 +95,7 @@ export class Recorder {
           // Every run becomes an event (kept for the retention window); history keeps the newest per version.
           const events = await (await this.#events).append(batch);
           this.onEvents(events);
-          await this.#store.writeRuns(batch, this.settings.historyLimit);
+          await this.#store.writeRuns(events, this.settings.historyLimit);
           this.#counts.recorded += batch.length;
           this.#metrics.metrics.historyRuns.inc({ outcome: 'recorded' }, batch.length);
         } catch (e) {

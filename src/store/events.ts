@@ -8,7 +8,7 @@
 //                    without the four fields that have their own column.
 //   event_ids        where ids come from: a sequence on PostgreSQL; on SQLite a one-row counter table, read and
 //                    advanced inside each append's write transaction. Both outlive every segment, and both start
-//                    above MAX(execution_history.id) so event ids continue the history row ids (contract §4.3, §7).
+//                    above MAX(run_history.event_id) so event ids continue the history row ids (contract §4.3, §7).
 //
 // Ordering guarantees:
 //   SQLite: ids are allocated under the database write lock, so id order is commit order for the whole store,
@@ -104,9 +104,9 @@ export class EventLog {
       await t.run(`CREATE TABLE IF NOT EXISTS event_segments (segment INTEGER PRIMARY KEY, table_name TEXT NOT NULL,
         first_id INTEGER, last_id INTEGER, created_ms INTEGER NOT NULL, closed_ms INTEGER NOT NULL)`);
       await t.run('CREATE TABLE IF NOT EXISTS event_ids (id INTEGER PRIMARY KEY CHECK (id = 1), last_id INTEGER NOT NULL)');
-      const history = await t.all("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'execution_history'");
+      const history = await t.all("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'run_history'");
       const [seed] = await t.all<{ n: number | null }>(
-        `SELECT max(COALESCE((SELECT max(last_id) FROM event_segments), 0)${history.length ? ', COALESCE((SELECT max(id) FROM execution_history), 0)' : ''}) AS n`);
+        `SELECT max(COALESCE((SELECT max(last_id) FROM event_segments), 0)${history.length ? ', COALESCE((SELECT max(event_id) FROM run_history), 0)' : ''}) AS n`);
       await t.run('INSERT OR IGNORE INTO event_ids (id, last_id) VALUES (1, ?)', [Number(seed.n ?? 0)]);
     });
   }
@@ -122,9 +122,9 @@ export class EventLog {
       if (await have(t)) return;
       await t.run(`CREATE TABLE IF NOT EXISTS event_segments (segment BIGINT PRIMARY KEY, table_name TEXT NOT NULL,
         first_id BIGINT, last_id BIGINT, created_ms BIGINT NOT NULL, closed_ms BIGINT NOT NULL)`);
-      const [r] = await t.all<{ h: string | null }>("SELECT to_regclass('execution_history')::text AS h");
+      const [r] = await t.all<{ h: string | null }>("SELECT to_regclass('run_history')::text AS h");
       let seed = 0;
-      if (r.h !== null) seed = Number((await t.all<{ n: number | null }>('SELECT max(id) AS n FROM execution_history'))[0].n ?? 0);
+      if (r.h !== null) seed = Number((await t.all<{ n: number | null }>('SELECT max(event_id) AS n FROM run_history'))[0].n ?? 0);
       const [c] = await t.all<{ n: number | null }>('SELECT max(last_id) AS n FROM event_segments');
       seed = Math.max(seed, Number(c.n ?? 0));
       // CACHE 1 (the default): a per-connection cache would hand out ids out of order within one instance.

@@ -54,13 +54,45 @@ const MIGRATIONS: Array<{ sqlite: string[]; postgres: string[] }> = [
       'CREATE INDEX api_keys_previous_hash ON api_keys (previous_hash)',
     ],
   },
+  {
+    // Per-version history as a ring of QUERYAPIGATE_HISTORY_LIMIT slots updated in place: a run's slot is
+    // its number within the version (runs_recorded) modulo the limit, so nothing is written then deleted.
+    // Rows are ordered by event id (history ids continue as event ids). On PostgreSQL only the key is
+    // indexed and pages keep room, so the updates are HOT and their old versions are pruned in the page.
+    sqlite: [
+      `CREATE TABLE run_history (query_name TEXT NOT NULL, version INTEGER NOT NULL, slot INTEGER NOT NULL,
+        event_id INTEGER NOT NULL, executed_at TEXT NOT NULL, status TEXT NOT NULL, key_name TEXT, entry_json TEXT NOT NULL,
+        PRIMARY KEY (query_name, version, slot))`,
+      'ALTER TABLE saved_query_versions ADD COLUMN runs_recorded INTEGER NOT NULL DEFAULT 0',
+      `INSERT INTO run_history SELECT query_name, version, ROW_NUMBER() OVER (PARTITION BY query_name, version ORDER BY id) - 1,
+        id, executed_at, status, key_name, entry_json FROM execution_history WHERE query_name IS NOT NULL AND version IS NOT NULL`,
+      `UPDATE saved_query_versions SET runs_recorded = (SELECT COUNT(*) FROM run_history h
+        WHERE h.query_name = saved_query_versions.query_name AND h.version = saved_query_versions.version)`,
+      'DROP TABLE execution_history',
+      // The limit the rings are laid out for; empty until the first start re-slots them (Store.resizeRings).
+      'CREATE TABLE history_ring (slots INTEGER NOT NULL)',
+    ],
+    postgres: [
+      `CREATE TABLE run_history (query_name TEXT COLLATE "C" NOT NULL, version INTEGER NOT NULL, slot INTEGER NOT NULL,
+        event_id BIGINT NOT NULL, executed_at TEXT NOT NULL, status TEXT NOT NULL, key_name TEXT, entry_json TEXT NOT NULL,
+        PRIMARY KEY (query_name, version, slot)) WITH (fillfactor = 50)`,
+      'ALTER TABLE saved_query_versions ADD COLUMN runs_recorded BIGINT NOT NULL DEFAULT 0',
+      `INSERT INTO run_history SELECT query_name, version, ROW_NUMBER() OVER (PARTITION BY query_name, version ORDER BY id) - 1,
+        id, executed_at, status, key_name, entry_json FROM execution_history WHERE query_name IS NOT NULL AND version IS NOT NULL`,
+      `UPDATE saved_query_versions v SET runs_recorded = (SELECT COUNT(*) FROM run_history h
+        WHERE h.query_name = v.query_name AND h.version = v.version)`,
+      'DROP TABLE execution_history',
+      'CREATE TABLE history_ring (slots INTEGER NOT NULL)',
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 export class StoreTooNewError extends Error {}
 
-export async function migrate(db: SqlDb): Promise<void> {
+/** Brings the store to `target` (default: this release's schema; tests stop earlier to build old stores). */
+export async function migrate(db: SqlDb, target = SCHEMA_VERSION): Promise<void> {
   await db.tx(async (t) => {
     // One migrator at a time when several instances share a PostgreSQL store.
     if (t.dialect === 'postgres') await t.all('SELECT pg_advisory_xact_lock(20261130)');
@@ -73,10 +105,10 @@ export async function migrate(db: SqlDb): Promise<void> {
           'Upgrade QueryAPIGate, or point it at another store.',
       );
     }
-    for (let v = current; v < SCHEMA_VERSION; v++) {
+    for (let v = current; v < target; v++) {
       for (const statement of MIGRATIONS[v][t.dialect]) await t.run(statement);
     }
-    if (!rows.length) await t.run('INSERT INTO schema_version (version) VALUES (?)', [SCHEMA_VERSION]);
-    else if (current !== SCHEMA_VERSION) await t.run('UPDATE schema_version SET version = ?', [SCHEMA_VERSION]);
+    if (!rows.length) await t.run('INSERT INTO schema_version (version) VALUES (?)', [target]);
+    else if (current < target) await t.run('UPDATE schema_version SET version = ?', [target]);
   });
 }

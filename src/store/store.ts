@@ -2,10 +2,11 @@
 // keys, run history) on either engine. Rows are validated by the API layer before they get here.
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import type { EventRow } from './events.js';
 import { migrate } from './migrations.js';
 import { openPostgres, openSqlite, type SqlDb } from './sql.js';
 import type {
-  ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, RunRecord, VersionFields, VersionRow,
+  ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, VersionFields, VersionRow,
 } from './types.js';
 
 export const STORE_FILE = 'queryapigate.db';
@@ -169,7 +170,7 @@ export class Store {
 
   async deleteQuery(name: string): Promise<boolean> {
     return this.db.tx(async (t) => {
-      await t.run('DELETE FROM execution_history WHERE query_name = ?', [name]);
+      await t.run('DELETE FROM run_history WHERE query_name = ?', [name]);
       await t.run('DELETE FROM saved_query_versions WHERE query_name = ?', [name]);
       return (await t.run('DELETE FROM saved_queries WHERE name = ?', [name])) === 1;
     });
@@ -177,7 +178,7 @@ export class Store {
 
   async runCounts(name: string): Promise<Map<number, number>> {
     const rows = await this.db.all<{ version: number; n: number }>(
-      'SELECT version, COUNT(*) AS n FROM execution_history WHERE query_name = ? GROUP BY version', [name]);
+      'SELECT version, COUNT(*) AS n FROM run_history WHERE query_name = ? GROUP BY version', [name]);
     return new Map(rows.map((r) => [Number(r.version), Number(r.n)]));
   }
 
@@ -239,38 +240,68 @@ export class Store {
 
   // ── run history ───────────────────────────────────────────────────────────────────────────
   /**
-   * Writes a batch of runs in one transaction and trims each touched version to its newest
-   * `keep` runs. The batch is coalesced first, so runs that would be trimmed at once are never written.
+   * Writes a batch of runs (already in the event log, so each has its event id) into each version's
+   * ring of `keep` slots, in one transaction. A version's counter gives each run its number; run n goes
+   * to slot n % keep, overwriting the oldest. Only the newest `keep` of a batch are written at all.
+   * Runs of a query deleted meanwhile are skipped. Rings were sized for `keep` by resizeRings.
    */
-  async writeRuns(runs: RunRecord[], keep: number): Promise<number> {
-    const perVersion = new Map<string, number>();
-    const kept: RunRecord[] = [];
-    for (let i = runs.length - 1; i >= 0; i--) {
-      const r = runs[i];
-      const slot = `${r.query}\u0000${r.version}`;
-      const n = perVersion.get(slot) ?? 0;
-      if (r.query !== null && n >= keep) continue;
-      perVersion.set(slot, n + 1);
-      kept.push(r);
+  async writeRuns(runs: EventRow[], keep: number): Promise<number> {
+    const byVersion = new Map<string, EventRow[]>();
+    for (const r of runs) {
+      if (r.query === null || r.version === null) continue;
+      const k = r.query + '\u0000' + r.version;
+      const group = byVersion.get(k);
+      if (group) group.push(r);
+      else byVersion.set(k, [r]);
     }
-    kept.reverse();
-    if (!kept.length) return 0;
-    await this.db.tx(async (t) => {
-      for (const r of kept) {
-        // A run whose query was deleted meanwhile is skipped.
-        await t.run(`INSERT INTO execution_history (query_name, version, executed_at, status, key_name, entry_json)
-          SELECT ?, ?, ?, ?, ?, ? WHERE CAST(? AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM saved_queries WHERE name = ?)`,
-          [r.query, r.version, r.executed_at, r.status, r.key_name, JSON.stringify(r), r.query, r.query]);
+    if (!byVersion.size) return 0;
+    return this.db.tx(async (t) => {
+      // One counter update per version, sent together (pipelined on PostgreSQL).
+      const groups = [...byVersion.values()];
+      const counters = await Promise.all(groups.map((g) => t.all<{ n: number }>(
+        'UPDATE saved_query_versions SET runs_recorded = runs_recorded + ? WHERE query_name = ? AND version = ? RETURNING runs_recorded AS n',
+        [g.length, g[0].query, g[0].version])));
+      const values: unknown[] = [];
+      groups.forEach((g, i) => {
+        if (!counters[i].length) return;
+        const first = Number(counters[i][0].n) - g.length; // the number of g[0] within its version
+        for (let j = Math.max(0, g.length - keep); j < g.length; j++) {
+          const { id, ...run } = g[j];
+          values.push(run.query, run.version, (first + j) % keep, id, run.executed_at, run.status, run.key_name, JSON.stringify(run));
+        }
+      });
+      const chunk = HISTORY_CHUNK[t.dialect] * HISTORY_COLUMNS;
+      const writes: Promise<number>[] = [];
+      for (let at = 0; at < values.length; at += chunk) {
+        const part = values.slice(at, at + chunk);
+        writes.push(t.run(upsertHistory(part.length / HISTORY_COLUMNS), part));
       }
-      for (const slot of perVersion.keys()) {
-        const [query, version] = slot.split('\u0000');
-        if (query === 'null') continue;
-        await t.run(`DELETE FROM execution_history WHERE query_name = ? AND version = ? AND id <= (
-            SELECT id FROM execution_history WHERE query_name = ? AND version = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`,
-          [query, Number(version), query, Number(version), keep]);
-      }
+      await Promise.all(writes);
+      return values.length / HISTORY_COLUMNS;
     });
-    return kept.length;
+  }
+
+  /**
+   * Re-slots every ring for a new QUERYAPIGATE_HISTORY_LIMIT, once at start and only when the limit changed:
+   * each version keeps its newest `keep` runs, the newest in slot (runs_recorded - 1) % keep and so on back,
+   * so the next run overwrites the oldest. Slots pass through negative numbers to dodge the primary key.
+   */
+  async resizeRings(keep: number): Promise<boolean> {
+    return this.db.tx(async (t) => {
+      const [ring] = await t.all<{ slots: number }>('SELECT slots FROM history_ring');
+      if (ring && Number(ring.slots) === keep) return false;
+      await t.run(`UPDATE run_history SET slot = -1 - ((r.recorded - 1 - r.age) % ?)
+        FROM (SELECT h.query_name, h.version, h.slot, v.runs_recorded AS recorded,
+                ROW_NUMBER() OVER (PARTITION BY h.query_name, h.version ORDER BY h.event_id DESC) - 1 AS age
+              FROM run_history h JOIN saved_query_versions v ON v.query_name = h.query_name AND v.version = h.version) r
+        WHERE run_history.query_name = r.query_name AND run_history.version = r.version AND run_history.slot = r.slot
+          AND r.age < ?`, [keep, keep]);
+      await t.run('DELETE FROM run_history WHERE slot >= 0');
+      await t.run('UPDATE run_history SET slot = -1 - slot');
+      await t.run('DELETE FROM history_ring');
+      await t.run('INSERT INTO history_ring (slots) VALUES (?)', [keep]);
+      return true;
+    });
   }
 
   async listHistory(f: HistoryFilter): Promise<HistoryEntry[]> {
@@ -283,12 +314,29 @@ export class Store {
     if (f.key !== undefined) add('key_name = ?', f.key);
     if (f.since !== undefined) add('executed_at >= ?', f.since);
     if (f.until !== undefined) add('executed_at < ?', f.until);
-    if (f.before !== undefined) add('id < ?', f.before);
+    if (f.before !== undefined) add('event_id < ?', f.before);
     params.push(f.limit);
     const rows = await this.db.all<any>(
-      `SELECT id, entry_json FROM execution_history ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`, params);
+      `SELECT event_id AS id, entry_json FROM run_history ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY event_id DESC LIMIT ?`, params);
     return rows.map((r) => ({ id: Number(r.id), ...JSON.parse(r.entry_json) }));
   }
+}
+
+/** Rows per history statement: SQLite's classic 999-marker limit, PostgreSQL's 65,535. */
+const HISTORY_CHUNK = { sqlite: 120, postgres: 2000 } as const;
+const HISTORY_COLUMNS = 8;
+const upsertTexts = new Map<number, string>();
+function upsertHistory(rows: number): string {
+  let text = upsertTexts.get(rows);
+  if (!text) {
+    const row = '(' + new Array(HISTORY_COLUMNS).fill('?').join(', ') + ')';
+    text = `INSERT INTO run_history (query_name, version, slot, event_id, executed_at, status, key_name, entry_json)
+      VALUES ${new Array(rows).fill(row).join(', ')}
+      ON CONFLICT (query_name, version, slot) DO UPDATE SET event_id = excluded.event_id, executed_at = excluded.executed_at,
+        status = excluded.status, key_name = excluded.key_name, entry_json = excluded.entry_json`;
+    upsertTexts.set(rows, text); // bounded: one text per row count up to the chunk size
+  }
+  return text;
 }
 
 async function insertVersion(t: SqlDb, name: string, version: number, f: VersionFields & { uuid: string }, publish: boolean, now: string) {

@@ -129,10 +129,10 @@ for (const make of [sqliteEngine, postgresEngine]) {
       const db = await engine.fresh(true);
       // Runs recorded before the event log existed: event ids must continue above them (contract §4.3, §7).
       for (let i = 0; i < 3; i++) {
-        await db.run('INSERT INTO execution_history (query_name, version, executed_at, status, key_name, entry_json) VALUES (?, ?, ?, ?, ?, ?)',
-          [null, null, '2026-11-30 11:00:00', 'success', 'admin', '{}']);
+        await db.run('INSERT INTO run_history (query_name, version, slot, event_id, executed_at, status, key_name, entry_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+          ['q', 1, i, 40 + i, '2026-11-30 11:00:00', 'success', 'admin', '{}']);
       }
-      const [{ n: historyMax }] = await db.all<{ n: number }>('SELECT max(id) AS n FROM execution_history');
+      const [{ n: historyMax }] = await db.all<{ n: number }>('SELECT max(event_id) AS n FROM run_history');
       const clock = new Clock();
       const log = await EventLog.open(db, { retentionS: 3600, now: clock.now });
       assert.equal(await log.lastId(), Number(historyMax));

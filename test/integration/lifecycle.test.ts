@@ -25,7 +25,7 @@ test('SIGTERM: calls in flight finish, history is flushed, exit code 0', async (
     assert.equal(answer.status, 200, answer.text);
     assert.equal(await p.exited, 0, p.output());
     const store = new Database(join(home, 'queryapigate.db'), { readonly: true });
-    const runs = store.prepare("SELECT entry_json FROM execution_history WHERE query_name = 'nap'").all() as Array<{ entry_json: string }>;
+    const runs = store.prepare("SELECT entry_json FROM run_history WHERE query_name = 'nap'").all() as Array<{ entry_json: string }>;
     store.close();
     assert.equal(runs.length, 1, 'the run in flight was recorded before exit');
     assert.equal(JSON.parse(runs[0].entry_json).request_id, 'in-flight-1');
