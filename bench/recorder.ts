@@ -165,6 +165,10 @@ interface ThroughputRow {
   /** History rows and bytes (table + index) at the end: bounded by versions × limit, whatever the run count. */
   history_rows: number | null;
   history_bytes: number | null;
+  /** PostgreSQL: the share of ring updates that were HOT (pruned inside the page, no index entry, no dead row left
+   *  for vacuum), and the dead rows the statistics count at the end. */
+  history_hot_pct: number | null;
+  history_dead_rows: number | null;
   seconds: number;
   runs: number;
   runs_per_s: number;
@@ -193,12 +197,21 @@ async function withVersions(store: Store, keep: number): Promise<GatewayStore> {
   return gateway;
 }
 
-async function historySize(store: Store): Promise<{ rows: number; bytes: number }> {
+async function historySize(store: Store): Promise<{ rows: number; bytes: number; hotPct: number | null; dead: number | null }> {
   const [r] = await store.db.all<{ n: number }>('SELECT count(*) AS n FROM run_history');
   const [b] = await store.db.all<{ n: number }>(store.engine === 'postgres'
     ? "SELECT pg_total_relation_size('run_history') AS n"
     : "SELECT sum(pgsize) AS n FROM dbstat WHERE name IN ('run_history', 'sqlite_autoindex_run_history_1')");
-  return { rows: Number(r.n), bytes: Number(b.n) };
+  let hotPct: number | null = null;
+  let dead: number | null = null;
+  if (store.engine === 'postgres') {
+    await new Promise((res) => setTimeout(res, 1500)); // backends report their table counters at most once a second
+    const [st] = await store.db.all<{ upd: number; hot: number; dead: number }>(
+      "SELECT n_tup_upd AS upd, n_tup_hot_upd AS hot, n_dead_tup AS dead FROM pg_stat_user_tables WHERE relname = 'run_history'");
+    hotPct = Number(st.upd) ? round((100 * Number(st.hot)) / Number(st.upd), 1) : null;
+    dead = Number(st.dead);
+  }
+  return { rows: Number(r.n), bytes: Number(b.n), hotPct, dead };
 }
 
 async function throughput(store: Store, batch: number, writers: number, keep: number | null, roundNo: number): Promise<ThroughputRow> {
@@ -235,7 +248,8 @@ async function throughput(store: Store, batch: number, writers: number, keep: nu
   const size = history ? await historySize(store) : null;
   return {
     bench: 'throughput', round: roundNo, engine: store.engine, batch, writers, history_limit: keep,
-    history_rows: size?.rows ?? null, history_bytes: size?.bytes ?? null, seconds: round(seconds, 2), runs,
+    history_rows: size?.rows ?? null, history_bytes: size?.bytes ?? null, history_hot_pct: size?.hotPct ?? null,
+    history_dead_rows: size?.dead ?? null, seconds: round(seconds, 2), runs,
     runs_per_s: Math.round(runs / seconds),
     client_cpu_us_per_run: round((c.user + c.system) / runs, 2),
     server_cpu_us_per_run: s0 === null || s1 === null ? null : round(((s1 - s0) * 1e6) / runs, 2),
@@ -403,12 +417,14 @@ function report(rows: Array<ThroughputRow | SizeRow>): string {
       + 'two writers = two EventLog instances on two connection pools appending at once. With a history limit, each append is followed by '
       + 'Store.writeRuns() into the per-version rings, as the recorder does: the runs spread over 200 versions (50 queries × 4), so a batch of 500 '
       + 'brings 2-3 runs per version and one of 5,000 brings 25 (all written at limit 50 and 1,000). CPU per run: this process (`process.cpuUsage`), '
-      + 'and the PostgreSQL backends serving the store (from /proc). History rows/bytes: the run_history table and its key at the end of the round.',
+      + 'and the PostgreSQL backends serving the store (from /proc). History rows/bytes: the run_history table and its key at the end of the round; '
+      + 'HOT %: of the ring updates on PostgreSQL, those done in the page (no new index entry, the old version pruned in place rather than left '
+      + 'to vacuum), with the dead rows the statistics counted at the end (pg_stat_user_tables).',
     '',
     `Median of ${ROUNDS} rounds, with the range; every round is in results.jsonl. The 1-minute load average shows how busy the machine was otherwise.`,
     '',
-    '| store | batch | writers | history limit | runs/s median (range) | client CPU µs/run | server CPU µs/run | mean batch ms | max batch ms | history rows | history size | load avg |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| store | batch | writers | history limit | runs/s median (range) | client CPU µs/run | server CPU µs/run | mean batch ms | max batch ms | history rows | history size | HOT % / dead rows | load avg |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...groups(t).map((g) => {
       const m = (f: (r: ThroughputRow) => number | null) => {
         const xs = g.map(f).filter((x): x is number => x !== null);
@@ -418,7 +434,8 @@ function report(rows: Array<ThroughputRow | SizeRow>): string {
       const h = g[0].history_limit === null ? 'none | ' : `${g[0].history_limit} | `;
       return `| ${g[0].engine} | ${fmt(g[0].batch)} | ${g[0].writers} | ${h}${fmt(median(rps))} (${fmt(Math.min(...rps))}-${fmt(Math.max(...rps))}) | `
         + `${m((r) => r.client_cpu_us_per_run)} | ${m((r) => r.server_cpu_us_per_run)} | ${m((r) => r.mean_append_ms)} | ${fmt(Math.max(...g.map((r) => r.max_append_ms)))} | `
-        + (g[0].history_rows === null ? 'n/a | n/a | ' : `${fmt(Math.max(...g.map((r) => r.history_rows!)))} | ${fmt(Math.max(...g.map((r) => r.history_bytes!)) / 1e6, 2)} MB | `)
+        + (g[0].history_rows === null ? 'n/a | n/a | n/a | ' : `${fmt(Math.max(...g.map((r) => r.history_rows!)))} | ${fmt(Math.max(...g.map((r) => r.history_bytes!)) / 1e6, 2)} MB | `
+          + (g[0].history_hot_pct === null ? 'n/a | ' : `${m((r) => r.history_hot_pct)} / ${fmt(Math.max(...g.map((r) => r.history_dead_rows!)))} | `))
         + `${fmt(Math.min(...g.map((r) => r.load_before)), 1)}-${fmt(Math.max(...g.map((r) => r.load_after)), 1)} |`;
     }),
     '',

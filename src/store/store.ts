@@ -256,8 +256,9 @@ export class Store {
     }
     if (!byVersion.size) return 0;
     return this.db.tx(async (t) => {
-      // One counter update per version, sent together (pipelined on PostgreSQL).
-      const groups = [...byVersion.values()];
+      // One counter update per version, sent together (pipelined on PostgreSQL), in key order so two
+      // instances sharing a store lock the counters in the same order and cannot deadlock.
+      const groups = [...byVersion.entries()].sort((x, y) => (x[0] < y[0] ? -1 : 1)).map((e) => e[1]);
       const counters = await Promise.all(groups.map((g) => t.all<{ n: number }>(
         'UPDATE saved_query_versions SET runs_recorded = runs_recorded + ? WHERE query_name = ? AND version = ? RETURNING runs_recorded AS n',
         [g.length, g[0].query, g[0].version])));

@@ -216,7 +216,7 @@ for (const engine of engines) {
   });
 }
 
-describe('history ring on PostgreSQL, table size', () => {
+describe('history ring on PostgreSQL: size and concurrent instances', () => {
   test('thousands of runs into a few rings leave the table a few pages, not a heap of dead rows', async () => {
     const s = await scratchDatabase('qag_ring_size');
     const db = openPostgres(s.url, { max: 2 });
@@ -238,6 +238,31 @@ describe('history ring on PostgreSQL, table size', () => {
       assert.equal(Number(n), 200);
     } finally {
       await db.close();
+      await s.drop();
+    }
+  });
+
+  test('two instances writing the same versions at once: no deadlock, every run counted, the newest kept', async () => {
+    const s = await scratchDatabase('qag_ring_two');
+    const one = openPostgres(s.url, { max: 2 });
+    const two = openPostgres(s.url, { max: 2 });
+    try {
+      await migrate(one);
+      const a = new Store(one);
+      const b = new Store(two);
+      await a.resizeRings(4);
+      for (const q of ['m', 'n', 'o']) await addQuery(a, q);
+      // Each round, the two instances send the versions in opposite orders.
+      const order = [['m', 'n', 'o'], ['o', 'n', 'm']];
+      for (let round = 0; round < 30; round++) {
+        await Promise.all([a, b].map((st, i) => st.writeRuns(order[i].flatMap((q) => runs(q, 1, 3)), 4)));
+      }
+      const counted = await one.all<{ n: number }>('SELECT runs_recorded AS n FROM saved_query_versions ORDER BY query_name');
+      assert.deepEqual(counted.map((r) => Number(r.n)), [180, 180, 180]);
+      for (const q of ['m', 'n', 'o']) assert.equal((await kept(a, q, 1)).length, 4);
+    } finally {
+      await one.close();
+      await two.close();
       await s.drop();
     }
   });
