@@ -1,12 +1,14 @@
 // A soak at a fixed rate: calls a primary-key lookup on the bundled examples at --rate calls a
 // second for --seconds, samples the gateway's RSS every second, and checks at the end that every
-// call left a run (the recorder's counters) and none was dropped.
+// call left a run (the recorder's counters) and none was dropped, and that the version's history holds
+// its newest QUERYAPIGATE_HISTORY_LIMIT runs (the ring) while its counter counts them all.
 // Run: npm run build && node dist/bench/soak.js [--rate 1000] [--seconds 600]
 import http from 'node:http';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import Database from 'better-sqlite3';
 import { startGateway, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({ options: { rate: { type: 'string', default: '1000' }, seconds: { type: 'string', default: '600' } } });
@@ -63,12 +65,17 @@ try {
   const m = await (await fetch(g.url + '/metrics')).text();
   const recorded = metric(m, 'recorded');
   const dropped = metric(m, 'dropped');
+  const store = new Database(join(home, 'queryapigate.db'), { readonly: true });
+  const history = store.prepare(`SELECT (SELECT count(*) FROM run_history WHERE query_name = 'film_pk') AS rows,
+    (SELECT runs_recorded FROM saved_query_versions WHERE query_name = 'film_pk') AS counted`).get() as { rows: number; counted: number };
+  store.close();
   const rss = samples.map((s) => s.rss_mb);
   const minute = (from: number, to: number) => {
     const xs = samples.filter((s) => s.t >= from && s.t < to).map((s) => s.rss_mb);
     return xs.length ? Math.round(xs.reduce((a, b) => a + b, 0) / xs.length) : null;
   };
-  const result = { rate, seconds, sent, ok, failed, recorded, dropped, runs_kept: recorded / ok, max_in_flight: maxInFlight,
+  const result = { rate, seconds, sent, ok, failed, recorded, dropped, runs_kept: recorded / ok, history_rows: history.rows,
+    history_runs_counted: history.counted, max_in_flight: maxInFlight,
     rss_first_minute_mb: minute(0, 60), rss_last_minute_mb: minute(seconds - 60, seconds + 1), rss_min_mb: Math.min(...rss), rss_max_mb: Math.max(...rss),
     loadavg: loadavg() };
   console.log(JSON.stringify(result));
@@ -79,9 +86,12 @@ Made with \`node dist/bench/soak.js --rate ${rate} --seconds ${seconds}\`: an op
 primary-key lookup on the bundled SQLite examples (one gateway process, default executors, SQLite store) for ${seconds} s,
 sampling the gateway's RSS every second. Load average at the end: ${loadavg().map((x) => x.toFixed(1)).join(' ')} on 2 cores.
 
-| Calls sent | 200 | failed | runs recorded | runs dropped | runs kept | max in flight | RSS first minute | RSS last minute | RSS min-max |
-|---|---|---|---|---|---|---|---|---|---|
-| ${sent} | ${ok} | ${failed} | ${recorded} | ${dropped} | ${(result.runs_kept * 100).toFixed(2)}% | ${maxInFlight} | ${result.rss_first_minute_mb} MB | ${result.rss_last_minute_mb} MB | ${result.rss_min_mb}-${result.rss_max_mb} MB |
+| Calls sent | 200 | failed | runs recorded | runs dropped | runs kept | history rows / runs counted | max in flight | RSS first minute | RSS last minute | RSS min-max |
+|---|---|---|---|---|---|---|---|---|---|---|
+| ${sent} | ${ok} | ${failed} | ${recorded} | ${dropped} | ${(result.runs_kept * 100).toFixed(2)}% | ${history.rows} / ${history.counted} | ${maxInFlight} | ${result.rss_first_minute_mb} MB | ${result.rss_last_minute_mb} MB | ${result.rss_min_mb}-${result.rss_max_mb} MB |
+
+History rows / runs counted: the lookup version's rows in run_history (a ring of QUERYAPIGATE_HISTORY_LIMIT, default 50) and its
+runs_recorded counter, which counts every run the recorder wrote.
 
 RSS, mean per minute:
 
