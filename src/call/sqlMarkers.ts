@@ -20,6 +20,8 @@
 // Callers must scan and rewrite with the same dialect: `toPositional(...).order` indexes the
 // placeholders of `scanMarkers(sql, dialect)`, which it also returns.
 
+import { endOfBlockComment, endOfDollarQuote, endOfLine, endOfQuoted, isIdentChar } from '../governance/sqlText.js';
+
 export type MarkerDialect = 'postgres' | 'sqlite' | 'mysql';
 
 export interface MarkerScan {
@@ -50,7 +52,6 @@ const STAR = 0x2a; // *
 const DOLLAR = 0x24; // $
 const COLON = 0x3a; // :
 const SEMI = 0x3b; // ;
-const BACKSLASH = 0x5c;
 const LPAREN = 0x28;
 
 function isNameStart(c: number): boolean {
@@ -61,71 +62,8 @@ function isNameChar(c: number): boolean {
   return isNameStart(c) || (c >= 0x30 && c <= 0x39);
 }
 
-/** Characters that may continue an unquoted identifier (so a `$` or quote after one is not an opener). */
-function isIdentChar(c: number): boolean {
-  return isNameChar(c) || c === DOLLAR || c >= 0x80;
-}
-
 function isSpace(c: number): boolean {
   return c === 0x20 || (c >= 0x09 && c <= 0x0d);
-}
-
-/** Index just past the quoted run starting at `i`; an unterminated one runs to the end. */
-function endOfQuoted(sql: string, i: number, quote: number, backslash: boolean): number {
-  const len = sql.length;
-  let j = i + 1;
-  while (j < len) {
-    const c = sql.charCodeAt(j);
-    if (backslash && c === BACKSLASH) j += 2;
-    else if (c === quote) {
-      if (sql.charCodeAt(j + 1) === quote) j += 2; // doubled quote: still inside
-      else return j + 1;
-    } else j++;
-  }
-  return len;
-}
-
-function endOfLine(sql: string, i: number): number {
-  const nl = sql.indexOf('\n', i);
-  return nl === -1 ? sql.length : nl;
-}
-
-function endOfBlockComment(sql: string, i: number, nested: boolean): number {
-  if (!nested) {
-    const end = sql.indexOf('*/', i + 2);
-    return end === -1 ? sql.length : end + 2;
-  }
-  let depth = 1;
-  let j = i + 2;
-  const len = sql.length;
-  while (j < len) {
-    const c = sql.charCodeAt(j);
-    if (c === SLASH && sql.charCodeAt(j + 1) === STAR) {
-      depth++;
-      j += 2;
-    } else if (c === STAR && sql.charCodeAt(j + 1) === SLASH) {
-      j += 2;
-      if (--depth === 0) return j;
-    } else j++;
-  }
-  return len;
-}
-
-/** A postgres dollar-quoted string at `i` ($$ or $tag$); returns `i` when `$` opens none (e.g. `$1`). */
-function endOfDollarQuote(sql: string, i: number): number {
-  if (i > 0 && isIdentChar(sql.charCodeAt(i - 1))) return i; // `a$b$` is an identifier
-  let j = i + 1;
-  const first = sql.charCodeAt(j);
-  if (first >= 0x30 && first <= 0x39) return i; // $1: a positional parameter
-  while (j < sql.length) {
-    const c = sql.charCodeAt(j);
-    if (isNameChar(c) || c >= 0x80) j++;
-    else break;
-  }
-  if (sql.charCodeAt(j) !== DOLLAR) return i;
-  const delimiter = sql.slice(i, j + 1);
-  const close = sql.indexOf(delimiter, j + 1);
-  return close === -1 ? sql.length : close + delimiter.length;
 }
 
 /**

@@ -10,6 +10,8 @@
 // - `--` comments (in mysql only before whitespace or the end), `#` comments in mysql, `/* */` comments
 //   that nest in postgres only, $tag$ quoting in postgres only.
 
+import { endOfBlockComment, endOfDollarQuote, endOfLine, endOfQuoted, isIdentChar } from './sqlText.js';
+
 export type ScanDialect = 'postgres' | 'sqlite' | 'mysql';
 
 export interface Token {
@@ -289,64 +291,4 @@ export function judgeTokens(tokens: Token[]): LexicalVerdict {
 
 function isNameStart(c: number): boolean {
   return (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || c === 0x5f || c >= 0x80;
-}
-
-function isIdentChar(c: number): boolean {
-  return isNameStart(c) || (c >= 0x30 && c <= 0x39) || c === 0x24;
-}
-
-function endOfLine(sql: string, i: number): number {
-  const nl = sql.indexOf('\n', i);
-  return nl === -1 ? sql.length : nl;
-}
-
-function endOfQuoted(sql: string, i: number, quote: number, backslash: boolean): number {
-  const len = sql.length;
-  let j = i + 1;
-  while (j < len) {
-    const c = sql.charCodeAt(j);
-    if (backslash && c === 0x5c) j += 2;
-    else if (c === quote) {
-      if (sql.charCodeAt(j + 1) === quote) j += 2;
-      else return j + 1;
-    } else j++;
-  }
-  return len;
-}
-
-function endOfBlockComment(sql: string, i: number, nested: boolean): number {
-  if (!nested) {
-    const end = sql.indexOf('*/', i + 2);
-    return end === -1 ? sql.length : end + 2;
-  }
-  let depth = 1;
-  let j = i + 2;
-  const len = sql.length;
-  while (j < len) {
-    const c = sql.charCodeAt(j);
-    if (c === 0x2f && sql.charCodeAt(j + 1) === 0x2a) {
-      depth++;
-      j += 2;
-    } else if (c === 0x2a && sql.charCodeAt(j + 1) === 0x2f) {
-      j += 2;
-      if (--depth === 0) return j;
-    } else j++;
-  }
-  return len;
-}
-
-function endOfDollarQuote(sql: string, i: number): number {
-  if (i > 0 && isIdentChar(sql.charCodeAt(i - 1))) return i;
-  let j = i + 1;
-  const first = sql.charCodeAt(j);
-  if (first >= 0x30 && first <= 0x39) return i;
-  while (j < sql.length) {
-    const c = sql.charCodeAt(j);
-    if ((c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || c === 0x5f || (c >= 0x30 && c <= 0x39) || c >= 0x80) j++;
-    else break;
-  }
-  if (sql.charCodeAt(j) !== 0x24) return i;
-  const delimiter = sql.slice(i, j + 1);
-  const close = sql.indexOf(delimiter, j + 1);
-  return close === -1 ? sql.length : close + delimiter.length;
 }
