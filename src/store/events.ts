@@ -20,7 +20,7 @@
 //     Reads run in one REPEATABLE READ snapshot, so one read never shows a hole that the same snapshot could fill.
 // Retention: a segment is dropped (DROP TABLE) only when its newest event was written more than retentionS ago,
 //   measured with `now` of the expiring process, so every event stays at least retentionS (given clocks that agree).
-import type { SqlDb } from './sql.js';
+import { nextPiece, valuesList, type SqlDb } from './sql.js';
 import type { RunRecord } from './types.js';
 
 export interface EventRow extends RunRecord {
@@ -174,14 +174,14 @@ export class EventLog {
       // Chunks of SQLITE_CHUNK rows, the rest in power-of-two pieces: a handful of statement shapes per table.
       for (let at = 0; at < runs.length;) {
         const left = runs.length - at;
-        const n = left >= SQLITE_CHUNK ? SQLITE_CHUNK : 2 ** Math.floor(Math.log2(left));
+        const n = nextPiece(left, SQLITE_CHUNK);
         const params = new Array<unknown>(n * 6);
         for (let i = 0, p = 0; i < n; i++) {
           const j = at + i;
           params[p++] = ids[j]; params[p++] = cols.e[j]; params[p++] = cols.q[j];
           params[p++] = cols.k[j]; params[p++] = cols.s[j]; params[p++] = cols.p[j];
         }
-        await t.run(`INSERT INTO ${table} (${COLUMNS}) VALUES ${valuesList(n)}`, params);
+        await t.run(`INSERT INTO ${table} (${COLUMNS}) VALUES ${valuesList(n, 6)}`, params);
         at += n;
       }
       const last = first + runs.length - 1;
@@ -415,9 +415,3 @@ function toEvent(r: RawEvent): EventRow {
   return { id: Number(r.id), query: r.query, executed_at: r.executed_at, status: r.status, key_name: r.key_name, ...JSON.parse(r.payload) };
 }
 
-const VALUES = new Map<number, string>();
-function valuesList(n: number): string {
-  let v = VALUES.get(n);
-  if (v === undefined) VALUES.set(n, (v = new Array(n).fill('(?, ?, ?, ?, ?, ?)').join(', ')));
-  return v;
-}

@@ -71,7 +71,8 @@ export function openPostgres(url: string, opts: { max?: number } = {}): SqlDb {
     for (const c of clients) if (c.busy < best.busy) best = c;
     return best;
   };
-  const positional = new Map<string, string>();
+  // Bounded, as on SQLite: the event log's segment tables keep adding statement texts.
+  const positional = new LRUCache<string, string>({ max: 500 });
   const toPg = (text: string) => {
     let out = positional.get(text);
     if (out === undefined) {
@@ -115,4 +116,21 @@ export function openPostgres(url: string, opts: { max?: number } = {}): SqlDb {
 function fromPg(row: Record<string, unknown>): Record<string, unknown> {
   for (const k in row) if (typeof row[k] === 'bigint') row[k] = Number(row[k]);
   return row;
+}
+
+/**
+ * Rows for the next piece of a multi-row INSERT: `max` at a time, the rest in powers of two, so a
+ * table sees a handful of statement texts (each prepared and cached) whatever the batch sizes.
+ */
+export function nextPiece(left: number, max: number): number {
+  return left >= max ? max : 2 ** Math.floor(Math.log2(left));
+}
+
+const VALUES_LISTS = new Map<string, string>();
+/** `(?, ?), (?, ?)...` for `rows` rows of `columns` markers; bounded by the pieces nextPiece makes. */
+export function valuesList(rows: number, columns: number): string {
+  const k = rows + 'x' + columns;
+  let v = VALUES_LISTS.get(k);
+  if (v === undefined) VALUES_LISTS.set(k, (v = new Array(rows).fill('(' + new Array(columns).fill('?').join(', ') + ')').join(', ')));
+  return v;
 }

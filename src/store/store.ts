@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { EventRow } from './events.js';
 import { migrate } from './migrations.js';
-import { openPostgres, openSqlite, type SqlDb } from './sql.js';
+import { nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
 import type {
   ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, VersionFields, VersionRow,
 } from './types.js';
@@ -271,11 +271,12 @@ export class Store {
           values.push(run.query, run.version, (first + j) % keep, id, run.executed_at, run.status, run.key_name, JSON.stringify(run));
         }
       });
-      const chunk = HISTORY_CHUNK[t.dialect] * HISTORY_COLUMNS;
       const writes: Promise<number>[] = [];
-      for (let at = 0; at < values.length; at += chunk) {
-        const part = values.slice(at, at + chunk);
-        writes.push(t.run(upsertHistory(part.length / HISTORY_COLUMNS), part));
+      for (let at = 0, left = values.length / HISTORY_COLUMNS; left > 0;) {
+        const n = nextPiece(left, HISTORY_PIECE[t.dialect]);
+        writes.push(t.run(upsertHistory(n), values.slice(at * HISTORY_COLUMNS, (at + n) * HISTORY_COLUMNS)));
+        at += n;
+        left -= n;
       }
       await Promise.all(writes);
       return values.length / HISTORY_COLUMNS;
@@ -323,19 +324,18 @@ export class Store {
   }
 }
 
-/** Rows per history statement: SQLite's classic 999-marker limit, PostgreSQL's 65,535. */
-const HISTORY_CHUNK = { sqlite: 120, postgres: 2000 } as const;
+/** Rows per history statement: within SQLite's classic 999-marker limit, and PostgreSQL's 65,535. */
+const HISTORY_PIECE = { sqlite: 120, postgres: 1024 } as const;
 const HISTORY_COLUMNS = 8;
 const upsertTexts = new Map<number, string>();
 function upsertHistory(rows: number): string {
   let text = upsertTexts.get(rows);
   if (!text) {
-    const row = '(' + new Array(HISTORY_COLUMNS).fill('?').join(', ') + ')';
     text = `INSERT INTO run_history (query_name, version, slot, event_id, executed_at, status, key_name, entry_json)
-      VALUES ${new Array(rows).fill(row).join(', ')}
+      VALUES ${valuesList(rows, HISTORY_COLUMNS)}
       ON CONFLICT (query_name, version, slot) DO UPDATE SET event_id = excluded.event_id, executed_at = excluded.executed_at,
         status = excluded.status, key_name = excluded.key_name, entry_json = excluded.entry_json`;
-    upsertTexts.set(rows, text); // bounded: one text per row count up to the chunk size
+    upsertTexts.set(rows, text); // bounded: one text per piece size nextPiece makes
   }
   return text;
 }
