@@ -10,7 +10,7 @@ import { loadExamples } from './examples/load.js';
 import { buildApp } from './http/app.js';
 import { createDispatcher, type Dispatcher } from './http/dispatch.js';
 import { channel } from './call/messages.js';
-import type { RecorderSettings } from './recorder/recorder.js';
+import type { RecorderRequest, RecorderSettings } from './recorder/recorder.js';
 import { createLimiterMemory, RateLimits } from './auth/rateLimit.js';
 import { startChangeFeed } from './store/changes.js';
 import { processMetrics } from './metrics/metrics.js';
@@ -138,7 +138,7 @@ async function startRecorder(config: Config, onEvents: (rows: EventRow[]) => voi
   });
   return {
     worker,
-    request(op: 'flush' | 'stop' | 'counts', executors?: number): Promise<unknown> {
+    request(op: RecorderRequest['op'], executors?: number): Promise<unknown> {
       const id = ++next;
       return new Promise((resolve) => {
         pending.set(id, resolve);

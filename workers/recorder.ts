@@ -1,8 +1,6 @@
-// The recorder thread's entry: wires a Recorder to the acceptor's messages (flush, stop, counts).
+// The recorder thread's entry: wires a Recorder to the acceptor's messages (flush, stop).
 import { parentPort, workerData } from 'node:worker_threads';
-import { Recorder, type RecorderSettings } from '../src/recorder/recorder.js';
-
-export type RecorderRequest = { id: number; op: 'flush' | 'stop' | 'counts'; executors?: number };
+import { Recorder, type RecorderRequest, type RecorderSettings } from '../src/recorder/recorder.js';
 
 const recorder = new Recorder(workerData as RecorderSettings, (rows) => parentPort!.postMessage({ id: -1, events: rows }));
 // Listening now: the acceptor starts executors only after this, so no early run is missed.
@@ -14,6 +12,6 @@ parentPort!.on('message', async (m: RecorderRequest) => {
   } else if (m.op === 'stop') {
     await recorder.close(m.executors ?? 0);
   }
-  parentPort!.postMessage({ id: m.id, counts: recorder.counts() });
+  parentPort!.postMessage({ id: m.id });
   if (m.op === 'stop') parentPort!.close();
 });

@@ -15,19 +15,14 @@ export interface RecorderSettings extends StoreLocation {
   historyMaxPending: number;
 }
 
-export interface RecorderCounts {
-  recorded: number;
-  dropped: number;
-  failed: number;
-  pending: number;
-}
+/** What the acceptor asks of the recorder thread (workers/recorder.ts); answered with `{ id }` when done. */
+export type RecorderRequest = { id: number; op: 'flush' | 'stop'; executors?: number };
 
 const BATCH = 500;
 
 export class Recorder {
   #store: Store;
   #queue: RunRecord[] = [];
-  #counts = { recorded: 0, dropped: 0, failed: 0 };
   #channel: BroadcastChannel;
   #timer: NodeJS.Timeout;
   #writing: Promise<void> = Promise.resolve();
@@ -96,10 +91,8 @@ export class Recorder {
           const events = await (await this.#events).append(batch);
           this.onEvents(events);
           await this.#store.writeRuns(events, this.settings.historyLimit);
-          this.#counts.recorded += batch.length;
           this.#metrics.metrics.historyRuns.inc({ outcome: 'recorded' }, batch.length);
         } catch (e) {
-          this.#counts.failed += batch.length;
           this.#metrics.metrics.historyRuns.inc({ outcome: 'failed' }, batch.length);
           console.error(`recorder: could not write ${batch.length} runs: ${(e as Error).message}`);
         }
@@ -110,13 +103,9 @@ export class Recorder {
 
   #dropped(n: number): void {
     if (n <= 0) return;
-    this.#counts.dropped += n;
     this.#metrics.metrics.historyRuns.inc({ outcome: 'dropped' }, n);
   }
 
-  counts(): RecorderCounts {
-    return { ...this.#counts, pending: this.#queue.length };
-  }
 
   /** Stops after every executor's final batch has arrived (or after a 5 s safety limit). */
   async close(executors: number): Promise<void> {
