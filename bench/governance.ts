@@ -291,7 +291,7 @@ let seq = 0;
 async function directCall(who: Who, i: number): Promise<string> {
   const a = await runCall(ctx, {
     requestId: 'bench' + (seq++).toString(16), method: 'GET', name: 'example_film_lookup', query: `film_id=${filmId(i)}`,
-    apiKey: keys[who], contentType: '', ifNoneMatch: '', body: null, clientIp: '127.0.0.1', receivedAt: Date.now(),
+    apiKey: keys[who], ifNoneMatch: '', body: null, clientIp: '127.0.0.1',
   });
   if (a.status !== 200) throw new Error(`runCall ${who}: ${a.status} ${a.body}`);
   return a.body;

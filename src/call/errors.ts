@@ -83,3 +83,8 @@ export function errorBody(code: ErrorCode, message: string, requestId: string, e
   body.request_id = requestId;
   return JSON.stringify(body);
 }
+
+/** An error as an answer: the code's own status, the error body, and a header list of its own (callers add to it). */
+export function errorAnswer(code: ErrorCode, message: string, requestId: string, extras?: ErrorExtras): { status: number; headers: string[]; body: string } {
+  return { status: ERROR_STATUS[code], headers: ['Content-Type', 'application/json'], body: errorBody(code, message, requestId, extras) };
+}

@@ -21,13 +21,10 @@ export interface CallTask {
   /** The raw query string, without the leading '?'. */
   query: string;
   apiKey: string;
-  contentType: string;
   ifNoneMatch: string;
   /** The request body (POST), copied out of uWS. */
   body: Uint8Array | null;
   clientIp: string;
-  /** Date.now() when the acceptor received the request. */
-  receivedAt: number;
   /** For ?stream=true: the executor's end of a channel that carries the export (see StreamFrame). */
   port?: MessagePort;
 }

@@ -9,14 +9,13 @@ import { authorizeCall, checkConnection, selectVersion } from './access.js';
 import { governCall } from './govern.js';
 import { checkStream, streamCall } from './streamCall.js';
 import type { CallContext } from './context.js';
-import { CallError, errorBody, type ErrorCode } from './errors.js';
+import { CallError, errorAnswer, type ErrorCode } from './errors.js';
 import { CONTENT_TYPES, EMPTY_JSON } from './formats.js';
 import type { CallAnswer, CallTask } from './messages.js';
 import { planCall, writerFor, type CallPlan } from './plan.js';
 import { parseCall, parsePaging } from './request.js';
 import { cacheKey, etagOf, policyFingerprint, type CachedAnswer } from './resultCache.js';
 
-const UNAUTHORIZED: CallAnswer['headers'] = ['Content-Type', 'application/json'];
 /** Requests rejected by validation are not runs (the contract: they never reached the database). */
 const NOT_RECORDED = new Set<ErrorCode>(['param_required', 'param_invalid', 'invalid_paging', 'invalid_timeout']);
 const HIDDEN_DETAIL = 'An error occurred while executing the SQL query';
@@ -49,13 +48,15 @@ async function serveCall(ctx: CallContext, task: CallTask, limited: CallState): 
       ctx.runs.noteKeyUse(caller.name); // last_used_at, written by the recorder off the call's path
       // The key's own limits count every call it makes, even one refused later.
       const k = caller.key;
-      if (ctx.limitsReady && (k.rate_limit || k.rate_limits)) {
-        await ctx.limitsReady;
-        ctx.limitsReady = null;
+      if (k.rate_limit || k.rate_limits) {
+        if (ctx.limitsReady) {
+          await ctx.limitsReady;
+          ctx.limitsReady = null;
+        }
+        const refusal = (await checkLimit(ctx.limits.checkKey(k.name, k.rate_limit), limited, task))
+          ?? (await checkLimit(ctx.limits.checkKeyQuery(k.name, req.name, k.rate_limits?.[req.name]), limited, task));
+        if (refusal) return refusal;
       }
-      const refusal = (await checkLimit(ctx.limits.checkKey(k.name, k.rate_limit), limited, task))
-        ?? (await checkLimit(ctx.limits.checkKeyQuery(k.name, req.name, k.rate_limits?.[req.name]), limited, task));
-      if (refusal) return refusal;
     }
 
     if (!query) throw new CallError('query_not_found', `Saved query '${req.name}' not found`);
@@ -170,20 +171,9 @@ async function serveCall(ctx: CallContext, task: CallTask, limited: CallState): 
 async function checkLimit(result: RateCheckResult, limited: CallState, task: CallTask): Promise<CallAnswer | null> {
   if (result === null) return null;
   const c = result instanceof Promise ? await result : result;
-  const headers = rateLimitHeaders(c, 'key');
-  if (!c.allowed) {
-    const retry = headers.indexOf('Retry-After');
-    if (retry !== -1) headers.splice(retry, 2); // errorAnswer adds it from retry_after
-  }
+  const headers = rateLimitHeaders(c, 'key'); // with Retry-After when refused
   limited.headers = limited.headers ? limited.headers.concat(headers) : headers;
   return c.allowed ? null : errorAnswer('rate_limited', RATE_LIMIT_MESSAGES.key, task.requestId, { retry_after: c.retryAfterS });
-}
-
-function errorAnswer(code: ErrorCode, message: string, requestId: string, extras?: CallError['extras']): CallAnswer {
-  const status = new CallError(code, message).status;
-  const headers = UNAUTHORIZED.slice();
-  if (extras?.retry_after !== undefined) headers.push('Retry-After', String(extras.retry_after));
-  return { status, headers, body: errorBody(code, message, requestId, extras) };
 }
 
 function cacheAnswer(entry: CachedAnswer, ttl: number, state: 'HIT' | 'MISS', ifNoneMatch: string): CallAnswer {

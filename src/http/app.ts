@@ -6,12 +6,12 @@ import { apiKeyRoutes } from '../api/apiKeys.js';
 import { connectionRoutes } from '../api/connections.js';
 import { historyRoutes } from '../api/history.js';
 import { queryRoutes } from '../api/queries.js';
-import { CallError } from '../call/errors.js';
+import { CallError, errorAnswer } from '../call/errors.js';
 import type { CallTask } from '../call/messages.js';
 import type { Dispatcher } from './dispatch.js';
 import { relayStream, wantsStream } from './streamRelay.js';
 import { RATE_LIMIT_MESSAGES, rateLimitHeaders, type RateCheck, type RateLimits } from '../auth/rateLimit.js';
-import { errorAnswer, jsonAnswer, serve, type Answer, type Handler, type Request, type ServeOptions, type StreamStart } from './respond.js';
+import { jsonAnswer, serve, type Answer, type Handler, type Request, type ServeOptions, type StreamStart } from './respond.js';
 import type { processMetrics } from '../metrics/metrics.js';
 
 type ProcessMetrics = ReturnType<typeof processMetrics>;
@@ -40,44 +40,44 @@ export function buildApp(control: ControlContext, dispatcher: Dispatcher, limits
 
   const health = healthBody();
   const call: Handler = (req) => {
-    if (state.draining) return errorAnswer(503, 'unavailable', 'The server is shutting down', req.requestId);
-    if (req.method !== 'GET' && req.method !== 'POST') return errorAnswer(405, 'method_not_allowed', 'Method not allowed', req.requestId);
+    if (state.draining) return errorAnswer('unavailable', 'The server is shutting down', req.requestId);
+    if (req.method !== 'GET' && req.method !== 'POST') return errorAnswer('method_not_allowed', 'Method not allowed', req.requestId);
     const task: CallTask = {
       requestId: req.requestId, method: req.method, name: decodeName(req.url.slice(3)), query: req.query, apiKey: req.apiKey,
-      contentType: req.contentType, ifNoneMatch: req.ifNoneMatch, body: req.body, clientIp: req.ip, receivedAt: req.receivedAt,
+      ifNoneMatch: req.ifNoneMatch, body: req.body, clientIp: req.ip,
     };
     return wantsStream(req.query) ? relayStream(task, dispatcher) : dispatcher.run(task);
   };
   const api: Handler = async (req) => {
     try {
       const found = router.match(req.method, req.url);
-      if (found === null) return errorAnswer(404, 'not_found', 'Not found', req.requestId);
+      if (found === null) return errorAnswer('not_found', 'Not found', req.requestId);
       await requireAdmin(control, req);
-      if (found === 'method_not_allowed') return errorAnswer(405, 'method_not_allowed', 'Method not allowed', req.requestId);
+      if (found === 'method_not_allowed') return errorAnswer('method_not_allowed', 'Method not allowed', req.requestId);
       const answer = await found.handler(control, req, found.params);
       answer.key = req.apiKey ? 'admin' : '-';
       // Any change clears every executor's cached rows at once (connections also replace pools).
       if (req.method !== 'GET' && answer.status < 400) control.publishChange({ kind: 'metadata' });
       return answer;
     } catch (e) {
-      if (e instanceof CallError) return errorAnswer(e.status, e.code, e.message, req.requestId, e.extras);
+      if (e instanceof CallError) return errorAnswer(e.code, e.message, req.requestId, e.extras);
       throw e;
     }
   };
   /** GET /events: any authenticated caller; the admin key sees every run, a scoped key its own. */
   const events: Handler = async (req) => {
-    if (control.config.eventsMaxStreams === 0) return errorAnswer(404, 'not_found', 'Not found', req.requestId);
+    if (control.config.eventsMaxStreams === 0) return errorAnswer('not_found', 'Not found', req.requestId);
     const who = await identify(control, req);
-    if (!who) return errorAnswer(401, 'unauthorized', 'Unauthorized', req.requestId);
+    if (!who) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
     if (control.hub.size >= control.config.eventsMaxStreams) {
-      return withHeaders(errorAnswer(503, 'too_many_streams', 'Too many open event streams on this server - try again shortly',
+      return withHeaders(errorAnswer('too_many_streams', 'Too many open event streams on this server - try again shortly',
         req.requestId, { retry_after: 5 }), ['Retry-After', '5']);
     }
     const resume = req.lastEventId || new URLSearchParams(req.query).get('last_event_id') || '';
-    if (resume && !/^\d{1,15}$/.test(resume)) return errorAnswer(400, 'invalid_request', 'Last-Event-ID must be an event id', req.requestId);
+    if (resume && !/^\d{1,15}$/.test(resume)) return errorAnswer('invalid_request', 'Last-Event-ID must be an event id', req.requestId);
     return control.hub.open(who === 'admin' ? null : who.name, resume ? Number(resume) : null);
   };
-  const notFound: Handler = (req) => errorAnswer(404, 'not_found', 'Not found', req.requestId);
+  const notFound: Handler = (req) => errorAnswer('not_found', 'Not found', req.requestId);
 
   /** The server-wide limit per client address, checked before authentication on every route it covers. */
   const limited = (h: Handler): Handler => (req) => {
@@ -88,7 +88,7 @@ export function buildApp(control: ControlContext, dispatcher: Dispatcher, limits
   const admit = (c: RateCheck, req: Request, h: Handler): ReturnType<Handler> => {
     const headers = rateLimitHeaders(c, 'client');
     if (!c.allowed) {
-      return withHeaders(errorAnswer(429, 'rate_limited', RATE_LIMIT_MESSAGES.client, req.requestId, { retry_after: c.retryAfterS }), headers);
+      return withHeaders(errorAnswer('rate_limited', RATE_LIMIT_MESSAGES.client, req.requestId, { retry_after: c.retryAfterS }), headers);
     }
     const out = h(req);
     return out instanceof Promise ? out.then((a) => withHeaders(a, headers)) : withHeaders(out, headers);

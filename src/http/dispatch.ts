@@ -3,7 +3,7 @@
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { createCallContext } from '../call/context.js';
-import { errorBody } from '../call/errors.js';
+import { errorAnswer } from '../call/errors.js';
 import type { CallAnswer, CallTask } from '../call/messages.js';
 import { runCall } from '../call/runCall.js';
 import type { Config } from '../config.js';
@@ -49,11 +49,9 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
       return pool.run(task, transfer ? { transferList: transfer as never } : undefined).catch((e: Error) => {
         if (/queue is at limit/i.test(e.message)) {
           refused++;
-          return {
-            status: 503,
-            headers: ['Content-Type', 'application/json', 'Retry-After', '1'],
-            body: errorBody('unavailable', 'The server is busy; try again shortly', task.requestId, { retry_after: 1 }),
-          };
+          const busy = errorAnswer('unavailable', 'The server is busy; try again shortly', task.requestId, { retry_after: 1 });
+          busy.headers.push('Retry-After', '1');
+          return busy;
         }
         throw e;
       });

@@ -3,7 +3,7 @@
 // corked, status first, only while the response is still alive. Route handlers never touch res.
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest as UwsRequest, HttpResponse } from 'uWebSockets.js';
-import { errorBody } from '../call/errors.js';
+import { errorAnswer } from '../call/errors.js';
 
 /** A request as plain data, read synchronously from uWS. */
 export interface Request {
@@ -12,12 +12,10 @@ export interface Request {
   query: string;
   requestId: string;
   apiKey: string;
-  contentType: string;
   ifNoneMatch: string;
   lastEventId: string;
   ip: string;
   body: Uint8Array | null;
-  receivedAt: number;
   /** performance.now() when the request arrived, for the duration metric. */
   started: number;
 }
@@ -91,11 +89,6 @@ export function jsonAnswer(status: number, value: unknown, extraHeaders?: string
   return { status, headers: extraHeaders ? JSON_HEADERS.concat(extraHeaders) : JSON_HEADERS, body: status === 204 ? '' : JSON.stringify(value) };
 }
 
-export function errorAnswer(status: number, code: Parameters<typeof errorBody>[0], message: string, requestId: string,
-  extras?: Parameters<typeof errorBody>[3]): Answer {
-  return { status, headers: JSON_HEADERS, body: errorBody(code, message, requestId, extras) };
-}
-
 /**
  * Serves one request: reads it, reads its body when the method carries one (at most maxBody
  * bytes, else 413), runs the handler, writes its answer. One idempotent finish for done and aborted.
@@ -109,12 +102,10 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
     query: uwsReq.getQuery() ?? '',
     requestId: requestIdFrom(uwsReq.getHeader('x-request-id')),
     apiKey: uwsReq.getHeader('x-api-key'),
-    contentType: uwsReq.getHeader('content-type'),
     ifNoneMatch: uwsReq.getHeader('if-none-match'),
     lastEventId: uwsReq.getHeader('last-event-id'),
     ip: clientAddress(res, opts.trustProxy ? uwsReq.getHeader('x-forwarded-for') : '', opts.trustProxy),
     body: null,
-    receivedAt: Date.now(),
     started: performance.now(),
   };
   const declared = uwsReq.getHeader('content-length');
@@ -210,11 +201,11 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
   };
   if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || declared === '0') return run();
   if (declared && Number(declared) > maxBody) {
-    return finish(errorAnswer(413, 'payload_too_large', `Request body is larger than ${maxBody} bytes`, req.requestId));
+    return finish(errorAnswer('payload_too_large', `Request body is larger than ${maxBody} bytes`, req.requestId));
   }
   readBody(res, maxBody, (body) => {
     if (body === null) {
-      finish(errorAnswer(413, 'payload_too_large', `Request body is larger than ${maxBody} bytes`, req.requestId));
+      finish(errorAnswer('payload_too_large', `Request body is larger than ${maxBody} bytes`, req.requestId));
       return;
     }
     req.body = body;
@@ -242,7 +233,7 @@ export function forwardedClient(peer: string, forwardedFor: string, hops: number
 
 function internalError(req: Request, e: unknown): Answer {
   console.error(`[${req.requestId}] internal error on ${req.method} ${req.url}:`, e);
-  return errorAnswer(500, 'internal_error', 'An error occurred', req.requestId);
+  return errorAnswer('internal_error', 'An error occurred', req.requestId);
 }
 
 /** Collects the body; chunks are copied because uWS neuters them when the callback returns. */
