@@ -4,11 +4,12 @@
 // statement reaches the database.
 import type { Caller } from '../auth/keys.js';
 import { compileMasker, planMasks, type MaskPlan, type Masker } from '../governance/masking.js';
-import { checkReadOnly, checkTables, checkWriteOps } from '../governance/policy.js';
+import { checkStatement } from '../governance/policy.js';
 import type { Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { CallContext } from './context.js';
 import type { CallPlan } from './plan.js';
+import { policyFingerprint } from './resultCache.js';
 
 export interface Governed {
   masker: Masker | null;
@@ -16,7 +17,6 @@ export interface Governed {
 }
 
 const UNMASKED: Governed = { masker: null, masked: null };
-const ruleFingerprints = new WeakMap<object, string>();
 
 /** Writes need the server's ceiling and the caller's own permission (allow_writes or a per-query grant). */
 export function mayWrite(caller: Caller, queryName: string, serverAllows: boolean): boolean {
@@ -29,18 +29,17 @@ export function mayWrite(caller: Caller, queryName: string, serverAllows: boolea
 export async function governCall(ctx: CallContext, plan: CallPlan, caller: Caller, queryName: string,
   connection: ConnectionRow, source: Source): Promise<Governed> {
   const { scan, analysis } = plan.inspection;
-  const writes = mayWrite(caller, queryName, ctx.config.allowWrites);
-  checkReadOnly(scan, writes);
-  if (caller.kind !== 'key') return UNMASKED;
-  const key = caller.key;
-  if (plan.write) checkWriteOps(scan, key.allowed_write_ops);
-  checkTables(analysis, key.allowed_tables);
-  if (!key.mask || key.mask.length === 0) return UNMASKED;
+  const key = caller.kind === 'key' ? caller.key : null;
+  checkStatement(scan, analysis, {
+    mayWrite: mayWrite(caller, queryName, ctx.config.allowWrites),
+    allowedWriteOps: key?.allowed_write_ops ?? null,
+    allowedTables: key?.allowed_tables ?? null,
+  });
+  if (!key?.mask || key.mask.length === 0) return UNMASKED;
 
   const known = await ctx.schemas.get(connection, source);
-  let rules = ruleFingerprints.get(key);
-  if (rules === undefined) ruleFingerprints.set(key, (rules = JSON.stringify(key.mask)));
-  const slot = plan.id + '\u0000' + rules + '\u0000' + known.fingerprint;
+  // The caller's rules as the result cache fingerprints them (tables and masks): one string per key row.
+  const slot = plan.id + '\u0000' + policyFingerprint(caller) + '\u0000' + known.fingerprint;
   let traced = ctx.traces.get(slot);
   if (!traced) {
     const maskPlan = planMasks(analysis, known.schema, key.mask);

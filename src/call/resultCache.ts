@@ -16,7 +16,6 @@ export interface CachedAnswer {
 export interface ResultCache {
   get(key: string): Promise<CachedAnswer | undefined>;
   set(key: string, value: CachedAnswer, ttlSeconds: number): void;
-  readonly counts: { hits: number; misses: number };
   close(): void;
 }
 
@@ -42,12 +41,6 @@ export function etagOf(body: string): string {
 }
 
 export function createResultCache(redisUrl: string | null, maxBytes = 64 << 20): ResultCache {
-  const counts = { hits: 0, misses: 0 };
-  const count = (v: CachedAnswer | undefined) => {
-    if (v) counts.hits++;
-    else counts.misses++;
-    return v;
-  };
   if (redisUrl) {
     const redis = new Redis(redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 100, lazyConnect: false });
     redis.on('error', () => undefined); // a failure is a miss; ioredis reconnects by itself
@@ -55,27 +48,25 @@ export function createResultCache(redisUrl: string | null, maxBytes = 64 << 20):
       async get(key) {
         try {
           const raw = await redis.get('qag:cache:' + key);
-          return count(raw ? (JSON.parse(raw) as CachedAnswer) : undefined);
+          return raw ? (JSON.parse(raw) as CachedAnswer) : undefined;
         } catch {
-          return count(undefined);
+          return undefined;
         }
       },
       set(key, value, ttl) {
         redis.set('qag:cache:' + key, JSON.stringify(value), 'EX', ttl).catch(() => undefined);
       },
-      counts,
       close: () => redis.disconnect(),
     };
   }
   const lru = new LRUCache<string, CachedAnswer>({ maxSize: maxBytes, sizeCalculation: (v) => v.body.length * 2 + 256, ttlAutopurge: false });
   return {
     async get(key) {
-      return count(lru.get(key));
+      return lru.get(key);
     },
     set(key, value, ttl) {
       lru.set(key, value, { ttl: ttl * 1000 });
     },
-    counts,
     close: () => lru.clear(),
   };
 }
