@@ -2,7 +2,7 @@
 // creation, and only its SHA-256 is stored. Every grant field is validated here, then trusted.
 import { isIP } from 'node:net';
 import * as v from 'valibot';
-import { generateSecret, hashSecret } from '../auth/keys.js';
+import { generateSecret, hashSecret, keyExpired } from '../auth/keys.js';
 import { CallError } from '../call/errors.js';
 import { jsonAnswer } from '../http/respond.js';
 import { localTimestamp } from '../store/store.js';
@@ -58,16 +58,11 @@ export function keyView(k: KeyRow) {
     name: k.name, connections: k.connections, queries: k.queries, allow_writes: k.allow_writes,
     allowed_write_ops: k.allowed_write_ops, allowed_tables: k.allowed_tables, mask: k.mask, rate_limit: k.rate_limit,
     rate_limits: k.rate_limits, allowed_ips: k.allowed_ips, expires_at: k.expires_at, active: k.active,
-    expired: k.expires_at !== null && new Date() >= endOfDay(k.expires_at), created_at: k.created_at,
+    expired: keyExpired(k.expires_at, new Date()), created_at: k.created_at,
     last_used_at: k.last_used_at, example: k.example,
     // After a rotation with grace: until when the previous secret still works (null when it doesn't).
     previous_secret_valid_until: k.previous_until !== null && k.previous_until > Date.now() ? localTimestamp(new Date(k.previous_until)) : null,
   };
-}
-
-function endOfDay(d: string): Date {
-  const [y, m, day] = d.split('-').map(Number);
-  return new Date(y, m - 1, day + 1);
 }
 
 type GrantInput = v.InferOutput<typeof patchSchema>;

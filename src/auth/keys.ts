@@ -2,6 +2,7 @@
 // generation, the admin key comparison, activity and expiry. Knows nothing of HTTP or SQL.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { BlockList, isIP } from 'node:net';
+import { LRUCache } from 'lru-cache';
 import type { KeyRow } from '../store/types.js';
 
 /** Who is calling: the admin key, open mode (no keys configured), or a scoped key's row. */
@@ -41,22 +42,33 @@ export function keyIsUsable(key: KeyRow, now: Date, ip: string): boolean {
   // A rotated-out secret works only until its grace period ends.
   if (key.via_previous && (key.previous_until === null || now.getTime() >= key.previous_until)) return false;
   if (key.allowed_ips && !addressAllowed(key.allowed_ips, ip)) return false;
-  if (key.expires_at) {
-    const [y, m, d] = key.expires_at.split('-').map(Number);
-    if (y && m && d && now.getTime() >= new Date(y, m - 1, d + 1).getTime()) return false;
-  }
-  return true;
+  return !keyExpired(key.expires_at, now);
 }
+
+/** Past expires_at (YYYY-MM-DD), which is valid through the end of that day in the server's zone. */
+export function keyExpired(expiresAt: string | null, now: Date): boolean {
+  if (!expiresAt) return false;
+  const [y, m, d] = expiresAt.split('-').map(Number);
+  return Boolean(y && m && d) && now.getTime() >= new Date(y, m - 1, d + 1).getTime();
+}
+
+/** Address lists built once per allow-list, not per call (key rows are re-read when the metadata cache is off). */
+const blockLists = new LRUCache<string, BlockList>({ max: 1000 });
 
 export function addressAllowed(allowed: string[], ip: string): boolean {
   const family = isIP(ip);
   if (!family || !allowed.length) return false;
-  const list = new BlockList();
-  for (const entry of allowed) {
-    const [addr, bits] = entry.split('/');
-    const f = isIP(addr) === 6 ? 'ipv6' : 'ipv4';
-    if (bits === undefined) list.addAddress(addr, f);
-    else list.addSubnet(addr, Number(bits), f);
+  const slot = allowed.join(',');
+  let list = blockLists.get(slot);
+  if (!list) {
+    list = new BlockList();
+    for (const entry of allowed) {
+      const [addr, bits] = entry.split('/');
+      const f = isIP(addr) === 6 ? 'ipv6' : 'ipv4';
+      if (bits === undefined) list.addAddress(addr, f);
+      else list.addSubnet(addr, Number(bits), f);
+    }
+    blockLists.set(slot, list);
   }
   return list.check(ip, family === 6 ? 'ipv6' : 'ipv4');
 }
