@@ -11,6 +11,23 @@ export function connectionFailed(detail: string): CallError {
   return new CallError('connection_failed', 'Could not connect to the database', { detail });
 }
 
+/** A write the database refused because the session is read-only. */
+export function readOnlyRefused(detail: string): CallError {
+  return new CallError('read_only', 'The database refused a write: the statement ran in a read-only session', { detail });
+}
+
+/** A connection already running its most exports at once. */
+export function tooManyStreams(max: number): CallError {
+  return new CallError('unavailable', 'Too many exports are running on this connection; try again later', {
+    detail: `at most ${max} streams at once`,
+  });
+}
+
+/** A limit in whole ms (0 = none); fractions round up so a tiny limit never becomes "none". */
+export function toMs(timeoutMs: number): number {
+  return timeoutMs > 0 ? Math.max(1, Math.ceil(timeoutMs)) : 0;
+}
+
 export function queryFailed(detail: string): CallError {
   return new CallError('query_failed', 'An error occurred while executing the SQL query', { detail });
 }

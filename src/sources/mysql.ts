@@ -14,7 +14,7 @@ import type {
   SourceSettings,
   StreamOptions,
 } from './types.js';
-import { connectionFailed, queryFailed, redact, timeoutError } from './errors.js';
+import { connectionFailed, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams } from './errors.js';
 
 /**
  * Decisions:
@@ -207,9 +207,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
   async function stream(text: string, values: unknown[], opts: StreamOptions, onBatch: BatchHandler): Promise<number> {
     if (closed) throw connectionFailed('source closed');
     if (streams >= maxStreams) {
-      throw new CallError('unavailable', 'Too many exports are running on this connection; try again later', {
-        detail: `at most ${maxStreams} streams at once`,
-      });
+      throw tooManyStreams(maxStreams);
     }
     const ms = toMs(opts.timeoutMs);
     const batchRows = Math.max(1, Math.floor(opts.batchRows) || 0);
@@ -588,10 +586,6 @@ function isCleanWrite(text: string): boolean {
   return CLEAN_VERBS.has(leadingWord(text));
 }
 
-/** A limit in whole ms (0 = none); fractions round up so a tiny limit never becomes "none". */
-function toMs(timeoutMs: number): number {
-  return timeoutMs > 0 ? Math.max(1, Math.ceil(timeoutMs)) : 0;
-}
 
 function sslOption(ssl: unknown): PoolOptions['ssl'] {
   if (ssl === undefined || ssl === null || ssl === false) return undefined;
@@ -624,7 +618,7 @@ function toCallError(err: unknown, ms: number, password: string): CallError {
     return timeoutError(ms);
   }
   if (errno === ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION) {
-    return new CallError('read_only', 'The database refused a write: the statement ran in a read-only session', { detail });
+    return readOnlyRefused(detail);
   }
   if (e.fatal === true || CONNECT_ERRNOS.has(errno) || typeof e.syscall === 'string') return connectionFailed(detail);
   return queryFailed(detail);

@@ -12,7 +12,7 @@ import type {
   SourceSettings,
   StreamOptions,
 } from './types.js';
-import { timeoutError, connectionFailed, queryFailed, redact } from './errors.js';
+import { connectionFailed, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams } from './errors.js';
 
 type Sql = postgres.Sql<{}>;
 
@@ -160,7 +160,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
   };
 
   async function run(text: string, values: unknown[], opts: RunOptions): Promise<ResultSet> {
-    if (closed) throw new CallError('connection_failed', 'Could not connect to the database', { detail: 'source closed' });
+    if (closed) throw connectionFailed('source closed');
     const client = pick(opts.readOnly ? readPool : (writePool ??= makePool(false)));
     const ms = toMs(opts.timeoutMs);
     client.busy++;
@@ -179,7 +179,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
   }
 
   async function stream(text: string, values: unknown[], opts: StreamOptions, onBatch: BatchHandler): Promise<number> {
-    if (closed) throw new CallError('connection_failed', 'Could not connect to the database', { detail: 'source closed' });
+    if (closed) throw connectionFailed('source closed');
     const client = pickForStream();
     const ms = toMs(opts.timeoutMs);
     const batchRows = Math.max(1, Math.floor(opts.batchRows) || 0);
@@ -308,9 +308,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       else if (!best || c.busy < best.busy) best = c;
     }
     if (!best || open >= maxStreams) {
-      throw new CallError('unavailable', 'Too many exports are running on this connection; try again later', {
-        detail: `at most ${maxStreams} streams at once`,
-      });
+      throw tooManyStreams(maxStreams);
     }
     return best;
   }
@@ -408,10 +406,6 @@ function load(c: Client): number {
   return c.streaming ? c.busy + STREAM_LOAD : c.busy;
 }
 
-/** A limit in whole ms (0 = none); fractions round up so a tiny limit never becomes "none". */
-function toMs(timeoutMs: number): number {
-  return timeoutMs > 0 ? Math.max(1, Math.ceil(timeoutMs)) : 0;
-}
 
 function namesOf(columns: readonly { name: string }[] | undefined): string[] {
   if (!columns) return [];
@@ -548,9 +542,7 @@ function toCallError(err: unknown, ms: number, password: string): CallError {
   if (e.name === 'PostgresError') {
     if (code === '57014' && detail.includes('statement timeout')) return timeoutError(ms);
     if (code === '25006') {
-      return new CallError('read_only', 'The database refused a write: the statement ran in a read-only session', {
-        detail,
-      });
+      return readOnlyRefused(detail);
     }
     if (code.startsWith('08') || code.startsWith('28') || PG_CONNECT_STATES.has(code)) return connectionFailed(detail);
   } else if (DRIVER_CONNECT_CODES.has(code) || typeof e.syscall === 'string' || /CERT|TLS|SSL/.test(code)) {

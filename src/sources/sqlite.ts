@@ -14,7 +14,9 @@ import type {
   SourceSettings,
   StreamOptions,
 } from './types.js';
-import { timeoutError, connectionFailed, queryFailed } from './errors.js';
+import { connectionFailed, queryFailed, timeoutError, tooManyStreams } from './errors.js';
+
+const READ_ONLY_FILE = 'Only statements that read are allowed: SQLite connections are read-only';
 
 type Statement = Database.Statement<unknown[], unknown[]>;
 
@@ -55,7 +57,7 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
   try {
     db = new Database(file, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
   } catch (err) {
-    throw new CallError('connection_failed', 'Could not connect to the database', { detail: messageOf(err) });
+    throw connectionFailed(messageOf(err));
   }
   const statements = new LRUCache<string, Statement>({ max: STATEMENT_CACHE_SIZE });
   let streams = 0;
@@ -86,11 +88,9 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
   }
 
   async function stream(text: string, values: unknown[], opts: StreamOptions, onBatch: BatchHandler): Promise<number> {
-    if (closed) throw new CallError('connection_failed', 'Could not connect to the database', { detail: 'source closed' });
+    if (closed) throw connectionFailed('source closed');
     if (streams >= MAX_STREAMS) {
-      throw new CallError('unavailable', 'Too many exports are running on this connection; try again later', {
-        detail: `at most ${MAX_STREAMS} streams at once`,
-      });
+      throw tooManyStreams(MAX_STREAMS);
     }
     const batchRows = Math.max(1, Math.floor(opts.batchRows) || 0);
     streams++;
@@ -103,7 +103,7 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
         handle = new Database(file, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
         const stmt = handle.prepare<unknown[], unknown[]>(text);
         if (!stmt.reader) {
-          throw new CallError('read_only', 'Only statements that read are allowed: SQLite connections are read-only');
+          throw new CallError('read_only', READ_ONLY_FILE);
         }
         stmt.raw(true).safeIntegers(true);
         columns = stmt.columns().map((c) => c.name);
@@ -138,7 +138,7 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
         }
         if (done) return handed;
         await new Promise<void>((resolve) => setImmediate(resolve));
-        if (closed) throw new CallError('connection_failed', 'Could not connect to the database', { detail: 'source closed' });
+        if (closed) throw connectionFailed('source closed');
       }
     } finally {
       streams--;
@@ -161,7 +161,7 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
     if (!stmt) {
       stmt = db.prepare<unknown[], unknown[]>(text);
       if (!stmt.reader) {
-        throw new CallError('read_only', 'Only statements that read are allowed: SQLite connections are read-only');
+        throw new CallError('read_only', READ_ONLY_FILE);
       }
       stmt.raw(true).safeIntegers(true);
       statements.set(text, stmt);
@@ -204,7 +204,7 @@ function toCallError(err: unknown): CallError {
   const detail = messageOf(err);
   if (typeof code === 'string') {
     if (code.startsWith('SQLITE_READONLY')) {
-      return new CallError('read_only', 'Only statements that read are allowed: SQLite connections are read-only', {
+      return new CallError('read_only', READ_ONLY_FILE, {
         detail,
       });
     }
