@@ -13,7 +13,7 @@ import { countStatements, scanMarkers } from '../call/sqlMarkers.js';
 import { describe, type OutputColumn, type Query } from './lineage.js';
 import { lowerNspStatement } from './lowerNsp.js';
 import { lowerPgStatement } from './lowerPg.js';
-import { DATA_READING_FUNCTIONS, SESSION_OR_WRITE_FUNCTIONS, judgeTokens, lex, type LexicalRisks, type Token } from './scan.js';
+import { isUnsafeFunction, judgeTokens, lex, type LexicalRisks, type Token } from './scan.js';
 
 export type { ColumnSource, OutputColumn } from './lineage.js';
 
@@ -120,7 +120,7 @@ export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAna
   if (selectInto) writeVerbs.add('select into');
   const unsafe = new Set(scan.unsafeFunctions);
   for (const f of [...lineage.calls, ...lineage.tableFunctions]) {
-    if (SESSION_OR_WRITE_FUNCTIONS.has(f) || DATA_READING_FUNCTIONS.has(f) || f.startsWith('dblink')) unsafe.add(f);
+    if (isUnsafeFunction(f)) unsafe.add(f);
   }
   const verbs = [...writeVerbs].sort();
   return {

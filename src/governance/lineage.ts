@@ -1,7 +1,7 @@
 // In charge of the one dialect-neutral description of a statement (the IR both parsers are lowered to)
 // and of reading it: tables read and written, write verbs, table functions and output-column lineage.
 // Policy code reads only what this computes. Must not import HTTP/uWS or sources.
-import { DATA_READING_FUNCTIONS } from './scan.js';
+import { readsOutsideTables } from './scan.js';
 
 /** A column reference: `q.name`, `name`, `q.*` (name '*'), all lower-case; `*` alone is count(*)'s. */
 export interface Ref {
@@ -372,7 +372,7 @@ function evalEx(ex: Ex, scope: Scope, acc: Acc): { sources: ColumnSource[]; trac
   for (const call of ex.calls) {
     acc.calls.add(call);
     // its rows come from somewhere the statement does not name (a file, a server, SQL text)
-    if (DATA_READING_FUNCTIONS.has(call) || call.startsWith('dblink')) r.traced = false;
+    if (readsOutsideTables(call)) r.traced = false;
   }
   for (const ref of ex.refs) mergeInto(r, resolve(ref, scope, acc));
   for (const sub of ex.subs) {

@@ -4,7 +4,7 @@
 import { CallError } from '../call/errors.js';
 import type { StatementAnalysis, StatementScan } from './analysis.js';
 import { PURE_GENERATORS } from './lineage.js';
-import { DATA_READING_FUNCTIONS, SESSION_OR_WRITE_FUNCTIONS } from './scan.js';
+import { readsOutsideTables, SESSION_OR_WRITE_FUNCTIONS } from './scan.js';
 
 export const READ_ONLY_MESSAGE = 'Only read-only statements (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN) are allowed';
 
@@ -57,7 +57,7 @@ export function checkTables(a: StatementAnalysis | null, allowedTables: string[]
   const forbidden = new Set<string>();
   for (const t of a.tables) if (!allowed.has(t)) forbidden.add(t);
   for (const f of a.tableFunctions) if (!PURE_GENERATORS.has(f)) forbidden.add(f + '()');
-  for (const f of a.unsafeFunctions) if (DATA_READING_FUNCTIONS.has(f) || f.startsWith('dblink')) forbidden.add(f + '()');
+  for (const f of a.unsafeFunctions) if (readsOutsideTables(f)) forbidden.add(f + '()');
   if (forbidden.size === 0) return;
   const list = [...allowed].sort().join(', ') || '(none)';
   throw governanceError('table_not_allowed', `This API key may only query these tables: ${list}. Forbidden: ${[...forbidden].sort().join(', ')}.`);

@@ -98,6 +98,16 @@ export const DATA_READING_FUNCTIONS = new Set([
   'readfile', 'fsdir', 'sqlite_dbpage', 'load_file',
 ]);
 
+/** Reads data the statement does not name as a table: one of the above, or any dblink function. */
+export function readsOutsideTables(f: string): boolean {
+  return DATA_READING_FUNCTIONS.has(f) || f.startsWith('dblink');
+}
+
+/** A function governance must see: one that changes the session, writes, or reads outside the tables. */
+export function isUnsafeFunction(f: string): boolean {
+  return SESSION_OR_WRITE_FUNCTIONS.has(f) || readsOutsideTables(f);
+}
+
 /** Every token outside comments, and the risky constructs met on the way. Never throws. */
 export function lex(sql: string, dialect: ScanDialect): Lexed {
   const tokens: Token[] = [];
@@ -281,7 +291,7 @@ export function judgeTokens(tokens: Token[]): LexicalVerdict {
     const t = tokens[k];
     if ((t.kind === 'word' || t.kind === 'name') && tokens[k + 1].kind === 'punct' && tokens[k + 1].text === '(') {
       const name = t.text.toLowerCase();
-      if (SESSION_OR_WRITE_FUNCTIONS.has(name) || DATA_READING_FUNCTIONS.has(name) || name.startsWith('dblink')) {
+      if (isUnsafeFunction(name)) {
         unsafe.add(name);
       }
     }
