@@ -87,6 +87,16 @@ const PROBE = 16;
 const OVERFLOW_CELLS = 1024;
 /** Larger limits are clamped (stricter): keeps every µs value an exact double. */
 const MAX_LIMIT = 1e12;
+
+/** A bucket's size for a limit, clamped; the Redis limiter sizes its buckets the same way. */
+export function bucketSize(limit: number): number {
+  return Math.min(Math.max(1, Math.floor(limit)), MAX_LIMIT);
+}
+
+/** Microseconds between tokens for a bucket of `n` over `periodMs`. */
+export function tokenInterval(n: number, periodMs: number): number {
+  return Math.ceil(Math.max(1, Math.round(periodMs * 1000)) / n);
+}
 /** A lock held this long belongs to a thread that died inside it (terminated); take it over. */
 const STEAL_AFTER_MS = 1000;
 const SPINS = 64;
@@ -215,8 +225,8 @@ export class SharedRateLimiter {
     const home = fmix(ha) & this.#mask;
     const fp = fmix(hb) || 1;
     const nowUs = Math.floor(this.#now() * 1000);
-    const n = Math.min(Math.max(1, Math.floor(limit)), MAX_LIMIT);
-    const r = Math.ceil(Math.max(1, Math.round(periodMs * 1000)) / n);
+    const n = bucketSize(limit);
+    const r = tokenInterval(n, periodMs);
     const tau = r * n;
     // Fast path: the key's bucket exists.
     return this.#existing(home, fp, nowUs, n, r, tau) ?? this.#claim(home, fp, nowUs, n, r, tau);

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
-import type { RateCheck, SharedRateLimiter } from './rateLimit.js';
+import { bucketSize, tokenInterval, type RateCheck, type SharedRateLimiter } from './rateLimit.js';
 
 // KEYS[1] bucket; ARGV[1] r = µs per token; ARGV[2] tau = limit·r, the bucket's depth in µs.
 // The value is the bucket's TAT (µs on Redis's clock) and expires exactly when the bucket is full
@@ -25,8 +25,6 @@ return {1, math.floor((tau - (nxt - now)) / r), 0}
 `;
 const SHA = createHash('sha1').update(SCRIPT).digest('hex');
 
-/** Must match SharedRateLimiter.take's clamp. */
-const MAX_LIMIT = 1e12;
 const WARN_EVERY_MS = 60_000;
 // ioredis takes 0.2-0.4 s to load here; only processes with QUERYAPIGATE_REDIS_URL pay for it,
 // not every executor thread (nor the tests' workers).
@@ -86,8 +84,8 @@ export class RedisRateLimiter {
   }
 
   take(bucketKey: string, limit: number, periodMs: number): Promise<RateCheck> {
-    const n = Math.min(Math.max(1, Math.floor(limit)), MAX_LIMIT);
-    const r = Math.ceil(Math.max(1, Math.round(periodMs * 1000)) / n);
+    const n = bucketSize(limit);
+    const r = tokenInterval(n, periodMs);
     if (this.#client.status !== 'ready' || (this.#skipUntil && performance.now() < this.#skipUntil)) {
       return Promise.resolve(this.#fallback(bucketKey, limit, periodMs, null));
     }
