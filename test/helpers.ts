@@ -1,11 +1,13 @@
 // Shared test plumbing: a real server on a free port with its own home folder, a small HTTP client,
 // and scratch PostgreSQL databases that tests create and drop themselves.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
+import { CallError } from '../src/call/errors.js';
 import { loadConfig } from '../src/config.js';
 import { startServer, type RunningServer } from '../src/serve.js';
 
@@ -121,3 +123,16 @@ export function startProcess(env: Record<string, string>) {
   return { child, listening, exited, output: () => out };
 }
 
+/** Awaits `p`, which must fail with a CallError of `code`; returns the error for further checks. */
+export async function rejectsWith(p: Promise<unknown>, code: string): Promise<CallError> {
+  let caught: unknown;
+  await p.then(
+    () => assert.fail(`expected ${code}, but the run succeeded`),
+    (err: unknown) => {
+      caught = err;
+    },
+  );
+  assert.ok(caught instanceof CallError, `expected a CallError, got ${String(caught)}`);
+  assert.equal(caught.code, code, caught.message + ' ' + (caught.extras?.detail ?? ''));
+  return caught;
+}

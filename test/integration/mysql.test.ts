@@ -9,7 +9,7 @@ import mysql from 'mysql2/promise';
 import { CallError } from '../../src/call/errors.js';
 import { openSource } from '../../src/sources/index.js';
 import type { ConnectionConfig, Source } from '../../src/sources/index.js';
-import { eventually } from '../helpers.js';
+import { eventually, rejectsWith } from '../helpers.js';
 
 const MY_HOST = process.env.QUERYAPIGATE_TEST_MYSQL_HOST ?? '127.0.0.1';
 const MY_PORT = Number(process.env.QUERYAPIGATE_TEST_MYSQL_PORT ?? 3306);
@@ -22,19 +22,6 @@ const PAGED = (statement: string): string => `SELECT * FROM (\n${statement}\n) A
 
 function myConn(extra: Partial<ConnectionConfig> = {}): ConnectionConfig {
   return { name: 'my', db: 'mysql', host: MY_HOST, port: MY_PORT, user: MY_USER, database: SCRATCH, ...extra };
-}
-
-async function rejectsWith(p: Promise<unknown>, code: string): Promise<CallError> {
-  let caught: unknown;
-  await p.then(
-    () => assert.fail(`expected ${code}, but the run succeeded`),
-    (err: unknown) => {
-      caught = err;
-    },
-  );
-  assert.ok(caught instanceof CallError, `expected a CallError, got ${String(caught)}`);
-  assert.equal(caught.code, code, caught.message + ' ' + (caught.extras?.detail ?? ''));
-  return caught;
 }
 
 /** A TCP port nothing listens on. */

@@ -10,10 +10,9 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import type postgres from 'postgres';
-import { CallError } from '../../src/call/errors.js';
 import { openSource } from '../../src/sources/index.js';
 import type { ConnectionConfig, Source, SourceSettings } from '../../src/sources/index.js';
-import { eventually, PG_ADMIN_URL, scratchDatabase } from '../helpers.js';
+import { eventually, PG_ADMIN_URL, rejectsWith, scratchDatabase } from '../helpers.js';
 
 const ROWS = 50_000;
 const BATCH = 1000;
@@ -41,19 +40,6 @@ interface Harness {
   running: ((marker: string) => Promise<number>) | null;
   /** Streams a source lets run at once (opened with poolSize 2 for PG and MySQL). */
   maxStreams: number;
-}
-
-async function rejectsWith(p: Promise<unknown>, code: string): Promise<CallError> {
-  let caught: unknown;
-  await p.then(
-    () => assert.fail(`expected ${code}, but it succeeded`),
-    (err: unknown) => {
-      caught = err;
-    },
-  );
-  assert.ok(caught instanceof CallError, `expected a CallError, got ${String(caught)}`);
-  assert.equal(caught.code, code, caught.message + ' ' + (caught.extras?.detail ?? ''));
-  return caught;
 }
 
 /** The cases every source must pass. */

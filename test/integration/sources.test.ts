@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import { CallError } from '../../src/call/errors.js';
 import { openSource, resolveEnvRefs } from '../../src/sources/index.js';
 import type { ConnectionConfig, Source } from '../../src/sources/index.js';
+import { rejectsWith } from '../helpers.js';
 
 const PG_HOST = process.env.QUERYAPIGATE_TEST_PG_HOST ?? '127.0.0.1';
 const PG_PORT = Number(process.env.QUERYAPIGATE_TEST_PG_PORT ?? 5432);
@@ -22,19 +23,6 @@ const settings = { poolSize: 4, home: os.tmpdir(), queryTimeoutMs: 30_000 };
 
 function pgConn(extra: Partial<ConnectionConfig> = {}): ConnectionConfig {
   return { name: 'pg', db: 'postgres', host: PG_HOST, port: PG_PORT, user: PG_USER, database: SCRATCH, ...extra };
-}
-
-async function rejectsWith(p: Promise<unknown>, code: string): Promise<CallError> {
-  let caught: unknown;
-  await p.then(
-    () => assert.fail(`expected ${code}, but the run succeeded`),
-    (err: unknown) => {
-      caught = err;
-    },
-  );
-  assert.ok(caught instanceof CallError, `expected a CallError, got ${String(caught)}`);
-  assert.equal(caught.code, code, caught.message + ' ' + (caught.extras?.detail ?? ''));
-  return caught;
 }
 
 describe('postgres source', () => {
