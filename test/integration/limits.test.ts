@@ -1,9 +1,6 @@
 // Key lifecycle and limits end to end: rotation with grace, a key limit exact across executor
 // threads and across two processes sharing Redis, the server-wide limit per client behind a proxy.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { ADMIN_KEY, request, scratchDatabase, startProcess, startTestServer } from '../helpers.js';
 
@@ -68,7 +65,6 @@ test('a key limit of N admits exactly N calls across 4 executor threads', async 
 
 test('a key limit is shared by two processes through Redis', async () => {
   const store = await scratchDatabase('qag_limits_store');
-  const home = mkdtempSync(join(tmpdir(), 'qag-limits-'));
   const env = { QUERYAPIGATE_DATABASE_URL: store.url, QUERYAPIGATE_REDIS_URL: 'redis://127.0.0.1:6379', QUERYAPIGATE_WORKERS: '1' };
   const a = await startTestServer({ ...env, QUERYAPIGATE_LOAD_EXAMPLES: '1' });
   const b = startProcess({ ...env, QUERYAPIGATE_HOME: a.home, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: ADMIN_KEY });
@@ -89,7 +85,6 @@ test('a key limit is shared by two processes through Redis', async () => {
     await b.exited;
     await a.stop();
     await store.drop();
-    rmSync(home, { recursive: true, force: true });
   }
 });
 
