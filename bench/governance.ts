@@ -17,7 +17,7 @@
 //
 // Results go to bench/results/governance-<date>/ (results.jsonl + README.md).
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +27,7 @@ import type { Inspection, SqlDialect } from '../src/governance/analysis.js';
 import type { MaskRule, Schema } from '../src/governance/masking.js';
 import { exampleQueries } from '../src/examples/catalog.js';
 import { fmt, median, today, writeResults } from './gateway.js';
+import { ALLOWED_TABLES, MASK, SQL } from './tpcc/queries.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -59,15 +60,7 @@ const FILM_SQL = exampleQueries.find((q) => q.name === 'example_film_lookup')!.s
 const ACCOUNT_SQL = 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid'; // bench/oltp.ts
 const PAGE_SQL = 'SELECT a.aid, a.abalance, b.bid, b.bbalance FROM pgbench_accounts a JOIN pgbench_branches b ON b.bid = a.bid ' +
   'WHERE a.aid BETWEEN :start AND :start + 99 ORDER BY a.aid'; // bench/oltp.ts
-// bench/tpcc/run.ts (SQL.order_status), copied: that file runs its bench when imported.
-const ORDER_STATUS_SQL = `SELECT c.c_first, c.c_middle, c.c_last, c.c_balance, o.o_id, o.o_entry_d, o.o_carrier_id,
-  ol.ol_number, ol.ol_i_id, ol.ol_supply_w_id, ol.ol_quantity, ol.ol_amount, ol.ol_delivery_d
-FROM orders o
-JOIN customer c ON c.c_w_id = o.o_w_id AND c.c_d_id = o.o_d_id AND c.c_id = o.o_c_id
-JOIN order_line ol ON ol.ol_w_id = o.o_w_id AND ol.ol_d_id = o.o_d_id AND ol.ol_o_id = o.o_id
-WHERE o.o_w_id = :w_id AND o.o_d_id = :d_id
-  AND o.o_id = (SELECT MAX(o2.o_id) FROM orders o2 WHERE o2.o_w_id = :w_id AND o2.o_d_id = :d_id AND o2.o_c_id = :c_id)
-ORDER BY ol.ol_number`;
+const ORDER_STATUS_SQL = SQL.order_status; // bench/tpcc/run.ts's governed key runs it
 
 const CASES: Case[] = [
   {
@@ -103,8 +96,8 @@ const CASES: Case[] = [
       ['orders', ['o_id', 'o_d_id', 'o_w_id', 'o_c_id', 'o_entry_d', 'o_carrier_id', 'o_ol_cnt', 'o_all_local']],
       ['order_line', ['ol_o_id', 'ol_d_id', 'ol_w_id', 'ol_number', 'ol_i_id', 'ol_supply_w_id', 'ol_delivery_d', 'ol_quantity', 'ol_amount', 'ol_dist_info']],
     ]),
-    allowed: ['customer', 'district', 'order_line', 'orders', 'stock'],
-    mask: [{ column: 'customer.c_last', action: 'hash' }, { column: '*.c_data', action: 'mask' }],
+    allowed: ALLOWED_TABLES,
+    mask: MASK,
     expect: { tables: ['customer', 'order_line', 'orders'], actions: [null, null, 'hash', null, null, null, null, null, null, null, null, null, null] },
   },
 ];
@@ -194,10 +187,6 @@ for (const c of CASES) {
   const got = JSON.stringify({ tables: r.inspection.analysis?.tables, actions: r.actions });
   if (got !== JSON.stringify(c.expect)) throw new Error(`${c.id}: ${got} (${r.parser}), expected ${JSON.stringify(c.expect)}`);
 }
-try {
-  const tpcc = readFileSync(fileURLToPath(new URL('../../bench/tpcc/run.ts', import.meta.url)), 'utf8');
-  if (!tpcc.includes(ORDER_STATUS_SQL)) console.warn('warning: bench/tpcc/run.ts order_status differs from the copy here');
-} catch { /* run from elsewhere */ }
 
 // 1a. Warm process: code hot, every sample a new text. Cases interleaved, sample by sample.
 console.log(`1a. warm process: ${SAMPLES} unseen statements per case`);

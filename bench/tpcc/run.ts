@@ -21,6 +21,7 @@ import mysql from 'mysql2/promise';
 import { ensureWrk, processCpuSeconds, runLoad, type LoadResult } from '../load.js';
 import { fmt, median, startGateway, today, writeResults, type Gateway } from '../gateway.js';
 import { DEFAULT_TARGET, ensureEstate, SCALES, type Estate } from './generate.js';
+import { ALLOWED_TABLES, MASK, SQL } from './queries.js';
 
 const { values } = parseArgs({
   options: {
@@ -43,32 +44,9 @@ const target = DEFAULT_TARGET;
 
 // ---------------------------------------------------------------- the saved queries
 
-const SQL = {
-  customer: `SELECT c_id, c_d_id, c_w_id, c_first, c_middle, c_last, c_street_1, c_city, c_state, c_zip, c_phone,
-  c_since, c_credit, c_credit_lim, c_discount, c_balance, c_ytd_payment, c_payment_cnt, c_delivery_cnt, c_data
-FROM customer WHERE c_w_id = :w_id AND c_d_id = :d_id AND c_id = :c_id`,
-  // TPC-C order-status (§2.6.2) in one statement: the customer, and the lines of their newest order.
-  order_status: `SELECT c.c_first, c.c_middle, c.c_last, c.c_balance, o.o_id, o.o_entry_d, o.o_carrier_id,
-  ol.ol_number, ol.ol_i_id, ol.ol_supply_w_id, ol.ol_quantity, ol.ol_amount, ol.ol_delivery_d
-FROM orders o
-JOIN customer c ON c.c_w_id = o.o_w_id AND c.c_d_id = o.o_d_id AND c.c_id = o.o_c_id
-JOIN order_line ol ON ol.ol_w_id = o.o_w_id AND ol.ol_d_id = o.o_d_id AND ol.ol_o_id = o.o_id
-WHERE o.o_w_id = :w_id AND o.o_d_id = :d_id
-  AND o.o_id = (SELECT MAX(o2.o_id) FROM orders o2 WHERE o2.o_w_id = :w_id AND o2.o_d_id = :d_id AND o2.o_c_id = :c_id)
-ORDER BY ol.ol_number`,
-  // TPC-C stock-level (§2.8.2): distinct items below the threshold among the district's last 20 orders.
-  stock_level: `SELECT COUNT(DISTINCT s.s_i_id) AS low_stock
-FROM district d
-JOIN order_line ol ON ol.ol_w_id = d.d_w_id AND ol.ol_d_id = d.d_id
-  AND ol.ol_o_id < d.d_next_o_id AND ol.ol_o_id >= d.d_next_o_id - 20
-JOIN stock s ON s.s_w_id = ol.ol_w_id AND s.s_i_id = ol.ol_i_id
-WHERE d.d_w_id = :w_id AND d.d_id = :d_id AND s.s_quantity < :threshold`,
-} as const;
 type QueryName = keyof typeof SQL;
 const INT = { type: 'int', required: true };
 const PARAMS: Record<QueryName, string[]> = { customer: ['w_id', 'd_id', 'c_id'], order_status: ['w_id', 'd_id', 'c_id'], stock_level: ['w_id', 'd_id', 'threshold'] };
-const ALLOWED_TABLES = ['customer', 'district', 'order_line', 'orders', 'stock'];
-const MASK = [{ column: 'customer.c_last', action: 'hash' }, { column: '*.c_data', action: 'mask' }];
 
 // Random parameters, the same spread for wrk's URL patterns and the database-alone driver:
 // w_id 1..W (W <= 9), d_id 1..9 (district 10 is left out: the pattern language has no alternation),
