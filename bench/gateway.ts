@@ -74,3 +74,7 @@ export function median(xs: number[]): number {
 }
 
 export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+/** The median with the min-max in brackets; a single value alone. */
+export const range = (xs: number[], digits = 0) =>
+  xs.length === 1 ? fmt(xs[0], digits) : `${fmt(median(xs), digits)} (${fmt(Math.min(...xs), digits)}-${fmt(Math.max(...xs), digits)})`;

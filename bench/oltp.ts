@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { ensureWrk, runLoad, type LoadResult } from './load.js';
-import { fmt, median, startGateway, today, writeResults, type Gateway } from './gateway.js';
+import { fmt, median, range, startGateway, today, writeResults, type Gateway } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -548,8 +548,6 @@ const loadAfter = readFileSync('/proc/loadavg', 'utf8').trim();
 
 // ---------------------------------------------------------------- the tables
 
-const range = (xs: number[], d = 0) => xs.length === 1 ? fmt(xs[0], d) : `${fmt(median(xs), d)} (${fmt(Math.min(...xs), d)}-${fmt(Math.max(...xs), d)})`;
-const med = (xs: number[]) => median(xs);
 const cellRows = (config: string, callId: string, callers: number) => rows.filter((r) => r.config === config && r.call_id === callId && r.callers === callers);
 /** Median (min-max) of per-round ratios to the floor measured next to the cell. */
 const ratios = (xs: (number | undefined)[]) => {
@@ -571,11 +569,11 @@ for (const c of CALLS) {
       const rs = cellRows(cfg.id, c.id, callers);
       if (!rs.length) continue;
       const kept = rs[0].runs_kept_pct === null ? '-' : pct(rs.map((r) => r.runs_kept_pct!));
-      const stx = rs[0].store_xacts_per_call === null ? '-' : fmt(med(rs.map((r) => r.store_xacts_per_call!)), 2);
+      const stx = rs[0].store_xacts_per_call === null ? '-' : fmt(median(rs.map((r) => r.store_xacts_per_call!)), 2);
       table += `| ${c.call} | ${callers} | ${cfg.executors} | ${cfg.cache} | ${range(rs.map((r) => r.rps))} | ${range(rs.map((r) => r.p50_ms), 2)} | ` +
-        `${range(rs.map((r) => r.p99_ms), 2)} | ${rs.reduce((a, r) => a + r.non2xx + r.errors, 0)} | ${fmt(med(rs.map((r) => r.cpu_s ?? 0)), 2)} | ` +
+        `${range(rs.map((r) => r.p99_ms), 2)} | ${rs.reduce((a, r) => a + r.non2xx + r.errors, 0)} | ${fmt(median(rs.map((r) => r.cpu_s ?? 0)), 2)} | ` +
         `${range(rs.map((r) => r.calls_per_cpu_s ?? 0))} | ${kept} | ${stx} | ${ratios(rs.map((r) => r.rps_vs_floor))} | ` +
-        `${ratios(rs.map((r) => r.per_cpu_vs_floor))} | ${fmt(med(rs.map((r) => r.machine_busy_cores)), 2)} |\n`;
+        `${ratios(rs.map((r) => r.per_cpu_vs_floor))} | ${fmt(median(rs.map((r) => r.machine_busy_cores)), 2)} |\n`;
     }
   }
 }
@@ -584,11 +582,11 @@ for (const c of CALLS) {
 let pivot = `| Call (32 callers, req/s) | ${CONFIGS.map((c) => `${c.executors}${c.cache === 'on' ? ', with the metadata cache' : ''}`).join(' | ')} |\n` +
   `|---|${CONFIGS.map(() => '---|').join('')}\n`;
 for (const c of CALLS) {
-  pivot += `| ${c.call} | ${CONFIGS.map((cfg) => { const rs = cellRows(cfg.id, c.id, 32); return rs.length ? fmt(med(rs.map((r) => r.rps))) : '-'; }).join(' | ')} |\n`;
+  pivot += `| ${c.call} | ${CONFIGS.map((cfg) => { const rs = cellRows(cfg.id, c.id, 32); return rs.length ? fmt(median(rs.map((r) => r.rps))) : '-'; }).join(' | ')} |\n`;
 }
 pivot += `| Lookup, floor (node:http + postgres.js), measured next to each | ${CONFIGS.map((cfg) => {
   const fs = rows.filter((r) => r.kind === 'floor' && r.floor_for === cfg.id && r.callers === 32);
-  return fs.length ? fmt(med(fs.map((r) => r.rps))) : '-';
+  return fs.length ? fmt(median(fs.map((r) => r.rps))) : '-';
 }).join(' | ')} |\n`;
 
 // The seed's one-caller latency table for the plain lookup.
@@ -606,14 +604,14 @@ let floorTable = '| Call | Concurrency | req/s | p50 ms | p99 ms | non-2xx | flo
 for (const callers of CALLERS) {
   const rs = cellRows('floor', 'floor', callers);
   floorTable += `| Lookup, floor | ${callers} | ${range(rs.map((r) => r.rps))} | ${range(rs.map((r) => r.p50_ms), 2)} | ${range(rs.map((r) => r.p99_ms), 2)} | ` +
-    `${rs.reduce((a, r) => a + r.non2xx + r.errors, 0)} | ${fmt(med(rs.map((r) => r.cpu_s ?? 0)), 2)} | ${range(rs.map((r) => r.calls_per_cpu_s ?? 0))} | ` +
-    `${fmt(med(rs.map((r) => r.machine_busy_cores)), 2)} |\n`;
+    `${rs.reduce((a, r) => a + r.non2xx + r.errors, 0)} | ${fmt(median(rs.map((r) => r.cpu_s ?? 0)), 2)} | ${range(rs.map((r) => r.calls_per_cpu_s ?? 0))} | ` +
+    `${fmt(median(rs.map((r) => r.machine_busy_cores)), 2)} |\n`;
 }
 
 let dbTable = '| Workload | Clients | Transactions a second | Average latency | machine busy cores |\n|---|---|---|---|---|\n';
 for (const clients of CALLERS) {
   const rs = pgRows.filter((r) => r.clients === clients);
-  dbTable += `| Primary-key read (pgbench -S${clients > 1 ? ' -j 2' : ''}) | ${clients} | ${range(rs.map((r) => r.tps))} | ${range(rs.map((r) => r.latency_avg_ms), 3)} ms | ${fmt(med(rs.map((r) => r.machine_busy_cores)), 2)} |\n`;
+  dbTable += `| Primary-key read (pgbench -S${clients > 1 ? ' -j 2' : ''}) | ${clients} | ${range(rs.map((r) => r.tps))} | ${range(rs.map((r) => r.latency_avg_ms), 3)} ms | ${fmt(median(rs.map((r) => r.machine_busy_cores)), 2)} |\n`;
 }
 
 const writes = rows.filter((r) => r.call_id === 'write');

@@ -7,7 +7,7 @@
 //   node dist/bench/recorder.js [--seconds 10] [--rounds 3] [--scale 40] [--pg postgres://postgres@127.0.0.1:5432/postgres] [--no-pg]
 //
 // Results go to bench/results/recorder-<date>/ (results.jsonl + README.md).
-import { readFileSync, mkdtempSync, rmSync, statSync, existsSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, existsSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -18,6 +18,7 @@ import { migrate } from '../src/store/migrations.js';
 import { Store as GatewayStore } from '../src/store/store.js';
 import type { RunRecord } from '../src/store/types.js';
 import { fmt, median, writeResults } from './gateway.js';
+import { processCpuSeconds } from './load.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -130,16 +131,15 @@ async function postgresStore(adminUrl: string): Promise<Store> {
     serverCpu() {
       if (!local) return null;
       // The backends serving this database; refreshed by refreshPids() once the pools have connected.
-      let ticks = 0;
+      let seconds = 0;
       for (const pid of pids) {
         try {
-          const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-          ticks += Number(f[11]) + Number(f[12]);
+          seconds += processCpuSeconds(pid);
         } catch {
           return null;
         }
       }
-      return ticks / 100;
+      return seconds;
     },
     async refreshPids() {
       pids = (await admin.unsafe(`SELECT pid FROM pg_stat_activity WHERE datname = '${name}'`)).map((r) => Number(r.pid));

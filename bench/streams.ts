@@ -22,6 +22,7 @@ import { parseArgs } from 'node:util';
 import mysql from 'mysql2/promise';
 import postgres from 'postgres';
 import { fmt, RESULTS, startGateway, today, writeResults, type Gateway } from './gateway.js';
+import { processCpuSeconds } from './load.js';
 
 const { values } = parseArgs({
   options: {
@@ -133,12 +134,6 @@ function procStatus(pid: number): { rssKb: number; hwmKb: number } {
   const s = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (k: string) => Number(s.match(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm'))?.[1] ?? NaN);
   return { rssKb: kb('VmRSS'), hwmKb: kb('VmHWM') };
-}
-
-/** utime + stime of the process so far, in seconds. */
-function cpuSeconds(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100; // fields 14 and 15, USER_HZ
 }
 
 /** Resets VmHWM to the current RSS (Linux clear_refs 5); false when the kernel refuses. */
@@ -332,11 +327,11 @@ async function runExport(source: SourceName, format: string): Promise<ExportRow>
   try {
     const baseline = await baselineRss(g.pid);
     const hwm = resetPeak(g.pid);
-    const cpu0 = cpuSeconds(g.pid);
+    const cpu0 = processCpuSeconds(g.pid);
     const sampler = new RssSampler(g.pid);
     const r = await readExport(`${g.url}/q/${SOURCES[source].query}?stream=true&format=${format}`);
     const samples = sampler.stop();
-    const cpu = cpuSeconds(g.pid) - cpu0;
+    const cpu = processCpuSeconds(g.pid) - cpu0;
     const st = procStatus(g.pid);
     const rows = format === 'csv' ? Math.max(0, r.lines - 1) : r.lines;
     const row: ExportRow = {

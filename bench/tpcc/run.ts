@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import mysql from 'mysql2/promise';
 import { ensureWrk, processCpuSeconds, runLoad, type LoadResult } from '../load.js';
-import { fmt, median, startGateway, today, writeResults, type Gateway } from '../gateway.js';
+import { fmt, median, range, startGateway, today, writeResults, type Gateway } from '../gateway.js';
 import { DEFAULT_TARGET, ensureEstate, SCALES, type Estate } from './generate.js';
 import { ALLOWED_TABLES, MASK, SQL } from './queries.js';
 
@@ -366,7 +366,6 @@ async function main(): Promise<void> {
 
 function report(rows: Row[], estate: Estate, started: Date, git: string, gatewayLog: string[]): void {
   const cell = (kind: Row['kind'], call: string, callers: number) => rows.filter((r) => r.kind === kind && r.call === call && r.callers === callers);
-  const range = (xs: number[], d = 0) => (xs.length === 1 ? fmt(xs[0], d) : `${fmt(median(xs), d)} (${fmt(Math.min(...xs), d)}-${fmt(Math.max(...xs), d)})`);
   const med = (xs: number[], d = 0) => fmt(median(xs), d);
   const pct = (xs: number[]) => (xs.length === 1 ? `${fmt(xs[0], 1)}%` : `${fmt(median(xs), 1)}% (${fmt(Math.min(...xs), 1)}-${fmt(Math.max(...xs), 1)})`);
 
