@@ -5,7 +5,7 @@ import { CallError } from '../call/errors.js';
 import { jsonAnswer } from '../http/respond.js';
 import { localTimestamp } from '../store/store.js';
 import type { ConnectionRow } from '../store/types.js';
-import type { ApiRouter } from './routes.js';
+import type { ApiRouter, ChangeOf } from './routes.js';
 import { checkName, name, optionalText, parseBody, readJson } from './validate.js';
 
 export const DB_TYPES = ['postgres', 'postgresql', 'sqlite', 'mysql'] as const;
@@ -68,18 +68,19 @@ export function connectionRoutes(r: ApiRouter): void {
     if (b.password !== undefined && b.password !== MASK) row.password = b.password;
     row.updated_at = localTimestamp();
     await ctx.store.putConnection(row, false);
-    ctx.publishChange({ kind: 'connection', name: n });
     return jsonAnswer(200, connectionDetail(row));
-  });
+  }, connectionChanged);
 
   r.add('DELETE', '/api/v1/connections/:name', async (ctx, req, [n]) => {
     const b = parseBody(deleteSchema, readJson(req.body, false));
     if (!b.reason || !b.reason.trim()) throw new CallError('reason_required', 'Deleting a connection needs a "reason"');
     if (!(await ctx.store.deleteConnection(n))) throw new CallError('connection_not_found', `Connection '${n}' not found`);
-    ctx.publishChange({ kind: 'connection', name: n });
     return jsonAnswer(204, null);
-  });
+  }, connectionChanged);
 }
+
+/** A changed or deleted connection: executors also replace its pools. */
+const connectionChanged: ChangeOf = ([name]) => ({ kind: 'connection', name });
 
 async function mustGet(store: import('../store/store.js').Store, n: string): Promise<ConnectionRow> {
   const c = await store.getConnection(n);

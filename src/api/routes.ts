@@ -27,19 +27,24 @@ export interface ControlContext {
 
 export type ApiHandler = (ctx: ControlContext, req: Request, params: string[]) => Promise<Answer> | Answer;
 
+/** What a successful write tells the executors; by default that metadata changed (every cache cleared). */
+export type ChangeOf = (params: string[]) => ChangeMessage;
+const METADATA_CHANGED: ChangeOf = () => ({ kind: 'metadata' });
+
 interface Route {
   method: string;
   parts: string[];
   handler: ApiHandler;
+  change: ChangeOf;
 }
 
 export class ApiRouter {
   #routes: Route[] = [];
   #locked = false;
 
-  add(method: string, pattern: string, handler: ApiHandler): this {
+  add(method: string, pattern: string, handler: ApiHandler, change: ChangeOf = METADATA_CHANGED): this {
     if (this.#locked) throw new Error(`route ${method} ${pattern} added after the router was locked`);
-    this.#routes.push({ method, parts: pattern.split('/').filter(Boolean), handler });
+    this.#routes.push({ method, parts: pattern.split('/').filter(Boolean), handler, change });
     return this;
   }
 
@@ -49,7 +54,7 @@ export class ApiRouter {
   }
 
   /** The handler and its path parameters; 405 when the path exists for other methods; null when none. */
-  match(method: string, url: string): { handler: ApiHandler; params: string[] } | 'method_not_allowed' | null {
+  match(method: string, url: string): { handler: ApiHandler; params: string[]; change: ChangeOf } | 'method_not_allowed' | null {
     const segs = url.split('/').filter(Boolean);
     let pathMatched = false;
     for (const r of this.#routes) {
@@ -66,7 +71,7 @@ export class ApiRouter {
         } else ok = r.parts[i] === segs[i];
       }
       if (!ok) continue;
-      if (r.method === method) return { handler: r.handler, params };
+      if (r.method === method) return { handler: r.handler, params, change: r.change };
       pathMatched = true;
     }
     return pathMatched ? 'method_not_allowed' : null;

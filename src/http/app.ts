@@ -56,8 +56,8 @@ export function buildApp(control: ControlContext, dispatcher: Dispatcher, limits
       if (found === 'method_not_allowed') return errorAnswer('method_not_allowed', 'Method not allowed', req.requestId);
       const answer = await found.handler(control, req, found.params);
       answer.key = req.apiKey ? 'admin' : '-';
-      // Any change clears every executor's cached rows at once (connections also replace pools).
-      if (req.method !== 'GET' && answer.status < 400) control.publishChange({ kind: 'metadata' });
+      // Any change clears every executor's cached rows at once (a connection's also replaces its pools).
+      if (req.method !== 'GET' && answer.status < 400) control.publishChange(found.change(found.params));
       return answer;
     } catch (e) {
       if (e instanceof CallError) return errorAnswer(e.code, e.message, req.requestId, e.extras);
