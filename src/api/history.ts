@@ -64,6 +64,8 @@ export function historyRoutes(r: ApiRouter): void {
     const a = new URLSearchParams(req.query);
     const after = a.get('after') ?? '0';
     if (!/^\d{1,15}$/.test(after)) throw new CallError('invalid_filter', 'after must be an event id');
+    // Events carry no version column; a filter that would be ignored is refused instead.
+    if (a.has('version')) throw new CallError('invalid_filter', 'Events filter by query, key, status, since and until, not version');
     const f = filters(a);
     await ctx.flushHistory();
     const items = await ctx.events.read({ ...f, after: Number(after), limit: f.limit });

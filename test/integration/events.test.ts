@@ -83,6 +83,9 @@ test('/events: per-key view, resume after Last-Event-ID exactly once, stream cap
     const page = await s.call('GET', `/api/v1/events?after=0&limit=1000&key=a`);
     assert.equal(page.json.items.length, 20);
     assert.equal(page.json.items[0].key_name, 'a');
+    const byVersion = await s.call('GET', '/api/v1/events?version=1');
+    assert.equal(byVersion.status, 400);
+    assert.equal(byVersion.json.code, 'invalid_filter');
   } finally {
     await s.stop();
   }
