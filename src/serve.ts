@@ -43,7 +43,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: config.rateLimit });
   await limits.ready();
   const dispatcher = countInFlight(createDispatcher(config, limiterMemory));
-  const changes = await startChangeFeed(config);
+  const changes = await startChangeFeed(channel('changes', config.home), config);
   const control: ControlContext = {
     config,
     store,

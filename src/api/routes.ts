@@ -6,7 +6,7 @@ import type { Answer, Request } from '../http/respond.js';
 import type { Store } from '../store/store.js';
 import type { KeyRow } from '../store/types.js';
 import type { Config } from '../config.js';
-import type { ChangeMessage } from '../call/context.js';
+import type { ChangeMessage } from '../store/changes.js';
 import type { EventLog } from '../store/events.js';
 import type { EventHub } from '../http/events.js';
 

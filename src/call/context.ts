@@ -7,6 +7,7 @@ import { openSource } from '../sources/index.js';
 import type { Source } from '../sources/types.js';
 import { attachStore, type Store } from '../store/store.js';
 import type { ConnectionRow } from '../store/types.js';
+import type { ChangeMessage } from '../store/changes.js';
 import { createMetadata, type Metadata } from './metadata.js';
 import type { CallPlan } from './plan.js';
 import { channel } from './messages.js';
@@ -42,13 +43,6 @@ export interface CallContext {
   maskSecret(): Promise<Buffer>;
   close(): Promise<void>;
 }
-
-/**
- * A change to the store, broadcast to every executor: made through this server's management API,
- * or told by another instance (LISTEN/NOTIFY or Redis). 'connection' also replaces that
- * connection's pools; 'all' is sent when a notification may have been missed.
- */
-export type ChangeMessage = { kind: 'metadata' } | { kind: 'connection'; name: string } | { kind: 'all' };
 
 export function createCallContext(config: Config, limiterMemory: SharedArrayBuffer): CallContext {
   const store = attachStore(config, { readonly: true, max: Math.max(2, Math.min(config.poolSize, 8)) });

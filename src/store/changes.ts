@@ -1,73 +1,80 @@
 // In charge of telling every executor, in this process and in every other instance, that the store
-// changed: locally over a BroadcastChannel; across instances over Redis pub/sub when
+// changed: locally over the given BroadcastChannel; across instances over Redis pub/sub when
 // QUERYAPIGATE_REDIS_URL is set, else LISTEN/NOTIFY on a PostgreSQL store. A (re)subscription
 // clears everything, since a notification may have been missed while disconnected.
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
-import type { ChangeMessage } from '../call/context.js';
-import { channel } from '../call/messages.js';
+
+/**
+ * A change to the store, broadcast to every executor: made through this server's management API,
+ * or told by another instance. 'connection' also replaces that connection's pools; 'all' is sent
+ * when a notification may have been missed.
+ */
+export type ChangeMessage = { kind: 'metadata' } | { kind: 'connection'; name: string } | { kind: 'all' };
 
 export interface ChangeFeed {
   publish(m: ChangeMessage): void;
   close(): Promise<void>;
 }
 
+/** The other instances' side: sends this instance's changes, hands theirs to `receive`. */
+interface RemoteLink {
+  send(payload: string): void;
+  close(): Promise<void>;
+}
+
 const PG_CHANNEL = 'queryapigate_changes';
 const REDIS_CHANNEL = 'qag:changes';
+const ALL: ChangeMessage = { kind: 'all' };
 
-export async function startChangeFeed(opts: { home: string; databaseUrl: string | null; redisUrl: string | null }): Promise<ChangeFeed> {
-  const local = channel('changes', opts.home);
+export async function startChangeFeed(local: BroadcastChannel, opts: { databaseUrl: string | null; redisUrl: string | null }): Promise<ChangeFeed> {
   const instance = randomUUID();
-  const fromRemote = (payload: string) => {
+  const everything = () => local.postMessage(ALL);
+  const receive = (payload: string) => {
     try {
       const { from, m } = JSON.parse(payload) as { from: string; m: ChangeMessage };
       if (from !== instance) local.postMessage(m);
     } catch {
-      local.postMessage({ kind: 'all' } satisfies ChangeMessage);
+      everything();
     }
   };
-  const wire = (m: ChangeMessage) => JSON.stringify({ from: instance, m });
-
-  if (opts.redisUrl) {
-    const pub = new Redis(opts.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 1 });
-    const sub = new Redis(opts.redisUrl, { lazyConnect: false });
-    for (const c of [pub, sub]) c.on('error', () => undefined); // reconnects by itself; logged once below
-    sub.on('ready', () => local.postMessage({ kind: 'all' } satisfies ChangeMessage));
-    sub.on('message', (_channel: string, payload: string) => fromRemote(payload));
-    await sub.subscribe(REDIS_CHANNEL).catch((e: Error) => console.error(`change feed: Redis subscribe failed: ${e.message}`));
-    return {
-      publish(m) {
-        local.postMessage(m);
-        pub.publish(REDIS_CHANNEL, wire(m)).catch((e: Error) => console.error(`change feed: Redis publish failed: ${e.message}`));
-      },
-      async close() {
-        local.close();
-        pub.disconnect();
-        sub.disconnect();
-      },
-    };
-  }
-
-  if (opts.databaseUrl) {
-    const sql = postgres(opts.databaseUrl, { max: 1, onnotice: () => undefined, idle_timeout: 0 });
-    await sql.listen(PG_CHANNEL, fromRemote, () => local.postMessage({ kind: 'all' } satisfies ChangeMessage));
-    return {
-      publish(m) {
-        local.postMessage(m);
-        sql.notify(PG_CHANNEL, wire(m)).catch((e: Error) => console.error(`change feed: NOTIFY failed: ${e.message}`));
-      },
-      async close() {
-        local.close();
-        await sql.end({ timeout: 2 });
-      },
-    };
-  }
-
+  const remote = opts.redisUrl ? await redisLink(opts.redisUrl, receive, everything)
+    : opts.databaseUrl ? await postgresLink(opts.databaseUrl, receive, everything)
+    : null;
   return {
-    publish: (m) => local.postMessage(m),
+    publish(m) {
+      local.postMessage(m);
+      remote?.send(JSON.stringify({ from: instance, m }));
+    },
     async close() {
       local.close();
+      await remote?.close();
     },
+  };
+}
+
+async function redisLink(url: string, receive: (payload: string) => void, subscribed: () => void): Promise<RemoteLink> {
+  const pub = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1 });
+  const sub = new Redis(url, { lazyConnect: false });
+  for (const c of [pub, sub]) c.on('error', () => undefined); // reconnects by itself; failures logged below
+  sub.on('ready', subscribed);
+  sub.on('message', (_channel: string, payload: string) => receive(payload));
+  await sub.subscribe(REDIS_CHANNEL).catch((e: Error) => console.error(`change feed: Redis subscribe failed: ${e.message}`));
+  return {
+    send: (payload) => void pub.publish(REDIS_CHANNEL, payload).catch((e: Error) => console.error(`change feed: Redis publish failed: ${e.message}`)),
+    async close() {
+      pub.disconnect();
+      sub.disconnect();
+    },
+  };
+}
+
+async function postgresLink(url: string, receive: (payload: string) => void, subscribed: () => void): Promise<RemoteLink> {
+  const sql = postgres(url, { max: 1, onnotice: () => undefined, idle_timeout: 0 });
+  await sql.listen(PG_CHANNEL, receive, subscribed);
+  return {
+    send: (payload) => void sql.notify(PG_CHANNEL, payload).catch((e: Error) => console.error(`change feed: NOTIFY failed: ${e.message}`)),
+    close: () => sql.end({ timeout: 2 }),
   };
 }
