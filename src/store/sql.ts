@@ -91,16 +91,18 @@ export function openPostgres(url: string, opts: { max?: number } = {}): SqlDb {
       c.busy--;
     }
   };
+  /** In the transaction `q`, or on the least busy client. */
+  const exec = (q: postgres.Sql | postgres.TransactionSql | null, text: string, params: unknown[]) => {
+    const send = (s: postgres.Sql | postgres.TransactionSql) => s.unsafe(toPg(text), params as postgres.ParameterOrJSON<never>[], { prepare: true });
+    return q ? send(q) : on(send);
+  };
   const wrap = (q: postgres.Sql | postgres.TransactionSql | null): SqlDb => ({
     dialect: 'postgres',
     async all<T>(text: string, params: unknown[] = []) {
-      const exec = (s: postgres.Sql | postgres.TransactionSql) => s.unsafe(toPg(text), params as postgres.ParameterOrJSON<never>[], { prepare: true });
-      const rows = q ? await exec(q) : await on(exec);
-      return rows.map(fromPg) as T[];
+      return (await exec(q, text, params)).map(fromPg) as T[];
     },
     async run(text, params = []) {
-      const exec = (s: postgres.Sql | postgres.TransactionSql) => s.unsafe(toPg(text), params as postgres.ParameterOrJSON<never>[], { prepare: true });
-      return (q ? await exec(q) : await on(exec)).count;
+      return (await exec(q, text, params)).count;
     },
     tx<T>(fn: (db: SqlDb) => Promise<T>) {
       return on((s) => s.begin((t) => fn(wrap(t))) as Promise<T>);

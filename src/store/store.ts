@@ -55,10 +55,7 @@ export class Store {
   /** A per-store secret, created at random on first use; the same for every instance. */
   async secret(name: string): Promise<string> {
     const value = randomBytes(32).toString('hex');
-    const insert = this.db.dialect === 'sqlite'
-      ? 'INSERT OR IGNORE INTO store_secrets (name, value) VALUES (?, ?)'
-      : 'INSERT INTO store_secrets (name, value) VALUES (?, ?) ON CONFLICT DO NOTHING';
-    await this.db.run(insert, [name, value]);
+    await this.db.run('INSERT INTO store_secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING', [name, value]);
     return (await this.readSecret(name))!;
   }
 
@@ -80,10 +77,8 @@ export class Store {
   async putConnection(c: ConnectionRow, isNew: boolean): Promise<boolean> {
     const details = JSON.stringify({ host: c.host, port: c.port, database: c.database, user: c.user, password: c.password, options: c.options });
     if (isNew) {
-      const sql = this.db.dialect === 'sqlite'
-        ? 'INSERT OR IGNORE INTO connections (name, db, active, example, created_at, updated_at, details_json) VALUES (?, ?, ?, ?, ?, ?, ?)'
-        : 'INSERT INTO connections (name, db, active, example, created_at, updated_at, details_json) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING';
-      return (await this.db.run(sql, [c.name, c.db, c.active ? 1 : 0, c.example ? 1 : 0, c.created_at, c.updated_at, details])) === 1;
+      return (await this.db.run(`INSERT INTO connections (name, db, active, example, created_at, updated_at, details_json)
+        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`, [c.name, c.db, c.active ? 1 : 0, c.example ? 1 : 0, c.created_at, c.updated_at, details])) === 1;
     }
     return (await this.db.run('UPDATE connections SET db = ?, active = ?, updated_at = ?, details_json = ? WHERE name = ?',
       [c.db, c.active ? 1 : 0, c.updated_at, details, c.name])) === 1;
@@ -219,10 +214,10 @@ export class Store {
     };
     const details = JSON.stringify(grants);
     if (isNew) {
-      if ((await this.db.all('SELECT 1 FROM api_keys WHERE name = ?', [k.name])).length) return false;
-      await this.db.run('INSERT INTO api_keys (name, hash, active, expires_at, example, created_at, updated_at, last_used_at, details_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        [k.name, k.hash, k.active ? 1 : 0, k.expires_at, k.example ? 1 : 0, k.created_at, k.updated_at, k.last_used_at, details]);
-      return true;
+      // A taken name changes nothing (false); two creates at once cannot both pass a check made first.
+      return (await this.db.run(`INSERT INTO api_keys (name, hash, active, expires_at, example, created_at, updated_at, last_used_at, details_json)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`,
+        [k.name, k.hash, k.active ? 1 : 0, k.expires_at, k.example ? 1 : 0, k.created_at, k.updated_at, k.last_used_at, details])) === 1;
     }
     return (await this.db.run('UPDATE api_keys SET active = ?, expires_at = ?, updated_at = ?, details_json = ? WHERE name = ?',
       [k.active ? 1 : 0, k.expires_at, k.updated_at, details, k.name])) === 1;
