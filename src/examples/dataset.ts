@@ -14,6 +14,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { localTimestamp } from '../store/store.js';
 
 export const EXAMPLES_DB_FILE = 'examples.db';
 
@@ -85,15 +86,8 @@ const PLACES: Array<[city: string, country: string]> = [
 const STREETS = ['Main St', 'Oak Ave', 'Harbor Rd', 'Station Sq', 'Mill Lane', 'Park Blvd', 'River Walk', 'High St'];
 const RENTAL_RATES = [0.99, 2.99, 4.99];
 
-const pad = (n: number) => String(n).padStart(2, '0');
-
-/** Local-time 'YYYY-MM-DD HH:MM:SS'. */
-export function formatLocal(d: Date): string {
-  return (
-    `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
-    `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`
-  );
-}
+/** Local-time 'YYYY-MM-DD HH:MM:SS', as the store writes times. */
+export { localTimestamp as formatLocal };
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
 
@@ -185,7 +179,7 @@ export function buildExamplesDb(file: string, opts: { seed?: number; today?: Dat
   const rand = mulberry32(seed);
   const int = (lo: number, hi: number) => lo + Math.floor(rand() * (hi - lo + 1));
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
-  const at = (secondsAgo: number) => formatLocal(new Date(nowMs - secondsAgo * 1000));
+  const at = (secondsAgo: number) => localTimestamp(new Date(nowMs - secondsAgo * 1000));
   const DAY = 86_400;
 
   fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });

@@ -52,7 +52,7 @@ function assertIncreasing(ids: number[], what: string) {
 
 interface Engine {
   name: 'sqlite' | 'postgres';
-  /** A fresh, empty store; `migrated` applies the store's own schema first (execution_history and friends). */
+  /** A fresh, empty store; `migrated` applies the store's own schema first (run_history and friends). */
   fresh(migrated?: boolean): Promise<SqlDb>;
   /** Another connection to the last store made by fresh(). */
   another(): SqlDb;
