@@ -36,7 +36,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
   }
 
   const events = await EventLog.open(store.db, { retentionS: config.eventRetention });
-  const hub = new EventHub(config.eventsMaxStreams, (after, limit) => events.read({ after, limit }));
+  const hub = new EventHub((after, limit) => events.read({ after, limit }));
   const recorder = await startRecorder(config, (rows) => hub.publish(rows));
   // Rate-limit buckets live in shared memory, so every thread of the process counts in the same ones.
   const limiterMemory = createLimiterMemory();

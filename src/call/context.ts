@@ -5,7 +5,7 @@ import type { Config } from '../config.js';
 import { RunBatcher } from '../recorder/batcher.js';
 import { openSource } from '../sources/index.js';
 import type { Source } from '../sources/types.js';
-import { attachStore, type Store } from '../store/store.js';
+import { attachStore } from '../store/store.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { ChangeMessage } from '../store/changes.js';
 import { createMetadata, type Metadata } from './metadata.js';
@@ -20,7 +20,6 @@ import { threadMetrics, type Metrics } from '../metrics/metrics.js';
 
 export interface CallContext {
   config: Config;
-  store: Store;
   /** Store rows as calls read them: cached per QUERYAPIGATE_METADATA_CACHE_TTL, cleared on any change. */
   meta: Metadata;
   adminKey: Buffer | null;
@@ -78,7 +77,6 @@ export function createCallContext(config: Config, limiterMemory: SharedArrayBuff
   const runs = new RunBatcher(config.historyMaxPending, config.home);
   return {
     config,
-    store,
     meta,
     adminKey: config.adminKey ? Buffer.from(config.adminKey, 'utf8') : null,
     plans: new LRUCache<string, CallPlan>({ max: 2000 }),

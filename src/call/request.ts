@@ -1,10 +1,10 @@
 // In charge of turning a CallTask into a CallRequest: the caller's intent (query string, JSON body,
 // format, version, timeout), checked for shape only. Nothing is looked up here.
 import { CallError } from './errors.js';
+import type { Format } from './formats.js';
 import type { CallTask } from './messages.js';
 
-export const FORMATS = ['json', 'ndjson', 'csv', 'tsv'] as const;
-export type Format = (typeof FORMATS)[number];
+const FORMATS: readonly Format[] = ['json', 'ndjson', 'csv', 'tsv'];
 
 /** Query-string names that are request options, never parameters. */
 const RESERVED = new Set(['format', 'page', 'page_size', 'connection_name', 'version', 'timeout', 'stream']);

@@ -33,7 +33,7 @@ export class EventHub {
   #timer: NodeJS.Timeout;
   dropped = 0;
 
-  constructor(readonly maxStreams: number, readonly read: (after: number, limit: number) => Promise<EventRow[]>) {
+  constructor(readonly read: (after: number, limit: number) => Promise<EventRow[]>) {
     this.#timer = setInterval(() => {
       for (const s of this.#subs) this.#send(s, ': keepalive\n\n');
     }, KEEPALIVE_MS);
