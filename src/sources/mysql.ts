@@ -46,8 +46,8 @@ import { connectionFailed, queryFailed, readOnlyRefused, redact, timeoutError, t
  *   ENUM, SET, UUID → string.
  * - Idle connections stay pooled (until the server's wait_timeout ends them; mysql2 then drops them
  *   from the pool): mysql2 sweeps idle connections only when `maxIdle < connectionLimit`, and then
- *   closes every free connection above `maxIdle` each second whatever its idle time, so
- *   `settings.idleTimeoutS` is not applied here.
+ *   closes every free connection above `maxIdle` each second whatever its idle time, so no idle
+ *   timeout is set here (PostgreSQL pools close theirs after 300 s).
  * - Writes that may leave state on the session (anything but plain DML/DDL: SET, USE, LOCK, START
  *   TRANSACTION, CALL, ...) run in the write pool and their connection is then closed, not pooled.
  * - Streams (`stream()`): the same prepared statement (`execute`, binary protocol, so the values are

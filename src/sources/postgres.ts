@@ -362,7 +362,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       max: 1, // max_pipeline stays at postgres.js's 100 (not in its typings)
       prepare: true,
       fetch_types: false, // see ARRAYS above
-      idle_timeout: settings.idleTimeoutS ?? 300,
+      idle_timeout: 300, // seconds an idle pooled connection is kept
       // Jittered, as postgres.js does by default, so a pool's connections do not all recycle at once.
       max_lifetime: 60 * (30 + Math.random() * 30),
       connect_timeout: 5,

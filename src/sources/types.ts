@@ -26,8 +26,6 @@ export interface SourceSettings {
    * given, PostgreSQL sessions start with it, so calls that run at this limit cost no extra message.
    */
   queryTimeoutMs?: number;
-  /** Seconds an idle pooled connection is kept (`QUERYAPIGATE_POOL_IDLE_TIMEOUT`, default 300). */
-  idleTimeoutS?: number;
 }
 
 export interface RunOptions {
