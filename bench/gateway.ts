@@ -16,42 +16,57 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
-export async function startGateway(env: Record<string, string>, adminKey = 'bench-admin', nodeArgs: string[] = []): Promise<Gateway> {
-  const child = spawn(process.execPath, [...nodeArgs, MAIN, 'serve'], {
-    env: { ...process.env, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: adminKey, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/** A child process started as `node args...`, once it printed "listening on <url>". */
+export interface Listening {
+  url: string;
+  pid: number;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** Starts `node args...` and waits for its "listening on <url>" line (on stdout or stderr). */
+export async function spawnListening(args: string[], env: Record<string, string> = {}): Promise<Listening> {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (out += d));
   const exited = new Promise<void>((r) => child.on('exit', () => r()));
   const url = await new Promise<string>((resolve, reject) => {
-    const check = () => {
+    const on = (d: Buffer) => {
+      out += d;
       const m = out.match(/listening on (http:\/\/\S+)/);
       if (m) resolve(m[1]);
     };
-    child.stdout.on('data', check);
-    void exited.then(() => reject(new Error(`gateway exited:\n${out}`)));
+    child.stdout.on('data', on);
+    child.stderr.on('data', on);
+    void exited.then(() => reject(new Error(`${args.join(' ')} exited:\n${out}`)));
   });
   return {
     url,
     pid: child.pid!,
     output: () => out,
-    async api(method, path, body) {
-      const res = await fetch(url + path, {
-        method,
-        headers: { 'X-API-Key': adminKey, 'Content-Type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.text();
-      if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-      return text ? JSON.parse(text) : null;
-    },
     async stop() {
       child.kill('SIGTERM');
       await exited;
     },
   };
+}
+
+/** A management API client for `url` with the admin key: JSON in, JSON out, throws on 4xx/5xx. */
+export function adminApi(url: string, adminKey: string): Gateway['api'] {
+  return async (method, path, body) => {
+    const res = await fetch(url + path, {
+      method,
+      headers: { 'X-API-Key': adminKey, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    return text ? JSON.parse(text) : null;
+  };
+}
+
+export async function startGateway(env: Record<string, string>, adminKey = 'bench-admin', nodeArgs: string[] = []): Promise<Gateway> {
+  const g = await spawnListening([...nodeArgs, MAIN, 'serve'], { QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: adminKey, ...env });
+  return { ...g, api: adminApi(g.url, adminKey) };
 }
 
 export function today(): string {

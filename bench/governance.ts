@@ -26,7 +26,7 @@ import type { Caller } from '../src/auth/keys.js';
 import type { Inspection, SqlDialect } from '../src/governance/analysis.js';
 import type { MaskRule, Schema } from '../src/governance/masking.js';
 import { exampleQueries } from '../src/examples/catalog.js';
-import { fmt, median, today, writeResults } from './gateway.js';
+import { adminApi, fmt, median, today, writeResults } from './gateway.js';
 import { ALLOWED_TABLES, MASK, SQL } from './tpcc/queries.js';
 
 const { values: args } = parseArgs({
@@ -252,12 +252,7 @@ const env = { QUERYAPIGATE_HOME: home, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_
 const config = loadConfig(env);
 const server = await startServer(config, () => undefined);
 const base = `http://127.0.0.1:${server.port}`;
-const api = async (method: string, path: string, body?: unknown) => {
-  const res = await fetch(base + path, { method, headers: { 'X-API-Key': ADMIN, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return JSON.parse(text);
-};
+const api = adminApi(base, ADMIN);
 const keys = {
   plain: (await api('POST', '/api/v1/api-keys', { name: 'bench-plain', queries: ['example_film_lookup'], connections: [] })).secret as string,
   governed: (await api('POST', '/api/v1/api-keys', {

@@ -16,7 +16,7 @@
 // to round, with pgbench as one more slot). Ratios to the floor are taken within each round.
 // Four processes at once would hold up to ~31 PostgreSQL connections each (store reader 8, data read
 // pool 8, write pool 8, control store 4, recorder 2, LISTEN 1) against max_connections = 100.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { ensureWrk, runLoad, type LoadResult } from './load.js';
-import { fmt, median, range, startGateway, today, writeResults, type Gateway } from './gateway.js';
+import { fmt, median, range, spawnListening, startGateway, today, writeResults, type Gateway } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -401,28 +401,7 @@ async function smoke(g: Gateway, c: Call): Promise<void> {
   if (res.status !== 200) throw new Error(`smoke ${c.id} ${path}: ${res.status} ${body}`);
 }
 
-async function startFloor(): Promise<{ url: string; pid: number; child: ChildProcess; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [FLOOR, BENCH_URL, '8'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  const exited = new Promise<void>((r) => child.on('exit', () => r()));
-  const url = await new Promise<string>((resolve, reject) => {
-    const on = (d: Buffer) => {
-      out += d;
-      const m = out.match(/listening on (http:\/\/\S+)/);
-      if (m) resolve(m[1]);
-    };
-    child.stdout!.on('data', on);
-    child.stderr!.on('data', on);
-    void exited.then(() => reject(new Error(`floor exited:\n${out}`)));
-  });
-  return {
-    url, pid: child.pid!, child,
-    async stop() {
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
+const startFloor = () => spawnListening([FLOOR, BENCH_URL, '8']);
 
 /** The floor at 1 and 32 callers, measured next to each configuration's cells (the floor process stays up all run). */
 async function floorCells(round: number, forConfig: string): Promise<void> {
