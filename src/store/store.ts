@@ -257,24 +257,34 @@ export class Store {
       const counters = await Promise.all(groups.map((g) => t.all<{ n: number }>(
         'UPDATE saved_query_versions SET runs_recorded = runs_recorded + ? WHERE query_name = ? AND version = ? RETURNING runs_recorded AS n',
         [g.length, g[0].query, g[0].version])));
-      const values: unknown[] = [];
+      // The kept runs as columns: query, version, slot, event id, executed_at, status, key, entry.
+      const cols: unknown[][] = [[], [], [], [], [], [], [], []];
       groups.forEach((g, i) => {
         if (!counters[i].length) return;
         const first = Number(counters[i][0].n) - g.length; // the number of g[0] within its version
         for (let j = Math.max(0, g.length - keep); j < g.length; j++) {
           const { id, ...run } = g[j];
-          values.push(run.query, run.version, (first + j) % keep, id, run.executed_at, run.status, run.key_name, JSON.stringify(run));
+          const row = [run.query, run.version, (first + j) % keep, id, run.executed_at, run.status, run.key_name, JSON.stringify(run)];
+          for (let c = 0; c < HISTORY_COLUMNS; c++) cols[c].push(row[c]);
         }
       });
+      const n = cols[0].length;
+      if (n === 0) return 0;
+      if (t.dialect === 'postgres') {
+        // One statement text whatever the count; the entries as one newline-joined text (JSON holds no raw newline).
+        await t.run(UPSERT_HISTORY_PG, [...cols.slice(0, 7), cols[7].join('\n')]);
+        return n;
+      }
       const writes: Promise<number>[] = [];
-      for (let at = 0, left = values.length / HISTORY_COLUMNS; left > 0;) {
-        const n = nextPiece(left, HISTORY_PIECE[t.dialect]);
-        writes.push(t.run(upsertHistory(n), values.slice(at * HISTORY_COLUMNS, (at + n) * HISTORY_COLUMNS)));
-        at += n;
-        left -= n;
+      for (let at = 0; at < n;) {
+        const rows = nextPiece(n - at, SQLITE_HISTORY_PIECE);
+        const params = new Array<unknown>(rows * HISTORY_COLUMNS);
+        for (let r = 0, p = 0; r < rows; r++) for (let c = 0; c < HISTORY_COLUMNS; c++) params[p++] = cols[c][at + r];
+        writes.push(t.run(upsertHistorySqlite(rows), params));
+        at += rows;
       }
       await Promise.all(writes);
-      return values.length / HISTORY_COLUMNS;
+      return n;
     });
   }
 
@@ -319,20 +329,24 @@ export class Store {
   }
 }
 
-/** Rows per history statement: within SQLite's classic 999-marker limit, and PostgreSQL's 65,535. */
-const HISTORY_PIECE = { sqlite: 120, postgres: 1024 } as const;
 const HISTORY_COLUMNS = 8;
-const upsertTexts = new Map<number, string>();
-function upsertHistory(rows: number): string {
-  let text = upsertTexts.get(rows);
-  if (!text) {
-    text = `INSERT INTO run_history (query_name, version, slot, event_id, executed_at, status, key_name, entry_json)
-      VALUES ${valuesList(rows, HISTORY_COLUMNS)}
-      ON CONFLICT (query_name, version, slot) DO UPDATE SET event_id = excluded.event_id, executed_at = excluded.executed_at,
-        status = excluded.status, key_name = excluded.key_name, entry_json = excluded.entry_json`;
-    upsertTexts.set(rows, text); // bounded: one text per piece size nextPiece makes
-  }
-  return text;
+const HISTORY_UPSERT = `INSERT INTO run_history (query_name, version, slot, event_id, executed_at, status, key_name, entry_json)`;
+const HISTORY_ON_CONFLICT = `ON CONFLICT (query_name, version, slot) DO UPDATE SET event_id = excluded.event_id,
+  executed_at = excluded.executed_at, status = excluded.status, key_name = excluded.key_name, entry_json = excluded.entry_json`;
+/** PostgreSQL: the rows from arrays, committed asynchronously (synchronous_commit off, as history writes are). */
+const UPSERT_HISTORY_PG = `${HISTORY_UPSERT}
+  SELECT u.q, u.v, u.s, u.id, u.at, u.st, u.k, u.e
+    FROM unnest(?::text[], ?::int[], ?::int[], ?::bigint[], ?::text[], ?::text[], ?::text[], string_to_array(?::text, E'\\n'))
+           AS u(q, v, s, id, at, st, k, e),
+         (SELECT set_config('synchronous_commit', 'off', true)) AS cfg
+  ${HISTORY_ON_CONFLICT}`;
+/** SQLite: multi-row VALUES, at most 120 rows (960 markers, under the classic 999) in a few piece sizes. */
+const SQLITE_HISTORY_PIECE = 120;
+const sqliteUpserts = new Map<number, string>();
+function upsertHistorySqlite(rows: number): string {
+  let text = sqliteUpserts.get(rows);
+  if (!text) sqliteUpserts.set(rows, (text = `${HISTORY_UPSERT} VALUES ${valuesList(rows, HISTORY_COLUMNS)} ${HISTORY_ON_CONFLICT}`));
+  return text; // bounded: one text per piece size nextPiece makes
 }
 
 async function insertVersion(t: SqlDb, name: string, version: number, f: VersionFields & { uuid: string }, publish: boolean, now: string) {
