@@ -244,7 +244,7 @@ console.log(`2. steady state: ${ROUNDS} interleaved rounds of ${CALLS} sequentia
 const { loadConfig } = await import('../src/config.js');
 const { startServer } = await import('../src/serve.js');
 const { createCallContext } = await import('../src/call/context.js');
-const { createLimiterMemory } = await import('../src/auth/rateLimit.js');
+const { createLimiterMemory } = await import('../src/auth/sharedBuckets.js');
 const { runCall } = await import('../src/call/runCall.js');
 const ADMIN = 'bench-admin-key';
 const home = mkdtempSync(join(tmpdir(), 'qag-govbench-'));
@@ -270,12 +270,12 @@ async function httpCall(who: Who, i: number): Promise<string> {
   return text;
 }
 
-const ctx = createCallContext(config, createLimiterMemory());
+const ctx = createCallContext({ config, limiterMemory: createLimiterMemory() });
 let seq = 0;
 async function directCall(who: Who, i: number): Promise<string> {
   const a = await runCall(ctx, {
-    requestId: 'bench' + (seq++).toString(16), method: 'GET', name: 'example_film_lookup', query: `film_id=${filmId(i)}`,
-    apiKey: keys[who], ifNoneMatch: '', body: null, clientIp: '127.0.0.1',
+    requestId: 'bench' + (seq++).toString(16), method: 'GET', url: '/q/example_film_lookup', query: `film_id=${filmId(i)}`,
+    apiKey: keys[who], ifNoneMatch: '', lastEventId: '', body: null, ip: '127.0.0.1', started: performance.now(),
   });
   if (a.status !== 200) throw new Error(`runCall ${who}: ${a.status} ${a.body}`);
   return a.body;
@@ -359,7 +359,7 @@ const COLUMNS = ['film_id', 'title', 'category', 'rating', 'length', 'rentals_la
 async function stage(who: Who, n: number): Promise<number> {
   const t0 = performance.now();
   for (let i = 0; i < n; i++) {
-    const g = await governCall(ctx, plan, callers[who], 'example_film_lookup', connection, source);
+    const g = await governCall(ctx.governance, plan, callers[who], 'example_film_lookup', connection, source);
     if (g.masker) g.masker(COLUMNS, [[i, 'ACADEMY DINOSAUR', 'Documentary', 'PG', 86, 3, 1]]);
   }
   return ((performance.now() - t0) / n) * 1000;

@@ -15,10 +15,10 @@ ensureWrk();
 const PARTS: Array<[string, RegExp]> = [
   ['HTTP (uWebSockets.js, respond)', /uWebSockets|uws|src\/http\//],
   ['data source: driver and the query itself', /node_modules\/(postgres|better-sqlite3|mysql2)\/|src\/sources\//],
-  ['store reads (key, query, connection)', /src\/store\/|src\/call\/metadata/],
-  ['parameters, plan, governance checks', /src\/call\/(params|plan|request|access|govern|sqlMarkers)|src\/governance\//],
+  ['store reads (key, query, connection)', /src\/store\//],
+  ['parameters, plan, governance checks', /src\/call\/(binder|param\w+|plan|request|authorize|govern)|src\/governance\//],
   ['serialization (formats)', /src\/call\/formats/],
-  ['call orchestration (runCall)', /src\/call\/runCall/],
+  ['call orchestration (runCall and its stages)', /src\/call\/(runCall|limits|execute|shape|record)/],
   ['run recording (batcher)', /src\/recorder\//],
   ['metrics (prom-client)', /prom-client|src\/metrics\//],
   ['rate limits / auth', /src\/auth\//],

@@ -16,7 +16,7 @@ import { EventLog } from '../src/store/events.js';
 import { openPostgres, openSqlite, type SqlDb } from '../src/store/sql.js';
 import { migrate } from '../src/store/migrations.js';
 import { Store as GatewayStore } from '../src/store/store.js';
-import type { RunRecord } from '../src/store/types.js';
+import type { RunRecord } from '../src/contract/messages.js';
 import { fmt, median, writeResults } from './gateway.js';
 import { processCpuSeconds } from './load.js';
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { CallError } from '../src/call/errors.js';
+import { GatewayError } from '../src/contract/errors.js';
 import { loadConfig } from '../src/config.js';
 import { startServer, type RunningServer } from '../src/serve.js';
 
@@ -123,8 +123,8 @@ export function startProcess(env: Record<string, string>) {
   return { child, listening, exited, output: () => out };
 }
 
-/** Awaits `p`, which must fail with a CallError of `code`; returns the error for further checks. */
-export async function rejectsWith(p: Promise<unknown>, code: string): Promise<CallError> {
+/** Awaits `p`, which must fail with a GatewayError of `code`; returns the error for further checks. */
+export async function rejectsWith(p: Promise<unknown>, code: string): Promise<GatewayError> {
   let caught: unknown;
   await p.then(
     () => assert.fail(`expected ${code}, but the run succeeded`),
@@ -132,7 +132,7 @@ export async function rejectsWith(p: Promise<unknown>, code: string): Promise<Ca
       caught = err;
     },
   );
-  assert.ok(caught instanceof CallError, `expected a CallError, got ${String(caught)}`);
+  assert.ok(caught instanceof GatewayError, `expected a GatewayError, got ${String(caught)}`);
   assert.equal(caught.code, code, caught.message + ' ' + (caught.extras?.detail ?? ''));
   return caught;
 }

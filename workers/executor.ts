@@ -1,14 +1,12 @@
 // The piscina worker entry: builds this thread's CallContext once and serves calls with runCall.
 // All the work lives in src/call; this file only wires it up.
 import { workerData } from 'node:worker_threads';
-import type { CallTask, CallAnswer } from '../src/call/messages.js';
-import { createCallContext } from '../src/call/context.js';
+import { createCallContext, type ExecutorData } from '../src/call/context.js';
 import { runCall } from '../src/call/runCall.js';
-import type { ExecutorData } from '../src/http/dispatch.js';
+import type { Answer, Request } from '../src/contract/exchange.js';
 
-const { config, limiterMemory } = workerData as ExecutorData;
-const ctx = createCallContext(config, limiterMemory);
+const ctx = createCallContext(workerData as ExecutorData);
 
-export default function execute(task: CallTask): Promise<CallAnswer> {
-  return runCall(ctx, task);
+export default function execute(req: Request): Promise<Answer> {
+  return runCall(ctx, req);
 }

@@ -1,17 +1,20 @@
-// The recorder thread's entry: wires a Recorder to the acceptor's messages (flush, stop).
+// The recorder thread's entry: wires a Recorder to the acceptor's requests (src/recorder/client.ts).
 import { parentPort, workerData } from 'node:worker_threads';
-import { Recorder, type RecorderRequest, type RecorderSettings } from '../src/recorder/recorder.js';
+import type { RecorderReply, RecorderRequest } from '../src/contract/messages.js';
+import { Recorder, type RecorderSettings } from '../src/recorder/recorder.js';
 
-const recorder = new Recorder(workerData as RecorderSettings, (rows) => parentPort!.postMessage({ id: -1, events: rows }));
+const port = parentPort!;
+const reply = (m: RecorderReply) => port.postMessage(m);
+const recorder = new Recorder(workerData as RecorderSettings, (rows) => reply({ kind: 'events', rows }));
 // Listening now: the acceptor starts executors only after this, so no early run is missed.
-parentPort!.postMessage({ id: 0, ready: true });
-parentPort!.on('message', async (m: RecorderRequest) => {
+reply({ kind: 'ready' });
+port.on('message', async (m: RecorderRequest) => {
   if (m.op === 'flush') {
     await new Promise((r) => setTimeout(r, 5)); // batches posted just before the request
     await recorder.flush();
-  } else if (m.op === 'stop') {
-    await recorder.close(m.executors ?? 0);
+  } else {
+    await recorder.close(m.executors);
   }
-  parentPort!.postMessage({ id: m.id });
-  if (m.op === 'stop') parentPort!.close();
+  reply({ kind: 'done', id: m.id });
+  if (m.op === 'stop') port.close();
 });

@@ -3,8 +3,8 @@
 import { isIP } from 'node:net';
 import * as v from 'valibot';
 import { generateSecret, hashSecret, keyExpired } from '../auth/keys.js';
-import { CallError } from '../call/errors.js';
-import { jsonAnswer } from '../http/respond.js';
+import { GatewayError } from '../contract/errors.js';
+import { jsonAnswer } from '../contract/exchange.js';
 import { localTimestamp } from '../store/store.js';
 import type { KeyRow } from '../store/types.js';
 import type { ApiRouter, ControlContext } from './routes.js';
@@ -76,7 +76,7 @@ function applyGrants(k: KeyRow, b: GrantInput): void {
 
 async function mustGet(ctx: ControlContext, n: string): Promise<KeyRow> {
   const k = await ctx.store.getKey(n);
-  if (!k) throw new CallError('key_not_found', `API key '${n}' not found`);
+  if (!k) throw new GatewayError('key_not_found', `API key '${n}' not found`);
   return k;
 }
 
@@ -86,7 +86,7 @@ export function apiKeyRoutes(r: ApiRouter): void {
   r.add('POST', '/api/v1/api-keys', async (ctx, req) => {
     const b = parseBody(createSchema, readJson(req.body));
     checkName(b.name);
-    if (b.name === 'admin') throw new CallError('invalid_name', "The name 'admin' is reserved");
+    if (b.name === 'admin') throw new GatewayError('invalid_name', "The name 'admin' is reserved");
     const secret = generateSecret();
     const now = localTimestamp();
     const key: KeyRow = {
@@ -97,7 +97,7 @@ export function apiKeyRoutes(r: ApiRouter): void {
     // Omitted connections means every connection, as the contract's key model says.
     key.connections = '*';
     applyGrants(key, b);
-    if (!(await ctx.store.putKey(key, true))) throw new CallError('key_exists', `API key '${b.name}' already exists`);
+    if (!(await ctx.store.putKey(key, true))) throw new GatewayError('key_exists', `API key '${b.name}' already exists`);
     return jsonAnswer(201, { ...keyView(key), secret }, ['Cache-Control', 'no-store']);
   });
 
@@ -122,7 +122,7 @@ export function apiKeyRoutes(r: ApiRouter): void {
   });
 
   r.add('DELETE', '/api/v1/api-keys/:name', async (ctx, _req, [n]) => {
-    if (!(await ctx.store.deleteKey(n))) throw new CallError('key_not_found', `API key '${n}' not found`);
+    if (!(await ctx.store.deleteKey(n))) throw new GatewayError('key_not_found', `API key '${n}' not found`);
     return jsonAnswer(204, null);
   });
 }

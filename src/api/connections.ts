@@ -1,8 +1,8 @@
 // In charge of /api/v1/connections: create, list, get, patch, delete. Passwords are never returned
 // (a ${VAR} reference is shown as written); a change tells every executor to replace its pools.
 import * as v from 'valibot';
-import { CallError } from '../call/errors.js';
-import { jsonAnswer } from '../http/respond.js';
+import { GatewayError } from '../contract/errors.js';
+import { jsonAnswer } from '../contract/exchange.js';
 import { localTimestamp } from '../store/store.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { ApiRouter, ChangeOf } from './routes.js';
@@ -50,7 +50,7 @@ export function connectionRoutes(r: ApiRouter): void {
       database: b.database ?? null, user: b.user ?? null, password: b.password ?? null, options: b.options ?? null,
       example: false, created_at: now, updated_at: now,
     };
-    if (!(await ctx.store.putConnection(row, true))) throw new CallError('connection_exists', `Connection '${b.name}' already exists`);
+    if (!(await ctx.store.putConnection(row, true))) throw new GatewayError('connection_exists', `Connection '${b.name}' already exists`);
     return jsonAnswer(201, connectionDetail(row));
   });
 
@@ -73,8 +73,8 @@ export function connectionRoutes(r: ApiRouter): void {
 
   r.add('DELETE', '/api/v1/connections/:name', async (ctx, req, [n]) => {
     const b = parseBody(deleteSchema, readJson(req.body, false));
-    if (!b.reason || !b.reason.trim()) throw new CallError('reason_required', 'Deleting a connection needs a "reason"');
-    if (!(await ctx.store.deleteConnection(n))) throw new CallError('connection_not_found', `Connection '${n}' not found`);
+    if (!b.reason || !b.reason.trim()) throw new GatewayError('reason_required', 'Deleting a connection needs a "reason"');
+    if (!(await ctx.store.deleteConnection(n))) throw new GatewayError('connection_not_found', `Connection '${n}' not found`);
     return jsonAnswer(204, null);
   }, connectionChanged);
 }
@@ -84,6 +84,6 @@ const connectionChanged: ChangeOf = ([name]) => ({ kind: 'connection', name });
 
 async function mustGet(store: import('../store/store.js').Store, n: string): Promise<ConnectionRow> {
   const c = await store.getConnection(n);
-  if (!c) throw new CallError('connection_not_found', `Connection '${n}' not found`);
+  if (!c) throw new GatewayError('connection_not_found', `Connection '${n}' not found`);
   return c;
 }

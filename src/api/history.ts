@@ -1,6 +1,6 @@
 // In charge of reading run history through /api/v1: filters, newest first, paged by an opaque cursor.
-import { CallError } from '../call/errors.js';
-import { jsonAnswer } from '../http/respond.js';
+import { GatewayError } from '../contract/errors.js';
+import { jsonAnswer } from '../contract/exchange.js';
 import type { HistoryFilter } from '../store/types.js';
 import type { ApiRouter, ControlContext } from './routes.js';
 
@@ -13,12 +13,12 @@ function filters(a: URLSearchParams, defaultLimit = 100, fixedQuery?: string): H
   if (query) f.query = query;
   const version = a.get('version');
   if (version) {
-    if (!/^\d+$/.test(version)) throw new CallError('invalid_filter', 'version must be a positive integer');
+    if (!/^\d+$/.test(version)) throw new GatewayError('invalid_filter', 'version must be a positive integer');
     f.version = Number(version);
   }
   const status = a.get('status');
   if (status) {
-    if (status !== 'success' && status !== 'error') throw new CallError('invalid_filter', 'status must be success or error');
+    if (status !== 'success' && status !== 'error') throw new GatewayError('invalid_filter', 'status must be success or error');
     f.status = status;
   }
   const key = a.get('key');
@@ -26,12 +26,12 @@ function filters(a: URLSearchParams, defaultLimit = 100, fixedQuery?: string): H
   for (const k of ['since', 'until'] as const) {
     const t = a.get(k);
     if (!t) continue;
-    if (!TIME.test(t)) throw new CallError('invalid_filter', `${k} must be YYYY-MM-DD or YYYY-MM-DD HH:MM:SS`);
+    if (!TIME.test(t)) throw new GatewayError('invalid_filter', `${k} must be YYYY-MM-DD or YYYY-MM-DD HH:MM:SS`);
     f[k] = t.length === 10 ? t + ' 00:00:00' : t;
   }
   const limit = a.get('limit');
   if (limit) {
-    if (!/^\d+$/.test(limit) || +limit < 1 || +limit > 1000) throw new CallError('invalid_filter', 'limit must be between 1 and 1000');
+    if (!/^\d+$/.test(limit) || +limit < 1 || +limit > 1000) throw new GatewayError('invalid_filter', 'limit must be between 1 and 1000');
     f.limit = Number(limit);
   }
   return f;
@@ -43,7 +43,7 @@ export async function historyPage(ctx: ControlContext, qs: string, fixed: { quer
   const cursor = a.get('cursor');
   if (cursor) {
     const id = Number(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (!Number.isSafeInteger(id) || id < 1) throw new CallError('invalid_filter', 'cursor is not valid');
+    if (!Number.isSafeInteger(id) || id < 1) throw new GatewayError('invalid_filter', 'cursor is not valid');
     f.before = id;
   }
   await ctx.flushHistory();
@@ -63,9 +63,9 @@ export function historyRoutes(r: ApiRouter): void {
   r.add('GET', '/api/v1/events', async (ctx, req) => {
     const a = new URLSearchParams(req.query);
     const after = a.get('after') ?? '0';
-    if (!/^\d{1,15}$/.test(after)) throw new CallError('invalid_filter', 'after must be an event id');
+    if (!/^\d{1,15}$/.test(after)) throw new GatewayError('invalid_filter', 'after must be an event id');
     // Events carry no version column; a filter that would be ignored is refused instead.
-    if (a.has('version')) throw new CallError('invalid_filter', 'Events filter by query, key, status, since and until, not version');
+    if (a.has('version')) throw new GatewayError('invalid_filter', 'Events filter by query, key, status, since and until, not version');
     const f = filters(a);
     await ctx.flushHistory();
     const items = await ctx.events.read({ ...f, after: Number(after), limit: f.limit });

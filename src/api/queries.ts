@@ -3,10 +3,11 @@
 // checked when saved, so a call can trust them.
 import { randomUUID } from 'node:crypto';
 import * as v from 'valibot';
-import { CallError } from '../call/errors.js';
-import { normalizeParameters, toPublicRule, type ParamRule } from '../call/params.js';
-import { scanMarkers, splitsIntoMultipleStatements } from '../call/sqlMarkers.js';
-import { jsonAnswer } from '../http/respond.js';
+import { GatewayError } from '../contract/errors.js';
+import { normalizeParameters, toPublicRule } from '../call/paramRules.js';
+import type { ParamRule } from '../call/paramValues.js';
+import { scanMarkers, splitsIntoMultipleStatements } from '../governance/markers.js';
+import { jsonAnswer } from '../contract/exchange.js';
 import { localTimestamp } from '../store/store.js';
 import type { QueryRow, VersionFields, VersionRow } from '../store/types.js';
 import { historyPage } from './history.js';
@@ -33,11 +34,11 @@ type VersionInput = v.InferOutput<typeof versionSchema>;
 
 /** The SQL is one statement and the parameter rules hold; otherwise 400 with an errors map. */
 function checkVersion(b: VersionInput, author: string | null): VersionFields & { uuid: string } {
-  if (splitsIntoMultipleStatements(b.sql)) throw new CallError('multiple_statements', 'Only one SQL statement is allowed');
+  if (splitsIntoMultipleStatements(b.sql)) throw new GatewayError('multiple_statements', 'Only one SQL statement is allowed');
   const { placeholders } = scanMarkers(b.sql);
   const { rules, errors } = normalizeParameters(b.parameters ?? {}, placeholders);
   if (Object.keys(errors).length) {
-    throw new CallError('invalid_body', `Invalid parameters: ${Object.entries(errors).map(([k, m]) => `${k}: ${m}`).join('; ')}`, { errors });
+    throw new GatewayError('invalid_body', `Invalid parameters: ${Object.entries(errors).map(([k, m]) => `${k}: ${m}`).join('; ')}`, { errors });
   }
   return {
     uuid: randomUUID(), sql: b.sql, connection_name: b.connection_name ?? null, parameters: rules, description: b.description,
@@ -80,7 +81,7 @@ async function detail(ctx: ControlContext, n: string) {
 
 async function mustGet(ctx: ControlContext, n: string): Promise<QueryRow> {
   const q = await ctx.store.getQuery(n);
-  if (!q) throw new CallError('query_not_found', `Saved query '${n}' not found`);
+  if (!q) throw new GatewayError('query_not_found', `Saved query '${n}' not found`);
   return q;
 }
 
@@ -98,7 +99,7 @@ export function queryRoutes(r: ApiRouter): void {
     if (st === 'published') items = items.filter((q) => q.published_version !== null);
     else if (st === 'unpublished') items = items.filter((q) => q.published_version === null);
     else if (st === 'draft') items = items.filter((q) => q.has_draft);
-    else if (st) throw new CallError('invalid_filter', 'status must be published, unpublished or draft');
+    else if (st) throw new GatewayError('invalid_filter', 'status must be published, unpublished or draft');
     return jsonAnswer(200, { items });
   });
 
@@ -107,14 +108,14 @@ export function queryRoutes(r: ApiRouter): void {
     checkName(b.name);
     const fields = checkVersion(b, req.apiKey ? 'admin' : null);
     const ok = await ctx.store.createQuery({ name: b.name, collection: b.collection ?? null, example: false }, fields, b.publish ?? false, localTimestamp());
-    if (!ok) throw new CallError('query_exists', `Saved query '${b.name}' already exists`);
+    if (!ok) throw new GatewayError('query_exists', `Saved query '${b.name}' already exists`);
     return jsonAnswer(201, await detail(ctx, b.name));
   });
 
   r.add('GET', '/api/v1/queries/:name', async (ctx, _req, [n]) => jsonAnswer(200, await detail(ctx, n)));
 
   r.add('DELETE', '/api/v1/queries/:name', async (ctx, _req, [n]) => {
-    if (!(await ctx.store.deleteQuery(n))) throw new CallError('query_not_found', `Saved query '${n}' not found`);
+    if (!(await ctx.store.deleteQuery(n))) throw new GatewayError('query_not_found', `Saved query '${n}' not found`);
     return jsonAnswer(204, null);
   });
 
@@ -127,7 +128,7 @@ export function queryRoutes(r: ApiRouter): void {
       fields.connection_name = q.versions[q.versions.length - 1]?.connection_name ?? null;
     }
     if ((await ctx.store.addVersion(n, fields, b.publish ?? false, localTimestamp())) === null) {
-      throw new CallError('query_not_found', `Saved query '${n}' not found`);
+      throw new GatewayError('query_not_found', `Saved query '${n}' not found`);
     }
     return jsonAnswer(201, await detail(ctx, n));
   });
@@ -135,7 +136,7 @@ export function queryRoutes(r: ApiRouter): void {
   r.add('GET', '/api/v1/queries/:name/versions/:version', async (ctx, _req, [n, ver]) => {
     const q = await mustGet(ctx, n);
     const found = q.versions.find((x) => String(x.version) === ver);
-    if (!found) throw new CallError('version_not_found', `Version ${ver} not found`);
+    if (!found) throw new GatewayError('version_not_found', `Version ${ver} not found`);
     return jsonAnswer(200, versionView(q, found, (await ctx.store.runCounts(n)).get(found.version) ?? 0));
   });
 
@@ -143,7 +144,7 @@ export function queryRoutes(r: ApiRouter): void {
     const b = parseBody(cacheTtlSchema, readJson(req.body));
     if (!/^\d+$/.test(ver) || !(await ctx.store.setCacheTtl(n, Number(ver), b.cache_ttl || null, localTimestamp()))) {
       await mustGet(ctx, n);
-      throw new CallError('version_not_found', `Version ${ver} not found`);
+      throw new GatewayError('version_not_found', `Version ${ver} not found`);
     }
     return jsonAnswer(200, await detail(ctx, n));
   });
@@ -151,13 +152,13 @@ export function queryRoutes(r: ApiRouter): void {
   r.add('POST', '/api/v1/queries/:name/publish', async (ctx, req, [n]) => {
     const b = parseBody(publishSchema, readJson(req.body));
     const q = await mustGet(ctx, n);
-    if (!q.versions.some((x) => x.version === b.version)) throw new CallError('version_not_found', `Version ${b.version} not found`);
+    if (!q.versions.some((x) => x.version === b.version)) throw new GatewayError('version_not_found', `Version ${b.version} not found`);
     await ctx.store.setPublished(n, b.version, localTimestamp());
     return jsonAnswer(200, await detail(ctx, n));
   });
 
   r.add('POST', '/api/v1/queries/:name/unpublish', async (ctx, _req, [n]) => {
-    if (!(await ctx.store.setPublished(n, null, localTimestamp()))) throw new CallError('query_not_found', `Saved query '${n}' not found`);
+    if (!(await ctx.store.setPublished(n, null, localTimestamp()))) throw new GatewayError('query_not_found', `Saved query '${n}' not found`);
     return jsonAnswer(200, await detail(ctx, n));
   });
 

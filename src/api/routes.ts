@@ -1,28 +1,26 @@
 // In charge of the management API's routing and its one rule: administrators only (the admin key,
 // or open mode while no admin key and no scoped key exist). Compiled once, before listen.
-import { hashSecret, isAdminKey, keyIsUsable } from '../auth/keys.js';
-import { CallError } from '../call/errors.js';
-import type { Answer, Request } from '../http/respond.js';
-import type { Store } from '../store/store.js';
-import type { KeyRow } from '../store/types.js';
+import { identify, type KeyLookup } from '../auth/identify.js';
 import type { Config } from '../config.js';
-import type { ChangeMessage } from '../store/changes.js';
+import { GatewayError } from '../contract/errors.js';
+import type { Answer, Request } from '../contract/exchange.js';
+import type { ChangeMessage } from '../contract/messages.js';
 import type { EventLog } from '../store/events.js';
-import type { EventHub } from '../http/events.js';
+import type { Store } from '../store/store.js';
 
 /** What the control plane needs: the store, and ways to tell executors and the recorder. */
 export interface ControlContext {
   config: Config;
   store: Store;
   adminKey: Buffer | null;
+  /** Key rows as identification reads them (the acceptor's metadata cache, cleared on every change). */
+  keys: KeyLookup;
   /** Tells every executor, here and in other instances, that the store changed. */
   publishChange(m: ChangeMessage): void;
   /** Waits until runs recorded so far are in the store (read-your-writes for history). */
   flushHistory(): Promise<void>;
   /** The event log (every run, kept for QUERYAPIGATE_EVENT_RETENTION), read side. */
   events: EventLog;
-  /** The live /events streams. */
-  hub: EventHub;
 }
 
 export type ApiHandler = (ctx: ControlContext, req: Request, params: string[]) => Promise<Answer> | Answer;
@@ -78,20 +76,10 @@ export class ApiRouter {
   }
 }
 
-/** Who calls a non-/q/ route: 'admin' (the admin key or open mode), a usable scoped key's row, or null. */
-export async function identify(ctx: ControlContext, req: Request): Promise<'admin' | KeyRow | null> {
-  if (req.apiKey) {
-    if (isAdminKey(ctx.adminKey, req.apiKey)) return 'admin';
-    const key = await ctx.store.getKeyByHash(hashSecret(req.apiKey));
-    return key && keyIsUsable(key, new Date(), req.ip) ? key : null;
-  }
-  return !ctx.adminKey && (await ctx.store.countKeys()) === 0 ? 'admin' : null;
-}
-
 /** 401 without a valid credential, 403 admin_only for a scoped key. */
 export async function requireAdmin(ctx: ControlContext, req: Request): Promise<void> {
-  const who = await identify(ctx, req);
-  if (who === 'admin') return;
-  if (who) throw new CallError('admin_only', 'Only an administrator may do this');
-  throw new CallError('unauthorized', 'Unauthorized');
+  const who = await identify(ctx.keys, ctx.adminKey, req.apiKey, req.ip);
+  if (who && who.kind !== 'key') return;
+  if (who) throw new GatewayError('admin_only', 'Only an administrator may do this');
+  throw new GatewayError('unauthorized', 'Unauthorized');
 }

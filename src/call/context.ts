@@ -1,22 +1,28 @@
 // In charge of what one executor owns: its store reader, its data-source pools, its plan cache and
 // its batch of run records for the recorder. Nothing here is shared with another thread.
 import { LRUCache } from 'lru-cache';
+import { RateLimits } from '../auth/rateLimit.js';
 import type { Config } from '../config.js';
+import { type ChangeMessage, channel } from '../contract/messages.js';
+import { inspectStatement } from '../governance/analysis.js';
+import { threadMetrics, type Metrics } from '../metrics/metrics.js';
 import { RunBatcher } from '../recorder/batcher.js';
 import { openSource } from '../sources/index.js';
 import type { Source } from '../sources/types.js';
+import { createMetadata, type Metadata } from '../store/metadata.js';
 import { attachStore } from '../store/store.js';
 import type { ConnectionRow } from '../store/types.js';
-import type { ChangeMessage } from '../store/changes.js';
-import { createMetadata, type Metadata } from './metadata.js';
+import type { Governance, Governed } from './govern.js';
 import type { CallPlan } from './plan.js';
-import { channel } from './messages.js';
 import { createResultCache, type ResultCache } from './resultCache.js';
 import { SchemaCache } from './schemaCache.js';
-import type { Governed } from './govern.js';
-import { inspectStatement } from '../governance/analysis.js';
-import { RateLimits } from '../auth/rateLimit.js';
-import { threadMetrics, type Metrics } from '../metrics/metrics.js';
+
+/** What each executor thread starts with (piscina's workerData; inline mode passes the same). */
+export interface ExecutorData {
+  config: Config;
+  /** The process's rate-limit buckets (createLimiterMemory), shared by every thread. */
+  limiterMemory: SharedArrayBuffer;
+}
 
 export interface CallContext {
   config: Config;
@@ -28,22 +34,18 @@ export interface CallContext {
   runs: RunBatcher;
   /** Answers of versions with a cache_ttl. */
   results: ResultCache;
-  /** Each connection's tables and columns, for masking. */
-  schemas: SchemaCache;
-  /** Mask traces by plan, rules and schema fingerprint. */
-  traces: LRUCache<string, Governed>;
+  /** What the govern stage reads: the write ceiling, schemas, mask traces and the mask secret. */
+  governance: Governance;
   /** Per-key and per-key-and-query rate limits, counted in the process-wide shared buckets. */
   limits: RateLimits;
   /** This thread's counters; the acceptor gathers them at scrape time. */
   metrics: Metrics;
   /** Resolves once the limits' Redis connection is up (at once without Redis), so early calls count in Redis. */
   limitsReady: Promise<unknown> | null;
-  /** The HMAC key for hashed values (QUERYAPIGATE_MASK_KEY or the store's own secret). */
-  maskSecret(): Promise<Buffer>;
   close(): Promise<void>;
 }
 
-export function createCallContext(config: Config, limiterMemory: SharedArrayBuffer): CallContext {
+export function createCallContext({ config, limiterMemory }: ExecutorData): CallContext {
   const store = attachStore(config, { readonly: true, max: Math.max(2, Math.min(config.poolSize, 8)) });
   // One pool per connection, replaced when the connection's row changes (updated_at).
   const sources = new Map<string, { stamp: string; source: Source }>();
@@ -91,20 +93,23 @@ export function createCallContext(config: Config, limiterMemory: SharedArrayBuff
     },
     runs,
     results: createResultCache(config.redisUrl),
-    schemas,
+    governance: {
+      allowWrites: config.allowWrites,
+      schemas,
+      traces: new LRUCache<string, Governed>({ max: 5000 }),
+      maskSecret() {
+        secret ??= config.maskKey
+          ? Promise.resolve(Buffer.from(config.maskKey, 'utf8'))
+          : store.readSecret('mask').then((s) => {
+            if (!s) throw new Error('the store has no mask secret');
+            return Buffer.from(s, 'hex');
+          });
+        return secret;
+      },
+    },
     limits,
     metrics: thread.metrics,
     limitsReady: config.redisUrl ? limits.ready() : null,
-    traces: new LRUCache<string, Governed>({ max: 5000 }),
-    maskSecret() {
-      secret ??= config.maskKey
-        ? Promise.resolve(Buffer.from(config.maskKey, 'utf8'))
-        : store.readSecret('mask').then((s) => {
-          if (!s) throw new Error('the store has no mask secret');
-          return Buffer.from(s, 'hex');
-        });
-      return secret;
-    },
     async close() {
       thread.close();
       this.results.close();

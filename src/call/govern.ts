@@ -2,14 +2,26 @@
 // reading of the statement (read-only, write verbs, tables), and the mask plan for its output
 // columns, traced once per statement, rules and schema, then cached. Refusals happen before the
 // statement reaches the database.
+import type { LRUCache } from 'lru-cache';
 import type { Caller } from '../auth/keys.js';
 import { compileMasker, planMasks, type MaskPlan, type Masker } from '../governance/masking.js';
 import { checkStatement } from '../governance/policy.js';
 import type { Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
-import type { CallContext } from './context.js';
 import type { CallPlan } from './plan.js';
 import { policyFingerprint } from './resultCache.js';
+import type { SchemaCache } from './schemaCache.js';
+
+/** What the stage needs of its executor: the server's write ceiling, schemas, traces, the mask secret. */
+export interface Governance {
+  allowWrites: boolean;
+  /** Each connection's tables and columns, for masking. */
+  schemas: SchemaCache;
+  /** Mask traces by plan, rules and schema fingerprint. */
+  traces: LRUCache<string, Governed>;
+  /** The HMAC key for hashed values (QUERYAPIGATE_MASK_KEY or the store's own secret). */
+  maskSecret(): Promise<Buffer>;
+}
 
 export interface Governed {
   masker: Masker | null;
@@ -26,27 +38,27 @@ export function mayWrite(caller: Caller, queryName: string, serverAllows: boolea
   return k.allow_writes || (k.queries !== '*' && k.queries.some((g) => typeof g !== 'string' && g.name === queryName && g.allow_writes));
 }
 
-export async function governCall(ctx: CallContext, plan: CallPlan, caller: Caller, queryName: string,
+export async function governCall(g: Governance, plan: CallPlan, caller: Caller, queryName: string,
   connection: ConnectionRow, source: Source): Promise<Governed> {
   const { scan, analysis } = plan.inspection;
   const key = caller.kind === 'key' ? caller.key : null;
   checkStatement(scan, analysis, {
-    mayWrite: mayWrite(caller, queryName, ctx.config.allowWrites),
+    mayWrite: mayWrite(caller, queryName, g.allowWrites),
     allowedWriteOps: key?.allowed_write_ops ?? null,
     allowedTables: key?.allowed_tables ?? null,
   });
   if (!key?.mask || key.mask.length === 0) return UNMASKED;
 
-  const known = await ctx.schemas.get(connection, source);
+  const known = await g.schemas.get(connection, source);
   // The caller's rules as the result cache fingerprints them (tables and masks): one string per key row.
   const slot = plan.id + '\u0000' + policyFingerprint(caller) + '\u0000' + known.fingerprint;
-  let traced = ctx.traces.get(slot);
+  let traced = g.traces.get(slot);
   if (!traced) {
     const maskPlan = planMasks(analysis, known.schema, key.mask);
     traced = maskPlan.actions.length
-      ? { masker: compileMasker(maskPlan, await ctx.maskSecret()), masked: maskPlan.masked }
+      ? { masker: compileMasker(maskPlan, await g.maskSecret()), masked: maskPlan.masked }
       : UNMASKED;
-    ctx.traces.set(slot, traced);
+    g.traces.set(slot, traced);
   }
   return traced;
 }

@@ -1,4 +1,4 @@
-// In charge of deciding once per saved-query version and connection what a call needs: the
+// In charge of the plan stage: deciding once per saved-query version and connection what a call needs: the
 // statement's governance reading (writes, tables, lineage), the positional SQL (plain and paged),
 // the parameter binder, and the row writers. Built on the first call and cached; the per-call path
 // only checks the caller's grants against it and fills values.
@@ -6,9 +6,11 @@ import { inspectStatement, type Inspection } from '../governance/analysis.js';
 import { checkSingleStatement } from '../governance/policy.js';
 import type { Dialect } from '../sources/types.js';
 import type { VersionRow } from '../store/types.js';
+import type { LRUCache } from 'lru-cache';
 import { compileWriter, type Format, type Writer } from './formats.js';
-import { compileBinder, type ParamRule } from './params.js';
-import { toPositional } from './sqlMarkers.js';
+import { compileBinder } from './binder.js';
+import type { ParamRule } from './paramValues.js';
+import { toPositional } from '../governance/markers.js';
 
 export interface CallPlan {
   /** Identifies the plan in the caches built on it (mask traces). */
@@ -25,6 +27,14 @@ export interface CallPlan {
   /** The statement inside the page window: two more values, limit (page_size + 1) and offset. */
   pagedText: string;
   writers: Map<string, Writer>;
+}
+
+/** The plan for this version on this connection, built on its first call and cached. */
+export function planFor(plans: LRUCache<string, CallPlan>, version: VersionRow, connection: string, dialect: Dialect): CallPlan {
+  const key = version.uuid + '\u0000' + connection + '\u0000' + dialect;
+  let plan = plans.get(key);
+  if (!plan) plans.set(key, (plan = planCall(key, version, dialect)));
+  return plan;
 }
 
 export function planCall(id: string, version: VersionRow, dialect: Dialect): CallPlan {
@@ -62,4 +72,17 @@ export function writerFor(plan: CallPlan, columns: string[], format: Format): Wr
   const w = compileWriter(columns, format);
   plan.writers.set(slot, w);
   return w;
+}
+
+/** Bound values in the statement's placeholder order, with the paging window's two when `paged`. */
+export function fillValues(plan: CallPlan, bound: unknown[], limit: number, offset: number, paged = plan.pageable): unknown[] {
+  const order = plan.order;
+  const n = order.length;
+  const values = new Array(paged ? n + 2 : n);
+  for (let i = 0; i < n; i++) values[i] = bound[order[i]];
+  if (paged) {
+    values[n] = limit;
+    values[n + 1] = offset;
+  }
+  return values;
 }

@@ -1,8 +1,9 @@
-// In charge of turning a CallTask into a CallRequest: the caller's intent (query string, JSON body,
-// format, version, timeout), checked for shape only. Nothing is looked up here.
-import { CallError } from './errors.js';
+// In charge of the first stage of a call: turning a Request into a CallRequest, the caller's intent
+// (query name, query string, JSON body, format, version, timeout, paging), checked for shape only.
+// Nothing is looked up here.
+import { GatewayError } from '../contract/errors.js';
+import type { Request } from '../contract/exchange.js';
 import type { Format } from './formats.js';
-import type { CallTask } from './messages.js';
 
 const FORMATS: readonly Format[] = ['json', 'ndjson', 'csv', 'tsv'];
 
@@ -53,33 +54,44 @@ function decode(s: string): string {
   try {
     return decodeURIComponent(s.replace(/\+/g, ' '));
   } catch {
-    throw new CallError('invalid_request', 'The query string is not valid URL encoding');
+    throw new GatewayError('invalid_request', 'The query string is not valid URL encoding');
   }
 }
 
-export function parseJsonBody(task: CallTask): Record<string, unknown> | null {
-  if (!task.body || task.body.length === 0) return null;
+/** A body that must be one JSON object, or null when empty; every entry point reads bodies with it. */
+export function parseJsonObject(bytes: Uint8Array | null): Record<string, unknown> | null {
+  if (!bytes || bytes.length === 0) return null;
   let body: unknown;
   try {
-    body = JSON.parse(decoder.decode(task.body));
+    body = JSON.parse(decoder.decode(bytes));
   } catch {
-    throw new CallError('invalid_body', 'Request body is not valid JSON');
+    throw new GatewayError('invalid_body', 'Request body is not valid JSON');
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new CallError('invalid_body', 'Request body must be a JSON object');
+    throw new GatewayError('invalid_body', 'Request body must be a JSON object');
   }
   return body as Record<string, unknown>;
 }
 
-export function parseCall(task: CallTask): CallRequest {
-  const args = parseQueryString(task.query);
-  const body = task.method === 'POST' ? parseJsonBody(task) : null;
+/** The query's name from a /q/<name> path; a name that is not valid URL encoding is taken as sent. */
+function queryName(url: string): string {
+  const raw = url.slice(3);
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+export function parseCall(req: Request): CallRequest {
+  const args = parseQueryString(req.query);
+  const body = req.method === 'POST' ? parseJsonObject(req.body) : null;
   const params: Record<string, unknown> = Object.create(null);
   for (const k in args) if (!RESERVED.has(k)) params[k] = args[k];
   let typed = false;
   if (body && body.params !== undefined) {
     if (body.params === null || typeof body.params !== 'object' || Array.isArray(body.params)) {
-      throw new CallError('invalid_body', 'params must be a JSON object');
+      throw new GatewayError('invalid_body', 'params must be a JSON object');
     }
     Object.assign(params, body.params);
     typed = true;
@@ -89,7 +101,7 @@ export function parseCall(task: CallTask): CallRequest {
   const formatRaw = pick('format');
   const format = (formatRaw === undefined || formatRaw === '' ? 'json' : String(formatRaw).toLowerCase()) as Format;
   if (!FORMATS.includes(format)) {
-    throw new CallError('invalid_format', `Unsupported format '${String(formatRaw)}'. Supported formats: ${FORMATS.join(', ')}`);
+    throw new GatewayError('invalid_format', `Unsupported format '${String(formatRaw)}'. Supported formats: ${FORMATS.join(', ')}`);
   }
 
   let version: number | null = null;
@@ -97,7 +109,7 @@ export function parseCall(task: CallTask): CallRequest {
   if (versionRaw !== undefined && versionRaw !== '') {
     version = Number(versionRaw);
     if (!Number.isSafeInteger(version) || version < 1 || (typeof versionRaw === 'string' && !/^\d+$/.test(versionRaw))) {
-      throw new CallError('invalid_request', 'version must be a positive integer');
+      throw new GatewayError('invalid_request', 'version must be a positive integer');
     }
   }
 
@@ -105,8 +117,8 @@ export function parseCall(task: CallTask): CallRequest {
   const timeoutRaw = pick('timeout');
   if (timeoutRaw !== undefined && timeoutRaw !== '') {
     timeout = typeof timeoutRaw === 'number' ? timeoutRaw : /^\s*\d*\.?\d+\s*$/.test(String(timeoutRaw)) ? Number(timeoutRaw) : NaN;
-    if (Number.isNaN(timeout)) throw new CallError('invalid_timeout', 'timeout must be a number of seconds');
-    if (!(timeout > 0) || !Number.isFinite(timeout)) throw new CallError('invalid_timeout', 'timeout must be a positive number of seconds');
+    if (Number.isNaN(timeout)) throw new GatewayError('invalid_timeout', 'timeout must be a number of seconds');
+    if (!(timeout > 0) || !Number.isFinite(timeout)) throw new GatewayError('invalid_timeout', 'timeout must be a positive number of seconds');
   }
 
   const streamRaw = pick('stream');
@@ -116,7 +128,7 @@ export function parseCall(task: CallTask): CallRequest {
   const page = pick('page');
   const pageSize = pick('page_size');
   return {
-    name: task.name,
+    name: queryName(req.url),
     version,
     connectionName: connectionName === undefined || connectionName === '' ? null : String(connectionName),
     format,
@@ -138,13 +150,13 @@ export interface Paging {
 export function parsePaging(req: CallRequest, maxPageSize: number): Paging {
   const page = req.page === null || req.page === '' ? 1 : wholeNumber(req.page, 'page');
   const pageSize = req.pageSize === null || req.pageSize === '' ? Math.min(10, maxPageSize) : wholeNumber(req.pageSize, 'page_size');
-  if (page < 1 || pageSize < 1) throw new CallError('invalid_paging', 'page and page_size must be positive');
-  if (pageSize > maxPageSize) throw new CallError('invalid_paging', `page_size must not exceed ${maxPageSize}`);
-  if ((page - 1) * pageSize > Number.MAX_SAFE_INTEGER) throw new CallError('invalid_paging', 'page is too large');
+  if (page < 1 || pageSize < 1) throw new GatewayError('invalid_paging', 'page and page_size must be positive');
+  if (pageSize > maxPageSize) throw new GatewayError('invalid_paging', `page_size must not exceed ${maxPageSize}`);
+  if ((page - 1) * pageSize > Number.MAX_SAFE_INTEGER) throw new GatewayError('invalid_paging', 'page is too large');
   return { page, pageSize };
 }
 
 function wholeNumber(s: string, name: string): number {
-  if (!/^-?\d{1,15}$/.test(s)) throw new CallError('invalid_paging', `${name} must be an integer`);
+  if (!/^-?\d{1,15}$/.test(s)) throw new GatewayError('invalid_paging', `${name} must be an integer`);
   return Number(s);
 }

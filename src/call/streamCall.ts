@@ -4,13 +4,15 @@
 // the export early with a final truncation line. The run is recorded when the stream ends.
 import type { MessagePort } from 'node:worker_threads';
 import type { Source } from '../sources/types.js';
-import type { RunRecord } from '../store/types.js';
+import { GatewayError } from '../contract/errors.js';
+import type { Answer } from '../contract/exchange.js';
+import type { StreamCredit, StreamFrame } from '../contract/messages.js';
+import type { Target } from './authorize.js';
 import type { CallContext } from './context.js';
-import { CallError } from './errors.js';
 import { CONTENT_TYPES } from './formats.js';
 import type { Governed } from './govern.js';
-import type { CallAnswer, StreamCredit, StreamFrame } from './messages.js';
 import { writerFor, type CallPlan } from './plan.js';
+import { record } from './record.js';
 import { STREAM_FORMATS, type CallRequest } from './request.js';
 
 /** Chunks in flight between executor and acceptor before the cursor waits. */
@@ -22,19 +24,19 @@ class Truncated extends Error {}
 
 /** The request's stream options, checked before anything runs. */
 export function checkStream(req: CallRequest, plan: CallPlan, port: MessagePort | undefined): MessagePort {
-  if (!port) throw new CallError('invalid_stream', 'stream=true goes in the query string');
+  if (!port) throw new GatewayError('invalid_stream', 'stream=true goes in the query string');
   if (!STREAM_FORMATS.includes(req.format)) {
-    throw new CallError('invalid_stream', `stream=true only supports these formats: ${STREAM_FORMATS.join(', ')}`);
+    throw new GatewayError('invalid_stream', `stream=true only supports these formats: ${STREAM_FORMATS.join(', ')}`);
   }
   if (req.page !== null || req.pageSize !== null) {
-    throw new CallError('invalid_stream', 'stream=true exports the whole result and does not accept page/page_size');
+    throw new GatewayError('invalid_stream', 'stream=true exports the whole result and does not accept page/page_size');
   }
-  if (plan.write) throw new CallError('read_only', 'A stream is always read-only');
+  if (plan.write) throw new GatewayError('read_only', 'A stream is always read-only');
   return port;
 }
 
 export async function streamCall(ctx: CallContext, port: MessagePort, req: CallRequest, plan: CallPlan, source: Source,
-  values: unknown[], timeoutS: number, governed: Governed, run: RunRecord, caller: string): Promise<CallAnswer> {
+  values: unknown[], timeoutS: number, governed: Governed, target: Target, caller: string, requestId: string): Promise<Answer> {
   const post = (f: StreamFrame) => port.postMessage(f);
   let credits = WINDOW;
   let gone = false;
@@ -52,17 +54,18 @@ export async function streamCall(ctx: CallContext, port: MessagePort, req: CallR
   };
 
   const max = ctx.config.streamMaxRows;
-  const labels = { connection: run.connection_name ?? '', dialect: source.dialect };
+  const labels = { connection: target.connectionName, dialect: source.dialect };
   const started = performance.now();
   let headed = false;
   let sent = 0;
   let truncated = false;
+  let failed: Pick<GatewayError, 'code' | 'message'> | null = null;
   const head = () => {
     if (headed) return;
     headed = true;
     post({
       t: 'head', status: 200, key: caller,
-      headers: ['Content-Type', CONTENT_TYPES[req.format], 'Content-Disposition', `attachment; filename="${run.query}.${req.format}"`],
+      headers: ['Content-Type', CONTENT_TYPES[req.format], 'Content-Disposition', `attachment; filename="${target.query.name}.${req.format}"`],
     });
   };
   try {
@@ -90,10 +93,11 @@ export async function streamCall(ctx: CallContext, port: MessagePort, req: CallR
   } catch (e) {
     if (!(e instanceof Truncated)) {
       if (!headed) throw e; // before the first byte: an ordinary JSON error
-      run.status = 'error';
-      run.code = e instanceof CallError ? e.code : 'internal_error';
-      run.error = e instanceof ClientGone ? 'The client closed the stream' : e instanceof CallError ? e.message : 'The stream failed';
-      if (!(e instanceof ClientGone) && !(e instanceof CallError)) console.error(`[${run.request_id}] stream failed:`, e);
+      failed = {
+        code: e instanceof GatewayError ? e.code : 'internal_error',
+        message: e instanceof ClientGone ? 'The client closed the stream' : e instanceof GatewayError ? e.message : 'The stream failed',
+      };
+      if (!(e instanceof ClientGone) && !(e instanceof GatewayError)) console.error(`[${requestId}] stream failed:`, e);
     }
   } finally {
     port.removeAllListeners('message');
@@ -103,13 +107,10 @@ export async function streamCall(ctx: CallContext, port: MessagePort, req: CallR
     // The signal a client can see: one last line saying the export stopped at the row cap.
     post({ t: 'data', chunk: req.format === 'ndjson' ? `{"truncated":true,"rows":${sent}}\n` : `# truncated after ${sent} rows\r\n` });
   }
-  post({ t: run.status === 'error' ? 'fail' : 'end' });
+  post({ t: failed ? 'fail' : 'end' });
   port.close();
-  run.rows = sent;
-  run.duration_ms = Math.round(performance.now() - started);
-  if (governed.masked) run.masked = governed.masked;
-  ctx.runs.add(run);
-  ctx.metrics.streamExports.inc({ ...labels, status: run.status === 'error' ? 'error' : truncated ? 'truncated' : 'success', key: caller });
+  record(ctx.runs, target, caller, requestId, sent, Math.round(performance.now() - started), null, governed.masked, failed);
+  ctx.metrics.streamExports.inc({ ...labels, status: failed ? 'error' : truncated ? 'truncated' : 'success', key: caller });
   ctx.metrics.rows.inc({ ...labels, key: caller }, sent);
   return { status: 200, headers: [], body: '', streamed: true };
 }

@@ -9,7 +9,7 @@
 // where its lexing matches the database's (see `nspUnsafe`); anything else is refused, never guessed.
 import { createRequire } from 'node:module';
 import type * as pg from 'pgsql-ast-parser';
-import { countStatements, scanMarkers } from '../call/sqlMarkers.js';
+import { countStatements, scanMarkers } from './markers.js';
 import { describe, type OutputColumn, type Query } from './lineage.js';
 import { lowerNspStatement } from './lowerNsp.js';
 import { lowerPgStatement } from './lowerPg.js';

@@ -1,6 +1,6 @@
 // In charge of column masking: matching a key's rules to each output column's traced sources (with
 // `*` expanded from the connection's schema) into a per-position plan, and applying a plan to rows.
-// Fails closed: a column that can't be traced while rules exist is refused (403 mask_unresolvable).
+// Fails closed: a column that can't be traced while rules exist is refused (mask_unresolvable).
 // Must not import HTTP/uWS or sources.
 import { createHmac } from 'node:crypto';
 import type { ColumnSource, OutputColumn, StatementAnalysis } from './analysis.js';

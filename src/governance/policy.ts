@@ -1,26 +1,24 @@
 // In charge of the governance decisions on an analysed statement: one statement only, read-only unless
-// the caller may write, allowed write verbs, allowed tables. Throws CallError with the contract's codes;
+// the caller may write, allowed write verbs, allowed tables. Throws GatewayError with the contract's codes;
 // must not import HTTP/uWS or sources.
-import { CallError } from '../call/errors.js';
+import { type CodeOf, GatewayError } from '../contract/errors.js';
 import type { StatementAnalysis, StatementScan } from './analysis.js';
 import { PURE_GENERATORS } from './lineage.js';
 import { readsOutsideTables, SESSION_OR_WRITE_FUNCTIONS } from './scan.js';
 
 export const READ_ONLY_MESSAGE = 'Only read-only statements (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN) are allowed';
 
-type GovernanceCode = 'multiple_statements' | 'read_only' | 'write_op_not_allowed' | 'table_not_allowed' | 'table_check_failed' | 'mask_unresolvable';
-
-export function governanceError(code: GovernanceCode, message: string): CallError {
-  return new CallError(code, message);
+export function governanceError(code: CodeOf<'govern'>, message: string): GatewayError {
+  return new GatewayError(code, message);
 }
 
-/** 400 multiple_statements when the text holds more than one statement. */
+/** multiple_statements when the text holds more than one statement. */
 export function checkSingleStatement(a: StatementScan): void {
   if (a.statements > 1) throw governanceError('multiple_statements', 'Only a single SQL statement can be executed at a time');
 }
 
 /**
- * 403 read_only when the caller may not write and the statement writes: its verb, a write hidden in a
+ * read_only when the caller may not write and the statement writes: its verb, a write hidden in a
  * CTE or under EXPLAIN, SELECT ... INTO, a MySQL executable comment, or a function that changes the
  * session or writes (set_config, nextval, lo_import, ...).
  */
@@ -37,7 +35,7 @@ export function checkReadOnly(a: StatementScan, mayWrite: boolean): void {
   );
 }
 
-/** 403 write_op_not_allowed when a write verb (hidden ones included) is outside the key's list; null = any. */
+/** write_op_not_allowed when a write verb (hidden ones included) is outside the key's list; null = any. */
 export function checkWriteOps(a: StatementScan, allowedWriteOps: string[] | null): void {
   if (allowedWriteOps === null || a.writeVerbs.length === 0) return;
   const allowed = new Set(allowedWriteOps.map((op) => op.toLowerCase()));

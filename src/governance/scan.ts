@@ -3,7 +3,7 @@
 // reading could differ from the database's. Must not import HTTP/uWS or sources.
 //
 // This is the guard that works on every statement, parsed or not (the reference's `validate_sql` is a
-// classifier of this kind). Quoting follows the database, as `call/sqlMarkers.ts` does:
+// classifier of this kind). Quoting follows the database, as `governance/markers.ts` does:
 // - '...' with '' doubling; mysql also honours backslash escapes, and so do postgres E'...' strings;
 // - "..." is a quoted identifier, except in mysql where it is a string (unless ANSI_QUOTES);
 // - `...` quotes identifiers (mysql, sqlite), and so does [...] in sqlite;

@@ -1,5 +1,5 @@
 // In charge of the lexical pieces both SQL scanners share (governance/scan.ts for the guards,
-// call/sqlMarkers.ts for bind markers and statement splitting): where a quoted run, a line comment,
+// governance/markers.ts for bind markers and statement splitting): where a quoted run, a line comment,
 // a block comment or a postgres dollar quote that starts at `i` ends. An unterminated one runs to the end.
 
 /** Characters that may continue an unquoted identifier (so a `$` or quote after one is not an opener). */

@@ -1,24 +1,25 @@
 // In charge of the acceptor's routes: /health, /q/<name> (handed to the executors), the management
 // API under /api/v1, and a catch-all 404. Built once before listen; the acceptor never runs SQL.
 import uWS from 'uWebSockets.js';
-import { ApiRouter, identify, requireAdmin, type ControlContext } from '../api/routes.js';
 import { apiKeyRoutes } from '../api/apiKeys.js';
 import { connectionRoutes } from '../api/connections.js';
 import { historyRoutes } from '../api/history.js';
 import { queryRoutes } from '../api/queries.js';
-import { CallError, errorAnswer } from '../call/errors.js';
-import type { CallTask } from '../call/messages.js';
+import { ApiRouter, requireAdmin, type ControlContext } from '../api/routes.js';
+import { identify } from '../auth/identify.js';
+import type { RateLimits } from '../auth/rateLimit.js';
+import { RATE_LIMIT_MESSAGES, rateLimitHeaders, type RateCheck } from '../auth/rates.js';
+import { GatewayError } from '../contract/errors.js';
+import { type Answer, errorAnswer, jsonAnswer, type Request } from '../contract/exchange.js';
+import type { ProcessMetrics } from '../metrics/metrics.js';
 import type { Dispatcher } from './dispatch.js';
+import type { EventHub } from './events.js';
+import { serve, type Handler, type ServeOptions, type StreamStart } from './respond.js';
 import { relayStream, wantsStream } from './streamRelay.js';
-import { RATE_LIMIT_MESSAGES, rateLimitHeaders, type RateCheck, type RateLimits } from '../auth/rateLimit.js';
-import { jsonAnswer, serve, type Answer, type Handler, type Request, type ServeOptions, type StreamStart } from './respond.js';
-import type { processMetrics } from '../metrics/metrics.js';
-
-type ProcessMetrics = ReturnType<typeof processMetrics>;
 
 export const VERSION = '0.1.0';
 
-export function buildApp(control: ControlContext, dispatcher: Dispatcher, limits: RateLimits, metrics: ProcessMetrics,
+export function buildApp(control: ControlContext, hub: EventHub, dispatcher: Dispatcher, limits: RateLimits, metrics: ProcessMetrics,
   state: { draining: boolean }): uWS.TemplatedApp {
   const m = metrics.metrics;
   /** Serve options per route: the request metrics carry the route's endpoint name. */
@@ -42,11 +43,7 @@ export function buildApp(control: ControlContext, dispatcher: Dispatcher, limits
   const call: Handler = (req) => {
     if (state.draining) return errorAnswer('unavailable', 'The server is shutting down', req.requestId);
     if (req.method !== 'GET' && req.method !== 'POST') return errorAnswer('method_not_allowed', 'Method not allowed', req.requestId);
-    const task: CallTask = {
-      requestId: req.requestId, method: req.method, name: decodeName(req.url.slice(3)), query: req.query, apiKey: req.apiKey,
-      ifNoneMatch: req.ifNoneMatch, body: req.body, clientIp: req.ip,
-    };
-    return wantsStream(req.query) ? relayStream(task, dispatcher) : dispatcher.run(task);
+    return wantsStream(req.query) ? relayStream(req, dispatcher) : dispatcher.run(req);
   };
   const api: Handler = async (req) => {
     try {
@@ -60,22 +57,22 @@ export function buildApp(control: ControlContext, dispatcher: Dispatcher, limits
       if (req.method !== 'GET' && answer.status < 400) control.publishChange(found.change(found.params));
       return answer;
     } catch (e) {
-      if (e instanceof CallError) return errorAnswer(e.code, e.message, req.requestId, e.extras);
+      if (e instanceof GatewayError) return errorAnswer(e.code, e.message, req.requestId, e.extras);
       throw e;
     }
   };
   /** GET /events: any authenticated caller; the admin key sees every run, a scoped key its own. */
   const events: Handler = async (req) => {
     if (control.config.eventsMaxStreams === 0) return errorAnswer('not_found', 'Not found', req.requestId);
-    const who = await identify(control, req);
+    const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip);
     if (!who) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
-    if (control.hub.size >= control.config.eventsMaxStreams) {
+    if (hub.size >= control.config.eventsMaxStreams) {
       return withHeaders(errorAnswer('too_many_streams', 'Too many open event streams on this server - try again shortly',
         req.requestId, { retry_after: 5 }), ['Retry-After', '5']);
     }
     const resume = req.lastEventId || new URLSearchParams(req.query).get('last_event_id') || '';
     if (resume && !/^\d{1,15}$/.test(resume)) return errorAnswer('invalid_request', 'Last-Event-ID must be an event id', req.requestId);
-    return control.hub.open(who === 'admin' ? null : who.name, resume ? Number(resume) : null);
+    return hub.open(who.kind === 'key' ? who.name : null, resume ? Number(resume) : null);
   };
   const notFound: Handler = (req) => errorAnswer('not_found', 'Not found', req.requestId);
 
@@ -115,14 +112,6 @@ function withHeaders<A extends Answer | StreamStart>(a: A, extra: string[]): A {
   return { ...a, headers: a.headers.concat(extra) };
 }
 
-function decodeName(s: string): string {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return s;
-  }
-}
-
 function healthBody(): Answer {
   const offsetMin = -new Date().getTimezoneOffset();
   const sign = offsetMin >= 0 ? '+' : '-';
@@ -132,4 +121,3 @@ function healthBody(): Answer {
   return jsonAnswer(200, { status: 'ok', version: VERSION, time_zone: zone, utc_offset: offset });
 }
 
-export type { Request };

@@ -1,66 +1,81 @@
 // In charge of handing /q/ calls to the executors: a piscina pool tuned for I/O-bound tasks, or the
-// same call module inline when QUERYAPIGATE_WORKERS=0. A full queue answers 503 at once.
+// same call module inline when QUERYAPIGATE_WORKERS=0. A full queue answers 503 at once (counted),
+// and shutdown can wait for the calls in flight.
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import { createCallContext } from '../call/context.js';
-import { errorAnswer } from '../call/errors.js';
-import type { CallAnswer, CallTask } from '../call/messages.js';
+import { createCallContext, type ExecutorData } from '../call/context.js';
 import { runCall } from '../call/runCall.js';
 import type { Config } from '../config.js';
-
-/** What each executor thread starts with: the config, and the shared rate-limit buckets. */
-export interface ExecutorData {
-  config: Config;
-  limiterMemory: SharedArrayBuffer;
-}
+import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
 
 export interface Dispatcher {
   /** `transfer` moves a stream's port to the executor (inline mode keeps it in this thread). */
-  run(task: CallTask, transfer?: Transferable[]): Promise<CallAnswer>;
+  run(req: Request, transfer?: Transferable[]): Promise<Answer>;
   /** Calls refused because the queue was full. */
   readonly refused: number;
+  /** Resolves when no call is in flight. */
+  idle(): Promise<void>;
   close(): Promise<void>;
 }
 
 const EXECUTOR = fileURLToPath(new URL('../../workers/executor.js', import.meta.url));
 
 export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffer): Dispatcher {
-  if (config.workers === 0) {
-    const ctx = createCallContext(config, limiterMemory);
-    return { run: (task) => runCall(ctx, task), refused: 0, close: () => ctx.close() };
-  }
-  const pool = new Piscina({
-    filename: EXECUTOR,
-    workerData: { config, limiterMemory } satisfies ExecutorData,
-    minThreads: config.workers,
-    maxThreads: config.workers,
-    concurrentTasksPerWorker: config.tasksPerWorker,
-    maxQueue: config.maxQueue,
-    idleTimeout: 2 ** 31 - 1,
-    // An executor blocked in Atomics.wait would miss BroadcastChannel invalidations and pool timers.
-    atomics: 'disabled',
-    // piscina tries require(filename) before import(); Node 20's require(esm) can half-load our ESM
-    // executor and then trip an internal assertion on the import. Make the require fail cleanly.
-    execArgv: [...process.execArgv, '--no-experimental-require-module'],
-  });
+  const data: ExecutorData = { config, limiterMemory };
+  let run: (req: Request, transfer?: Transferable[]) => Promise<Answer>;
+  let close: () => Promise<void>;
   let refused = 0;
+  if (config.workers === 0) {
+    const ctx = createCallContext(data);
+    run = (req) => runCall(ctx, req);
+    close = () => ctx.close();
+  } else {
+    const pool = new Piscina({
+      filename: EXECUTOR,
+      workerData: data,
+      minThreads: config.workers,
+      maxThreads: config.workers,
+      concurrentTasksPerWorker: config.tasksPerWorker,
+      maxQueue: config.maxQueue,
+      idleTimeout: 2 ** 31 - 1,
+      // An executor blocked in Atomics.wait would miss BroadcastChannel invalidations and pool timers.
+      atomics: 'disabled',
+      // piscina tries require(filename) before import(); Node 20's require(esm) can half-load our ESM
+      // executor and then trip an internal assertion on the import. Make the require fail cleanly.
+      execArgv: [...process.execArgv, '--no-experimental-require-module'],
+    });
+    run = (req, transfer) => {
+      // queueSize counts the calls waiting beyond every executor's concurrent tasks, as maxQueue does.
+      if (pool.queueSize >= config.maxQueue) {
+        refused++;
+        const busy = errorAnswer('unavailable', 'The server is busy; try again shortly', req.requestId, { retry_after: 1 });
+        busy.headers.push('Retry-After', '1');
+        return Promise.resolve(busy);
+      }
+      return pool.run(req, transfer ? { transferList: transfer as never } : undefined) as Promise<Answer>;
+    };
+    close = () => pool.close();
+  }
+
+  let inFlight = 0;
+  let waiters: Array<() => void> = [];
+  const settle = () => {
+    if (--inFlight === 0) {
+      for (const w of waiters) w();
+      waiters = [];
+    }
+  };
   return {
-    run(task, transfer) {
-      return pool.run(task, transfer ? { transferList: transfer as never } : undefined).catch((e: Error) => {
-        if (/queue is at limit/i.test(e.message)) {
-          refused++;
-          const busy = errorAnswer('unavailable', 'The server is busy; try again shortly', task.requestId, { retry_after: 1 });
-          busy.headers.push('Retry-After', '1');
-          return busy;
-        }
-        throw e;
-      });
+    run(req, transfer) {
+      inFlight++;
+      const p = run(req, transfer);
+      p.then(settle, settle);
+      return p;
     },
     get refused() {
       return refused;
     },
-    async close() {
-      await pool.close();
-    },
+    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => waiters.push(r))),
+    close: () => close(),
   };
 }

@@ -2,7 +2,7 @@
 // may see (the admin key all, a scoped key its own), resumes after Last-Event-ID from the event log,
 // gets a keep-alive comment every 15 s, and is dropped when it reads too slowly rather than buffered
 // without bound. The number of streams is capped (QUERYAPIGATE_EVENTS_MAX_STREAMS).
-import type { EventRow } from '../store/events.js';
+import type { EventRow } from '../contract/messages.js';
 import type { StreamOut, StreamStart } from './respond.js';
 
 const KEEPALIVE_MS = 15_000;

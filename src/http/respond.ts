@@ -3,31 +3,7 @@
 // corked, status first, only while the response is still alive. Route handlers never touch res.
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest as UwsRequest, HttpResponse } from 'uWebSockets.js';
-import { errorAnswer } from '../call/errors.js';
-
-/** A request as plain data, read synchronously from uWS. */
-export interface Request {
-  method: string;
-  url: string;
-  query: string;
-  requestId: string;
-  apiKey: string;
-  ifNoneMatch: string;
-  lastEventId: string;
-  ip: string;
-  body: Uint8Array | null;
-  /** performance.now() when the request arrived, for the duration metric. */
-  started: number;
-}
-
-/** An answer ready to write: headers are a flat [name, value, ...] list. */
-export interface Answer {
-  status: number;
-  headers: string[];
-  body: string;
-  /** The caller's name, for the request metrics. */
-  key?: string;
-}
+import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
 
 export type Handler = (req: Request) => Answer | StreamStart | Promise<Answer | StreamStart>;
 
@@ -81,12 +57,6 @@ export function requestIdFrom(header: string): string {
   if (header && REQUEST_ID.test(header)) return header;
   const u = randomUUID();
   return u.slice(0, 8) + u.slice(9, 13);
-}
-
-const JSON_HEADERS = ['Content-Type', 'application/json'];
-
-export function jsonAnswer(status: number, value: unknown, extraHeaders?: string[]): Answer {
-  return { status, headers: extraHeaders ? JSON_HEADERS.concat(extraHeaders) : JSON_HEADERS, body: status === 204 ? '' : JSON.stringify(value) };
 }
 
 /**

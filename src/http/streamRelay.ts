@@ -1,14 +1,15 @@
-// In charge of the acceptor's side of a streamed export: it hands the task a MessagePort, turns the
+// In charge of the acceptor's side of a streamed export: it hands the call a MessagePort, turns the
 // executor's head frame into a streamed answer, writes each chunk to the socket and returns a
 // credit once the socket took it (at once, or on drain), and cancels the export if the client leaves.
 import { MessageChannel } from 'node:worker_threads';
-import type { CallAnswer, CallTask, StreamCredit, StreamFrame } from '../call/messages.js';
+import type { Answer, Request } from '../contract/exchange.js';
+import type { StreamCredit, StreamFrame } from '../contract/messages.js';
 import type { Dispatcher } from './dispatch.js';
 import type { StreamOut, StreamStart } from './respond.js';
 
-export function relayStream(task: CallTask, dispatcher: Dispatcher): Promise<CallAnswer | StreamStart> {
+export function relayStream(req: Request, dispatcher: Dispatcher): Promise<Answer | StreamStart> {
   const { port1, port2 } = new MessageChannel();
-  task.port = port2;
+  const task: Request = { ...req, port: port2 };
   return new Promise((resolve) => {
     let out: StreamOut | null = null;
     let finished = false;

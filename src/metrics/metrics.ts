@@ -2,17 +2,23 @@
 // it does in its own registry (the acceptor: requests; executors: queries, rows, cache, key limits;
 // the recorder: runs); at scrape time the acceptor asks every thread for its registry over a
 // BroadcastChannel and aggregates them, so each call is reported exactly once for the process.
-import { channel as broadcast } from '../call/messages.js';
-import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { channel as broadcast, type MetricsMessage, type MetricsSnapshot } from '../contract/messages.js';
 
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-type Snapshot = MetricObjectWithValues<MetricValue<string>>[];
-type CollectMessage = { kind: 'collect'; id: number } | { kind: 'snapshot'; id: number; metrics: Snapshot };
+/** Values a thread owns elsewhere and reports as they stand at scrape time. */
+export interface Readings {
+  /** Runs waiting to be written (the recorder). */
+  historyPending?: () => number;
+  /** Rate checks counted locally because Redis failed (process-wide, kept in the shared buckets). */
+  rateLimitFallbacks?: () => number;
+}
 
 /** Every metric the process reports, declared in each registry so an idle thread still shows zeros. */
-function declare(registry: Registry) {
+function declare(registry: Registry, readings: Readings) {
   const r = [registry];
+  const { historyPending, rateLimitFallbacks } = readings;
   return {
     requests: new Counter({ name: 'queryapigate_requests_total', help: 'HTTP requests answered', labelNames: ['method', 'endpoint', 'status', 'key'], registers: r }),
     requestDuration: new Histogram({ name: 'queryapigate_request_duration_seconds', help: 'HTTP request duration', labelNames: ['method', 'endpoint'], buckets: BUCKETS, registers: r }),
@@ -21,10 +27,19 @@ function declare(registry: Registry) {
     rows: new Counter({ name: 'queryapigate_rows_returned_total', help: 'Rows returned to callers', labelNames: ['connection', 'dialect', 'key'], registers: r }),
     serialization: new Histogram({ name: 'queryapigate_serialization_duration_seconds', help: 'Time spent rendering paged answers', labelNames: ['format'], buckets: BUCKETS, registers: r }),
     historyRuns: new Counter({ name: 'queryapigate_history_runs_total', help: 'Runs by what became of them', labelNames: ['outcome'], registers: r }),
-    historyPending: new Gauge({ name: 'queryapigate_history_pending', help: 'Runs waiting to be written', registers: r }),
+    historyPending: new Gauge({
+      name: 'queryapigate_history_pending', help: 'Runs waiting to be written', registers: r,
+      collect: historyPending && function (this: Gauge) { this.set(historyPending()); },
+    }),
     activeQueries: new Gauge({ name: 'queryapigate_active_queries', help: 'Statements running now', registers: r }),
     rateLimitRejections: new Counter({ name: 'queryapigate_rate_limit_rejections_total', help: 'Requests refused by a rate limit', registers: r }),
-    rateLimitFallbacks: new Counter({ name: 'queryapigate_rate_limit_fallbacks_total', help: 'Rate checks counted locally because Redis failed', registers: r }),
+    rateLimitFallbacks: new Counter({
+      name: 'queryapigate_rate_limit_fallbacks_total', help: 'Rate checks counted locally because Redis failed', registers: r,
+      collect: rateLimitFallbacks && function (this: Counter) {
+        this.reset();
+        this.inc(rateLimitFallbacks());
+      },
+    }),
     cacheHits: new Counter({ name: 'queryapigate_cache_hits_total', help: 'Answers served from the response cache', registers: r }),
     cacheMisses: new Counter({ name: 'queryapigate_cache_misses_total', help: 'Cacheable answers computed afresh', registers: r }),
     streamExports: new Counter({ name: 'queryapigate_stream_exports_total', help: 'Streamed exports', labelNames: ['connection', 'dialect', 'status', 'key'], registers: r }),
@@ -34,32 +49,34 @@ function declare(registry: Registry) {
 export type Metrics = ReturnType<typeof declare>;
 
 /** A thread's registry; `answerScrapes` makes it reply when the acceptor collects. */
-export function threadMetrics(answerScrapes: boolean, scope: string): { metrics: Metrics; registry: Registry; close(): void } {
+export function threadMetrics(answerScrapes: boolean, scope: string, readings: Readings = {}): { metrics: Metrics; registry: Registry; close(): void } {
   const registry = new Registry();
-  const metrics = declare(registry);
+  const metrics = declare(registry, readings);
   let channel: BroadcastChannel | null = null;
   if (answerScrapes) {
     channel = broadcast('metrics', scope);
     channel.onmessage = async (e: MessageEvent) => {
-      const m = e.data as CollectMessage;
-      if (m.kind === 'collect') channel!.postMessage({ kind: 'snapshot', id: m.id, metrics: await registry.getMetricsAsJSON() } satisfies CollectMessage);
+      const m = e.data as MetricsMessage;
+      if (m.kind === 'collect') channel!.postMessage({ kind: 'snapshot', id: m.id, metrics: await registry.getMetricsAsJSON() } satisfies MetricsMessage);
     };
   }
   return { metrics, registry, close: () => channel?.close() };
 }
+
+export type ProcessMetrics = ReturnType<typeof processMetrics>;
 
 /**
  * The acceptor's side: its own registry plus a scrape that gathers every other thread's. `threads`
  * is how many snapshots to wait for (executors + recorder); a thread that does not answer within
  * the time limit is left out of that scrape rather than stalling it.
  */
-export function processMetrics(threads: number, scope: string) {
-  const own = threadMetrics(false, scope);
+export function processMetrics(threads: number, scope: string, readings: Readings = {}) {
+  const own = threadMetrics(false, scope, readings);
   const channel = broadcast('metrics', scope);
   let next = 0;
-  const waiting = new Map<number, { got: Snapshot[]; done: () => void }>();
+  const waiting = new Map<number, { got: MetricsSnapshot[]; done: () => void }>();
   channel.onmessage = (e: MessageEvent) => {
-    const m = e.data as CollectMessage;
+    const m = e.data as MetricsMessage;
     if (m.kind !== 'snapshot') return;
     const w = waiting.get(m.id);
     if (!w) return;
@@ -70,11 +87,11 @@ export function processMetrics(threads: number, scope: string) {
     metrics: own.metrics,
     async scrape(): Promise<{ contentType: string; body: string }> {
       const id = ++next;
-      const got: Snapshot[] = [];
+      const got: MetricsSnapshot[] = [];
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 1000);
         waiting.set(id, { got, done: () => { clearTimeout(timer); resolve(); } });
-        channel.postMessage({ kind: 'collect', id } satisfies CollectMessage);
+        channel.postMessage({ kind: 'collect', id } satisfies MetricsMessage);
         if (threads === 0) resolve();
       });
       waiting.delete(id);

@@ -1,18 +1,7 @@
 // In charge of the executor's side of recording: runs are appended to a local batch that is posted
 // to the recorder thread once per event-loop turn, never on the call's path. The batch is bounded;
 // runs beyond it are dropped and counted, never lost silently.
-import type { RunRecord } from '../store/types.js';
-import { channel } from '../call/messages.js';
-
-
-/** What an executor posts to the recorder; `final` marks its last batch before shutdown. */
-export interface RunBatchMessage {
-  runs: RunRecord[];
-  dropped: number;
-  final?: boolean;
-  /** Keys used since the last batch (each at most once a minute per executor), for last_used_at. */
-  used?: string[];
-}
+import { channel, type RunBatch, type RunRecord } from '../contract/messages.js';
 
 const KEY_USE_EVERY_MS = 60_000;
 
@@ -61,7 +50,7 @@ export class RunBatcher {
   flush(final = false): void {
     this.#scheduled = false;
     if (!this.#batch.length && !this.#dropped && !this.#used.length && !final) return;
-    const message: RunBatchMessage = { runs: this.#batch, dropped: this.#dropped, final };
+    const message: RunBatch = { runs: this.#batch, dropped: this.#dropped, final };
     if (this.#used.length) {
       message.used = this.#used;
       this.#used = [];

@@ -2,11 +2,9 @@
 // writes it to the store in one transaction per flush. Used by workers/recorder.ts; knows nothing
 // of HTTP or executors beyond the batch message.
 import { attachStore, localTimestamp, type Store, type StoreLocation } from '../store/store.js';
-import type { RunRecord } from '../store/types.js';
-import type { RunBatchMessage } from './batcher.js';
-import { channel } from '../call/messages.js';
+import { channel, type EventRow, type RunBatch, type RunRecord } from '../contract/messages.js';
 import { threadMetrics } from '../metrics/metrics.js';
-import { EventLog, type EventRow } from '../store/events.js';
+import { EventLog } from '../store/events.js';
 
 export interface RecorderSettings extends StoreLocation {
   historyLimit: number;
@@ -14,9 +12,6 @@ export interface RecorderSettings extends StoreLocation {
   historyFlushInterval: number;
   historyMaxPending: number;
 }
-
-/** What the acceptor asks of the recorder thread (workers/recorder.ts); answered with `{ id }` when done. */
-export type RecorderRequest = { id: number; op: 'flush' | 'stop'; executors?: number };
 
 const BATCH = 500;
 
@@ -39,12 +34,9 @@ export class Recorder {
   /** `onEvents` is told of every batch of events once it is in the log (for /events). */
   constructor(readonly settings: RecorderSettings, readonly onEvents: (rows: EventRow[]) => void = () => undefined) {
     this.#channel = channel('runs', settings.home);
-    this.#metrics = threadMetrics(true, settings.home);
-    const m = this.#metrics.metrics;
-    // Scrapes read the counters as they stand.
-    (m.historyPending as unknown as { collect: () => void }).collect = () => m.historyPending.set(this.#queue.length);
+    this.#metrics = threadMetrics(true, settings.home, { historyPending: () => this.#queue.length });
     this.#store = attachStore(settings, { readonly: false, max: 2 });
-    this.#channel.onmessage = (e: MessageEvent) => this.take(e.data as RunBatchMessage);
+    this.#channel.onmessage = (e: MessageEvent) => this.take(e.data as RunBatch);
     this.#timer = setInterval(() => void this.flush(), settings.historyFlushInterval * 1000);
     // Short segments on SQLite: dropping one holds the write lock, so each drop stays small.
     this.#events = EventLog.open(this.#store.db, {
@@ -59,7 +51,7 @@ export class Recorder {
     this.#expiry = setInterval(() => void this.#events.then((log) => log.expire()).catch((e: Error) => console.error(`recorder: expiry failed: ${e.message}`)), 60_000);
   }
 
-  take(m: RunBatchMessage): void {
+  take(m: RunBatch): void {
     if (m.final) this.#finals++;
     if (m.used) {
       const now = Date.now();

@@ -1,24 +1,24 @@
 // In charge of the errors every data source gives, worded once: time limit, unreachable database,
 // a write refused by a read-only session, any other failure, and passwords kept out of details.
-import { CallError } from '../call/errors.js';
+import { GatewayError } from '../contract/errors.js';
 
-export function timeoutError(ms: number): CallError {
+export function timeoutError(ms: number): GatewayError {
   const seconds = ms / 1000;
-  return new CallError('query_timeout', `The query exceeded the time limit of ${seconds} seconds and was cancelled`, { timeout: seconds });
+  return new GatewayError('query_timeout', `The query exceeded the time limit of ${seconds} seconds and was cancelled`, { timeout: seconds });
 }
 
-export function connectionFailed(detail: string): CallError {
-  return new CallError('connection_failed', 'Could not connect to the database', { detail });
+export function connectionFailed(detail: string): GatewayError {
+  return new GatewayError('connection_failed', 'Could not connect to the database', { detail });
 }
 
 /** A write the database refused because the session is read-only. */
-export function readOnlyRefused(detail: string): CallError {
-  return new CallError('read_only', 'The database refused a write: the statement ran in a read-only session', { detail });
+export function readOnlyRefused(detail: string): GatewayError {
+  return new GatewayError('read_only', 'The database refused a write: the statement ran in a read-only session', { detail });
 }
 
 /** A connection already running its most exports at once. */
-export function tooManyStreams(max: number): CallError {
-  return new CallError('unavailable', 'Too many exports are running on this connection; try again later', {
+export function tooManyStreams(max: number): GatewayError {
+  return new GatewayError('unavailable', 'Too many exports are running on this connection; try again later', {
     detail: `at most ${max} streams at once`,
   });
 }
@@ -28,8 +28,8 @@ export function toMs(timeoutMs: number): number {
   return timeoutMs > 0 ? Math.max(1, Math.ceil(timeoutMs)) : 0;
 }
 
-export function queryFailed(detail: string): CallError {
-  return new CallError('query_failed', 'An error occurred while executing the SQL query', { detail });
+export function queryFailed(detail: string): GatewayError {
+  return new GatewayError('query_failed', 'An error occurred while executing the SQL query', { detail });
 }
 
 export function redact(message: string, password: string): string {

@@ -1,7 +1,7 @@
 // In charge of opening the right data source for a connection and expanding its `${VAR}` secrets;
-// must not import keys, HTTP, governance or the store (only call/errors.js for CallError).
+// must not import keys, HTTP, governance or the store (only the contract's errors).
 
-import { CallError } from '../call/errors.js';
+import { GatewayError } from '../contract/errors.js';
 import { openMysql } from './mysql.js';
 import { openPostgres } from './postgres.js';
 import { openSqlite } from './sqlite.js';
@@ -25,7 +25,7 @@ export function openSource(conn: ConnectionConfig, settings: SourceSettings): So
     case 'mysql':
       return openMysql(resolved, settings);
     default:
-      throw new CallError('unsupported_database', 'Unsupported database type');
+      throw new GatewayError('unsupported_database', 'Unsupported database type');
   }
 }
 
@@ -41,7 +41,7 @@ export function resolveEnvRefs<T>(value: T): T {
     return value.replace(ENV_REF, (_m, name: string) => {
       const v = process.env[name];
       if (v === undefined) {
-        throw new CallError(
+        throw new GatewayError(
           'connection_misconfigured',
           `Environment variable '${name}' referenced by the connection is not set`,
         );

@@ -4,7 +4,7 @@
 
 import mysql from 'mysql2';
 import type { FieldPacket, Pool, PoolConnection, PoolOptions, ResultSetHeader } from 'mysql2';
-import { CallError } from '../call/errors.js';
+import { GatewayError } from '../contract/errors.js';
 import type {
   BatchHandler,
   ConnectionConfig,
@@ -591,7 +591,7 @@ function sslOption(ssl: unknown): PoolOptions['ssl'] {
   if (ssl === undefined || ssl === null || ssl === false) return undefined;
   if (ssl === true) return {};
   if (typeof ssl === 'object') return ssl as PoolOptions['ssl'];
-  throw new CallError('connection_misconfigured', 'options.ssl must be true, false or an object of TLS settings');
+  throw new GatewayError('connection_misconfigured', 'options.ssl must be true, false or an object of TLS settings');
 }
 
 // Server errors that mean the session could not be had or was lost (at connect or mid-call).
@@ -609,8 +609,8 @@ const CONNECT_ERRNOS = new Set([
   4031, // ER_CLIENT_INTERACTION_TIMEOUT (MySQL)
 ]);
 
-function toCallError(err: unknown, ms: number, password: string): CallError {
-  if (err instanceof CallError) return err;
+function toCallError(err: unknown, ms: number, password: string): GatewayError {
+  if (err instanceof GatewayError) return err;
   const e = (err ?? {}) as { errno?: unknown; code?: unknown; fatal?: unknown; syscall?: unknown; qagKilled?: unknown };
   const errno = typeof e.errno === 'number' ? e.errno : 0;
   const detail = detailOf(err, password);

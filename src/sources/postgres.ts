@@ -2,7 +2,7 @@
 // sessions, statement timeouts, error mapping); must not import keys, HTTP, governance or the store.
 
 import postgres from 'postgres';
-import { CallError } from '../call/errors.js';
+import { GatewayError } from '../contract/errors.js';
 import type {
   BatchHandler,
   ConnectionConfig,
@@ -517,7 +517,7 @@ function sslOption(mode: unknown): postgres.Options<{}>['ssl'] {
     case 'verify-ca':
       return { rejectUnauthorized: true, checkServerIdentity: () => undefined };
     default:
-      throw new CallError('connection_misconfigured', `Unsupported sslmode '${String(mode)}'`);
+      throw new GatewayError('connection_misconfigured', `Unsupported sslmode '${String(mode)}'`);
   }
 }
 
@@ -534,8 +534,8 @@ const DRIVER_CONNECT_CODES = new Set([
   'AUTH_TYPE_NOT_IMPLEMENTED',
 ]);
 
-function toCallError(err: unknown, ms: number, password: string): CallError {
-  if (err instanceof CallError) return err;
+function toCallError(err: unknown, ms: number, password: string): GatewayError {
+  if (err instanceof GatewayError) return err;
   const e = (err ?? {}) as { name?: unknown; code?: unknown; syscall?: unknown; message?: unknown };
   const code = typeof e.code === 'string' ? e.code : '';
   const detail = redact(typeof e.message === 'string' ? e.message : String(err), password);

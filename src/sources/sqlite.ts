@@ -4,7 +4,7 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
-import { CallError } from '../call/errors.js';
+import { GatewayError } from '../contract/errors.js';
 import type {
   BatchHandler,
   ConnectionConfig,
@@ -50,7 +50,7 @@ const STATEMENT_CACHE_SIZE = 500;
 
 export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): Source {
   if (!conn.database) {
-    throw new CallError('connection_misconfigured', 'A SQLite connection needs `database`, the path of its file');
+    throw new GatewayError('connection_misconfigured', 'A SQLite connection needs `database`, the path of its file');
   }
   const file = path.isAbsolute(conn.database) ? conn.database : path.join(settings.home, conn.database);
   let db: Database.Database;
@@ -103,7 +103,7 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
         handle = new Database(file, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
         const stmt = handle.prepare<unknown[], unknown[]>(text);
         if (!stmt.reader) {
-          throw new CallError('read_only', READ_ONLY_FILE);
+          throw new GatewayError('read_only', READ_ONLY_FILE);
         }
         stmt.raw(true).safeIntegers(true);
         columns = stmt.columns().map((c) => c.name);
@@ -161,7 +161,7 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
     if (!stmt) {
       stmt = db.prepare<unknown[], unknown[]>(text);
       if (!stmt.reader) {
-        throw new CallError('read_only', READ_ONLY_FILE);
+        throw new GatewayError('read_only', READ_ONLY_FILE);
       }
       stmt.raw(true).safeIntegers(true);
       statements.set(text, stmt);
@@ -198,13 +198,13 @@ function bindable(values: unknown[]): unknown[] {
   return out;
 }
 
-function toCallError(err: unknown): CallError {
-  if (err instanceof CallError) return err;
+function toCallError(err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
   const code = (err as { code?: unknown } | null)?.code;
   const detail = messageOf(err);
   if (typeof code === 'string') {
     if (code.startsWith('SQLITE_READONLY')) {
-      return new CallError('read_only', READ_ONLY_FILE, {
+      return new GatewayError('read_only', READ_ONLY_FILE, {
         detail,
       });
     }

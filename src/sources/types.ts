@@ -68,7 +68,7 @@ export interface Source {
    *   an empty `rows` (so an export can still write its header).
    * - Backpressure: the next batch is not fetched until the promise onBatch returned has resolved.
    * - If onBatch throws (e.g. the client went away), the statement is cancelled on the server, its
-   *   connection is freed at once, and stream() rejects with that very error (not a CallError).
+   *   connection is freed at once, and stream() rejects with that very error (not a GatewayError).
    * - `opts.timeoutMs` (0 = none) limits each wait for the database: until the first batch, and
    *   from asking for the next batch until it is complete. Time spent in onBatch never counts, so a
    *   slow reader does not time an export out. Past it: `query_timeout`, the statement cancelled.

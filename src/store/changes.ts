@@ -5,13 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
-
-/**
- * A change to the store, broadcast to every executor: made through this server's management API,
- * or told by another instance. 'connection' also replaces that connection's pools; 'all' is sent
- * when a notification may have been missed.
- */
-export type ChangeMessage = { kind: 'metadata' } | { kind: 'connection'; name: string } | { kind: 'all' };
+import type { ChangeMessage } from '../contract/messages.js';
 
 export interface ChangeFeed {
   publish(m: ChangeMessage): void;

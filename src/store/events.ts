@@ -21,11 +21,7 @@
 // Retention: a segment is dropped (DROP TABLE) only when its newest event was written more than retentionS ago,
 //   measured with `now` of the expiring process, so every event stays at least retentionS (given clocks that agree).
 import { nextPiece, valuesList, type SqlDb } from './sql.js';
-import type { RunRecord } from './types.js';
-
-export interface EventRow extends RunRecord {
-  id: number;
-}
+import type { EventRow, RunRecord } from '../contract/messages.js';
 
 export interface EventReadOptions {
   /** Events with an id above this one (default 0: from the oldest kept). */

@@ -2,7 +2,7 @@
 // keys, run history) on either engine. Rows are validated by the API layer before they get here.
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { EventRow } from './events.js';
+import type { EventRow } from '../contract/messages.js';
 import { migrate } from './migrations.js';
 import { nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
 import type {

@@ -1,5 +1,6 @@
 // In charge of the store's row shapes: what the control plane writes (validated there) and what
-// executors read (trusted). Imports nothing.
+// executors read (trusted). Imports only the contract (a run crosses threads).
+import type { RunRecord } from '../contract/messages.js';
 
 export interface ConnectionRow {
   name: string;
@@ -77,25 +78,6 @@ export interface KeyRow extends KeyGrants {
 }
 
 /** One run as the recorder writes it to history. */
-export interface RunRecord {
-  query: string | null;
-  version: number | null;
-  kind: 'saved' | 'adhoc';
-  executed_at: string;
-  status: 'success' | 'error';
-  connection_name: string | null;
-  key_name: string | null;
-  request_id: string;
-  rows: number | null;
-  duration_ms: number | null;
-  serialization_ms: number | null;
-  transport: string;
-  error?: string;
-  code?: string;
-  /** Output columns a mask rule changed, with the action. */
-  masked?: Array<{ column: string; action: string }>;
-}
-
 export interface HistoryEntry extends RunRecord {
   id: number;
 }

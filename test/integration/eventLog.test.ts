@@ -5,10 +5,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { EventLog, type EventReadOptions, type EventRow } from '../../src/store/events.js';
+import { EventLog, type EventReadOptions } from '../../src/store/events.js';
+import type { EventRow, RunRecord } from '../../src/contract/messages.js';
 import { migrate } from '../../src/store/migrations.js';
 import { openPostgres, openSqlite, type SqlDb } from '../../src/store/sql.js';
-import type { RunRecord } from '../../src/store/types.js';
 import { scratchDatabase } from '../helpers.js';
 
 /** A clock the test moves by hand (epoch ms). */

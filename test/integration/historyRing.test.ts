@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import type { EventRow } from '../../src/store/events.js';
+import type { EventRow } from '../../src/contract/messages.js';
 import { migrate } from '../../src/store/migrations.js';
 import { openPostgres, openSqlite, type SqlDb } from '../../src/store/sql.js';
 import { Store } from '../../src/store/store.js';

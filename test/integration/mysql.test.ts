@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import os from 'node:os';
 import net from 'node:net';
 import mysql from 'mysql2/promise';
-import { CallError } from '../../src/call/errors.js';
+import { GatewayError } from '../../src/contract/errors.js';
 import { openSource } from '../../src/sources/index.js';
 import type { ConnectionConfig, Source } from '../../src/sources/index.js';
 import { eventually, rejectsWith } from '../helpers.js';
@@ -329,7 +329,7 @@ describe('mysql source (MariaDB)', () => {
     }
     assert.throws(
       () => openSource(myConn({ password: '${QAG_TEST_MYSQL_UNSET_VAR}' }), settings),
-      (e: unknown) => e instanceof CallError && e.code === 'connection_misconfigured' && e.message.includes('QAG_TEST_MYSQL_UNSET_VAR'),
+      (e: unknown) => e instanceof GatewayError && e.code === 'connection_misconfigured' && e.message.includes('QAG_TEST_MYSQL_UNSET_VAR'),
     );
   });
 

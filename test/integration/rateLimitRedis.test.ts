@@ -6,8 +6,10 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket, connect } from 'node:net';
 import type { Redis } from 'ioredis';
-import { createLimiterMemory, RateLimits, SharedRateLimiter, type RateCheck } from '../../src/auth/rateLimit.js';
-import { openRedis, RedisRateLimiter } from '../../src/auth/rateLimitRedis.js';
+import { RateLimits } from '../../src/auth/rateLimit.js';
+import type { RateCheck } from '../../src/auth/rates.js';
+import { openRedis, RedisRateLimiter } from '../../src/auth/redisBuckets.js';
+import { createLimiterMemory, SharedRateLimiter } from '../../src/auth/sharedBuckets.js';
 
 const REDIS_PORT = Number(process.env.QUERYAPIGATE_TEST_REDIS_PORT ?? 6379);
 const REDIS_URL = `redis://127.0.0.1:${REDIS_PORT}`;

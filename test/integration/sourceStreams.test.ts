@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import type postgres from 'postgres';
 import { openSource } from '../../src/sources/index.js';
+import { statusOf } from '../../src/contract/errors.js';
 import type { ConnectionConfig, Source, SourceSettings } from '../../src/sources/index.js';
 import { eventually, PG_ADMIN_URL, rejectsWith, scratchDatabase } from '../helpers.js';
 
@@ -198,7 +199,7 @@ function streamSuite(h: () => Harness): void {
     }
     await Promise.all(started);
     const e = await rejectsWith(src.stream(h().all, [], stream(), () => {}), 'unavailable');
-    assert.equal(e.status, 503);
+    assert.equal(statusOf(e.code), 503);
     assert.deepEqual((await src.run('SELECT 2 AS two', [], READ)).rows, [[2]]);
     for (const r of releases) r();
     assert.deepEqual(await Promise.all(open), Array(max).fill(ROWS));

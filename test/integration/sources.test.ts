@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import Database from 'better-sqlite3';
-import { CallError } from '../../src/call/errors.js';
+import { GatewayError, statusOf } from '../../src/contract/errors.js';
 import { openSource, resolveEnvRefs } from '../../src/sources/index.js';
 import type { ConnectionConfig, Source } from '../../src/sources/index.js';
 import { rejectsWith } from '../helpers.js';
@@ -116,7 +116,7 @@ describe('postgres source', () => {
     for (let i = 0; i < 5; i++) {
       await tiny.run('select 1', [], { timeoutMs: 1, readOnly: true }).then(
         (r) => assert.deepEqual(r.rows, [[1]]),
-        (err: unknown) => assert.ok(err instanceof CallError && err.code === 'query_timeout', String(err)),
+        (err: unknown) => assert.ok(err instanceof GatewayError && err.code === 'query_timeout', String(err)),
       );
     }
   });
@@ -168,7 +168,7 @@ describe('postgres source', () => {
     const one = open(pgConn(), { ...settings, poolSize: 1 });
     const e = await rejectsWith(one.run('select pg_sleep(20) as qag_slow_marker', [], { timeoutMs: 300, readOnly: true }), 'query_timeout');
     assert.equal(e.extras?.timeout, 0.3);
-    assert.equal(e.status, 504);
+    assert.equal(statusOf(e.code), 504);
     const active = await admin.unsafe(
       "select pid from pg_stat_activity where datname = $1 and state = 'active' and query like '%qag_slow_marker%' and pid <> pg_backend_pid()",
       [SCRATCH],
@@ -189,7 +189,7 @@ describe('postgres source', () => {
       try {
         newPid = (await one.run('select pg_backend_pid()', [], low)).rows[0]![0];
       } catch (err) {
-        assert.ok(err instanceof CallError && err.code === 'connection_failed', String(err));
+        assert.ok(err instanceof GatewayError && err.code === 'connection_failed', String(err));
         await new Promise((r) => setTimeout(r, 20));
       }
     }
@@ -212,7 +212,7 @@ describe('postgres source', () => {
   test('unreachable server, unknown database and unknown role are connection_failed', async () => {
     const down = open(pgConn({ port: 1, password: 's3cret-pw' }));
     const e = await rejectsWith(down.run('select 1', [], READ), 'connection_failed');
-    assert.equal(e.status, 502);
+    assert.equal(statusOf(e.code), 502);
     assert.equal(e.message, 'Could not connect to the database');
     assert.ok(!(e.extras?.detail ?? '').includes('s3cret-pw'));
     await rejectsWith(open(pgConn({ database: `${SCRATCH}_missing` })).run('select 1', [], READ), 'connection_failed');
@@ -316,7 +316,7 @@ describe('sqlite source', () => {
   test('a missing file is connection_failed', () => {
     assert.throws(
       () => openSource({ name: 'gone', db: 'sqlite', database: path.join(dir, 'missing.db') }, { poolSize: 1, home: dir }),
-      (err: unknown) => err instanceof CallError && err.code === 'connection_failed',
+      (err: unknown) => err instanceof GatewayError && err.code === 'connection_failed',
     );
   });
 });
@@ -332,7 +332,7 @@ describe('openSource and resolveEnvRefs', () => {
     delete process.env.QAG_TEST_MISSING;
     assert.throws(
       () => openSource(pgConn({ password: '${QAG_TEST_MISSING}' }), settings),
-      (err: unknown) => err instanceof CallError && err.code === 'connection_misconfigured' && err.message.includes('QAG_TEST_MISSING'),
+      (err: unknown) => err instanceof GatewayError && err.code === 'connection_misconfigured' && err.message.includes('QAG_TEST_MISSING'),
     );
   });
 
@@ -340,7 +340,7 @@ describe('openSource and resolveEnvRefs', () => {
     for (const db of ['oracle', 'mongo']) {
       assert.throws(
         () => openSource({ name: 'm', db }, settings),
-        (err: unknown) => err instanceof CallError && err.code === 'unsupported_database',
+        (err: unknown) => err instanceof GatewayError && err.code === 'unsupported_database',
       );
     }
   });

@@ -2,6 +2,7 @@
 // table allow-list, masking application and the seeds' governed examples. No server, no database.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { statusOf } from '../../src/contract/errors.js';
 import { analyzeStatement, inspectStatement, scanStatement, type SqlDialect } from '../../src/governance/analysis.js';
 import { checkReadOnly, checkStatement, checkTables, checkWriteOps } from '../../src/governance/policy.js';
 import { compileMasker, hashValue, maskValue, planMasks, type MaskRule, type Schema } from '../../src/governance/masking.js';
@@ -176,7 +177,7 @@ for (const dialect of ['postgres', 'mysql'] as SqlDialect[]) {
           assert.ok(plan.actions.length === 0 || plan.actions.length === width, `plan width ${plan.actions.length}`);
         } else {
           const code = c.masks.refused;
-          assert.throws(() => planMasks(a, SCHEMA, RULES), (e: any) => e.code === code && e.status === 403);
+          assert.throws(() => planMasks(a, SCHEMA, RULES), (e: any) => e.code === code && statusOf(e.code) === 403);
           // without rules nothing is traced and nothing refused
           assert.deepEqual(planMasks(a, SCHEMA, []), { actions: [], masked: [] });
         }
@@ -222,7 +223,7 @@ test('hidden writes are refused as read_only; reads stay reads', () => {
   ];
   for (const [dialect, sql, why] of writes) {
     const r = inspectStatement(sql, dialect);
-    assert.throws(() => checkReadOnly(r.scan, false), (e: any) => e.code === 'read_only' && e.status === 403 && e.message.includes(why), `${sql}`);
+    assert.throws(() => checkReadOnly(r.scan, false), (e: any) => e.code === 'read_only' && statusOf(e.code) === 403 && e.message.includes(why), `${sql}`);
     assert.doesNotThrow(() => checkReadOnly(r.scan, true), sql);
   }
   const reads: Array<[SqlDialect, string]> = [
@@ -247,7 +248,7 @@ test('multiple statements: 400 multiple_statements', () => {
   for (const sql of ['SELECT 1; SELECT 2', 'SELECT 1; DELETE FROM t']) {
     const r = inspectStatement(sql, 'postgres');
     assert.equal(r.analysis, null);
-    assert.throws(() => checkReadOnly(r.scan, true), (e: any) => e.code === 'multiple_statements' && e.status === 400);
+    assert.throws(() => checkReadOnly(r.scan, true), (e: any) => e.code === 'multiple_statements' && statusOf(e.code) === 400);
   }
   assert.equal(scanStatement("SELECT ';' ; -- done", 'postgres').statements, 1);
 });
@@ -271,7 +272,7 @@ test('allowed_tables decisions', () => {
       checkTables(r.analysis, allowed);
       return 'ok';
     } catch (e: any) {
-      assert.equal(e.status, 403);
+      assert.equal(statusOf(e.code), 403);
       return e.code;
     }
   };

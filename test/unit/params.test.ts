@@ -1,15 +1,10 @@
 // Tests for parameter rules: save-time normalisation, the per-call binder's coercion and every message.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CallError } from '../../src/call/errors.js';
-import {
-  compileBinder,
-  formatG,
-  normalizeParameters,
-  toPublicRule,
-  type ParamRule,
-  type ParamSource,
-} from '../../src/call/params.js';
+import { GatewayError, statusOf } from '../../src/contract/errors.js';
+import { compileBinder, type ParamSource } from '../../src/call/binder.js';
+import { normalizeParameters, toPublicRule } from '../../src/call/paramRules.js';
+import { formatG, type ParamRule } from '../../src/call/paramValues.js';
 
 function query(values: Record<string, string>): ParamSource {
   return { kind: 'query', get: (name) => (Object.hasOwn(values, name) ? values[name] : undefined) };
@@ -32,7 +27,7 @@ function bindOne(definition: unknown, source: ParamSource): unknown {
   try {
     return bind(source)[0];
   } catch (error) {
-    assert.ok(error instanceof CallError);
+    assert.ok(error instanceof GatewayError);
     return `${error.code}: ${error.extras?.errors?.p}`;
   }
 }
@@ -242,9 +237,9 @@ test('every violation is reported at once', () => {
   assert.throws(
     () => bind(query({ rating: 'X', max_length: '700', flag: 'maybe', title: 'a1' })),
     (error: unknown) => {
-      assert.ok(error instanceof CallError);
+      assert.ok(error instanceof GatewayError);
       assert.equal(error.code, 'param_invalid');
-      assert.equal(error.status, 400);
+      assert.equal(statusOf(error.code), 400);
       assert.equal(
         error.message,
         'Invalid parameters: id is required; rating must be one of: G, PG, R; max_length must be at most 600; ' +
@@ -268,13 +263,13 @@ test('every violation is reported at once', () => {
 test('param_required only when every problem is a missing value', () => {
   const bind = compileBinder(['a', 'b', 'c'], rulesFor({ a: 'int', b: 'str' }));
   assert.throws(() => bind(json({ b: null })), (e: unknown) => {
-    assert.ok(e instanceof CallError);
+    assert.ok(e instanceof GatewayError);
     assert.equal(e.code, 'param_required');
     assert.equal(e.message, 'Invalid parameters: a is required; b must not be null; c is required');
     return true;
   });
   assert.throws(() => bind(json({ a: 'x' })), (e: unknown) => {
-    assert.ok(e instanceof CallError);
+    assert.ok(e instanceof GatewayError);
     assert.equal(e.code, 'param_invalid');
     assert.deepEqual(e.extras?.errors, { a: 'must be an integer', b: 'is required', c: 'is required' });
     return true;

@@ -4,16 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
-import {
-  bucketHash,
-  createLimiterMemory,
-  formatRate,
-  parseRate,
-  RateLimits,
-  rateLimitHeaders,
-  SharedRateLimiter,
-  type RateCheck,
-} from '../../src/auth/rateLimit.js';
+import { RateLimits } from '../../src/auth/rateLimit.js';
+import { formatRate, parseRate, rateLimitHeaders, type RateCheck } from '../../src/auth/rates.js';
+import { bucketHash, createLimiterMemory, SharedRateLimiter } from '../../src/auth/sharedBuckets.js';
 import type { HammerJob } from './rateLimitWorker.js';
 
 const HOUR = 3_600_000;

@@ -2,7 +2,7 @@
 // from the moment the test releases a shared start flag, and reports how many it was allowed per
 // key. Inert when loaded as the main thread (the test runner loads every file under test/).
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { SharedRateLimiter } from '../../src/auth/rateLimit.js';
+import { SharedRateLimiter } from '../../src/auth/sharedBuckets.js';
 
 export interface HammerJob {
   memory: SharedArrayBuffer;

@@ -8,7 +8,7 @@ import {
   splitsIntoMultipleStatements,
   toPositional,
   type MarkerDialect,
-} from '../../src/call/sqlMarkers.js';
+} from '../../src/governance/markers.js';
 
 test('scanMarkers: which markers count', async (t) => {
   const cases: { sql: string; dialect?: MarkerDialect; want: string[] }[] = [

@@ -3,8 +3,8 @@
 // caches; rows, never decisions, so every rule is still checked against the row on every call.
 // Any change anywhere clears the caches at once (see ChangeMessage); the TTL is the safety net.
 import { LRUCache } from 'lru-cache';
-import type { Store } from '../store/store.js';
-import type { ConnectionRow, KeyRow, QueryRow } from '../store/types.js';
+import type { Store } from './store.js';
+import type { ConnectionRow, KeyRow, QueryRow } from './types.js';
 
 export interface Metadata {
   key(hash: string): Promise<KeyRow | null>;

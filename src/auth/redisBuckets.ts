@@ -1,10 +1,11 @@
 // In charge of sharing rate limits between instances through Redis: the same GCRA token bucket as
-// rateLimit.ts, run atomically by one Lua script on Redis time, with a fast fall back to the local
+// sharedBuckets.ts, run atomically by one Lua script on Redis time, with a fast fall back to the local
 // shared-memory buckets (counted) whenever Redis fails or is slow. Knows nothing of HTTP.
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
-import { bucketSize, tokenInterval, type RateCheck, type SharedRateLimiter } from './rateLimit.js';
+import { bucketSize, tokenInterval, type RateCheck } from './rates.js';
+import type { SharedRateLimiter } from './sharedBuckets.js';
 
 // KEYS[1] bucket; ARGV[1] r = µs per token; ARGV[2] tau = limit·r, the bucket's depth in µs.
 // The value is the bucket's TAT (µs on Redis's clock) and expires exactly when the bucket is full

@@ -20,7 +20,7 @@
 // Callers must scan and rewrite with the same dialect: `toPositional(...).order` indexes the
 // placeholders of `scanMarkers(sql, dialect)`, which it also returns.
 
-import { endOfBlockComment, endOfDollarQuote, endOfLine, endOfQuoted, isIdentChar } from '../governance/sqlText.js';
+import { endOfBlockComment, endOfDollarQuote, endOfLine, endOfQuoted, isIdentChar } from './sqlText.js';
 
 export type MarkerDialect = 'postgres' | 'sqlite' | 'mysql';
 

@@ -1,0 +1,70 @@
+// In charge of the resolve and authorize stages: which saved query and version a call names, which
+// connection it runs on, and whether this caller may reach them. Pure decisions over store rows.
+import type { Caller } from '../auth/keys.js';
+import { GatewayError } from '../contract/errors.js';
+import { localTimestamp } from '../store/store.js';
+import type { ConnectionRow, QueryRow, VersionRow } from '../store/types.js';
+import type { CallRequest } from './request.js';
+
+/** What a call runs: the query, its version and the connection, once the caller may reach them. */
+export interface Target {
+  query: QueryRow;
+  version: VersionRow;
+  connectionName: string;
+  /** When the run started, as history records it. */
+  executedAt: string;
+}
+
+/** The query (as read), the version the request asks for, the connection it names; refused if out of reach. */
+export function resolveTarget(query: QueryRow | null, req: CallRequest, caller: Caller): Target {
+  if (!query) throw new GatewayError('query_not_found', `Saved query '${req.name}' not found`);
+  const version = selectVersion(query, req.version, caller);
+  const connectionName = req.connectionName ?? version.connection_name;
+  if (!connectionName) throw new GatewayError('connection_required', 'Connection name is missing');
+  authorizeCall(caller, query.name, version.connection_name, connectionName);
+  return { query, version, connectionName, executedAt: localTimestamp() };
+}
+
+const isAdmin = (c: Caller) => c.kind !== 'key';
+
+/** The published version, or ?version=N; a draft is visible to administrators only. */
+export function selectVersion(query: QueryRow, requested: number | null, caller: Caller): VersionRow {
+  if (requested === null) {
+    if (query.published_version === null) throw new GatewayError('not_published', 'This query has no published version');
+    const v = query.versions.find((x) => x.version === query.published_version);
+    if (!v) throw new GatewayError('not_published', 'This query has no published version');
+    return v;
+  }
+  const v = query.versions.find((x) => x.version === requested);
+  if (!v || (!v.was_published && query.published_version !== v.version && !isAdmin(caller))) {
+    throw new GatewayError('version_not_found', `Version ${requested} not found`);
+  }
+  return v;
+}
+
+function grantedByName(caller: Caller & { kind: 'key' }, name: string): boolean {
+  const q = caller.key.queries;
+  if (q === '*') return true;
+  for (const g of q) if ((typeof g === 'string' ? g : g.name) === name) return true;
+  return false;
+}
+
+/**
+ * A queries grant reaches a query on its own saved connection only; any other connection needs a
+ * connections grant ("*" or the name).
+ */
+export function authorizeCall(caller: Caller, queryName: string, savedConnection: string | null, connection: string): void {
+  if (caller.kind !== 'key') return;
+  if (grantedByName(caller, queryName) && connection === savedConnection) return;
+  const c = caller.key.connections;
+  if (c === '*' || c.includes(connection)) return;
+  throw new GatewayError('connection_forbidden', `This API key is not permitted to use the connection '${connection}'`);
+}
+
+export function checkConnection(conn: ConnectionRow | null, name: string): ConnectionRow {
+  if (!conn) throw new GatewayError('connection_not_found', `Connection '${name}' not found`);
+  if (!conn.active) {
+    throw new GatewayError('connection_inactive', `The connection '${name}' is currently not active. To use it, it must be set to active.`);
+  }
+  return conn;
+}

@@ -1,0 +1,28 @@
+// In charge of the shape stage: a statement's rows made into the answer's body: the page cut (when
+// the database could not cut it), masks applied before anything is rendered, the format written,
+// and the paging headers. The contract's empty answer when no row is left.
+import type { Answer } from '../contract/exchange.js';
+import type { ResultSet } from '../sources/types.js';
+import { CONTENT_TYPES, EMPTY_JSON, type Format } from './formats.js';
+import type { Governed } from './govern.js';
+import { writerFor, type CallPlan } from './plan.js';
+import type { Paging } from './request.js';
+
+/** The answer, and how many rows it holds (for the record and the metrics). */
+export interface Shaped extends Answer {
+  rows: number;
+}
+
+export function shape(plan: CallPlan, result: ResultSet, paging: Paging, governed: Governed, format: Format): Shaped {
+  const offset = (paging.page - 1) * paging.pageSize;
+  let rows = plan.pageable || plan.write ? result.rows : result.rows.slice(offset, offset + paging.pageSize + 1);
+  const hasMore = !plan.write && rows.length > paging.pageSize; // one row more than the page was asked for
+  if (hasMore) rows.length = paging.pageSize;
+  let columns = result.columns;
+  if (governed.masker && rows.length) ({ columns, rows } = governed.masker(columns, rows)); // before any rendering
+  const headers = ['Content-Type', CONTENT_TYPES.json, 'X-Page', String(paging.page), 'X-Page-Size', String(paging.pageSize), 'X-Has-More', hasMore ? 'true' : 'false'];
+  if (plan.write) headers.push('X-Rows-Affected', String(result.rowCount));
+  if (rows.length === 0) return { status: 200, headers, body: EMPTY_JSON, rows: 0 }; // the contract's empty answer, whatever the format
+  headers[1] = CONTENT_TYPES[format];
+  return { status: 200, headers, body: writerFor(plan, columns, format)(rows), rows: rows.length };
+}

@@ -1,0 +1,117 @@
+// The ground floor's error table: every error code the gateway answers with, grouped by the stage
+// that raises it (as PostgREST's Error.hs groups its errors), each with its HTTP status. Stages and
+// libraries below the edge raise a GatewayError naming a code; only the edge reads the status.
+// Imports nothing from the rest of the project.
+
+const ERRORS = {
+  /** Reading the request: its shape, before anything is looked up. */
+  request: {
+    invalid_request: 400,
+    invalid_body: 400,
+    unknown_field: 400,
+    invalid_name: 400,
+    invalid_paging: 400,
+    invalid_format: 400,
+    invalid_timeout: 400,
+    invalid_stream: 400,
+    invalid_filter: 400,
+    sql_required: 400,
+    connection_required: 400,
+    reason_required: 400,
+    not_found: 404,
+    method_not_allowed: 405,
+    payload_too_large: 413,
+    unsupported_media_type: 415,
+  },
+  /** Identifying the caller and counting its limits. */
+  identify: {
+    unauthorized: 401,
+    admin_only: 403,
+    rate_limited: 429,
+  },
+  /** Finding what the request names in the store. */
+  resolve: {
+    query_not_found: 404,
+    version_not_found: 404,
+    not_published: 404,
+    connection_not_found: 404,
+    key_not_found: 404,
+  },
+  /** Whether this caller may reach what it named. */
+  authorize: {
+    forbidden: 403,
+    connection_forbidden: 403,
+    connection_inactive: 403,
+  },
+  /** Binding the caller's values to the statement's parameters. */
+  bind: {
+    param_required: 400,
+    param_invalid: 400,
+  },
+  /** The statement held against the caller's policy (governance/). */
+  govern: {
+    multiple_statements: 400,
+    read_only: 403,
+    write_op_not_allowed: 403,
+    table_not_allowed: 403,
+    table_check_failed: 403,
+    mask_unresolvable: 403,
+  },
+  /** Running the statement on a data source (sources/). */
+  execute: {
+    unsupported_database: 400,
+    connection_misconfigured: 400,
+    query_failed: 500,
+    connection_failed: 502,
+    too_many_streams: 503,
+    query_timeout: 504,
+  },
+  /** Management writes that meet what is already there. */
+  manage: {
+    query_exists: 409,
+    connection_exists: 409,
+    key_exists: 409,
+    conflict: 409,
+  },
+  /** The server itself. */
+  server: {
+    internal_error: 500,
+    unavailable: 503,
+  },
+} as const;
+
+type Groups = typeof ERRORS;
+export type ErrorStage = keyof Groups;
+export type ErrorCode = { [S in ErrorStage]: keyof Groups[S] }[ErrorStage];
+
+/** One flat code → status table, built once from the groups. */
+const STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze(Object.assign({}, ...Object.values(ERRORS)));
+
+/** The HTTP status the edge answers a code with. */
+export function statusOf(code: ErrorCode): number {
+  return STATUS[code];
+}
+
+/** The codes one stage raises, for that stage's narrower types. */
+export type CodeOf<S extends ErrorStage> = keyof Groups[S] & ErrorCode;
+
+/** Optional fields an error body may carry besides error, code and request_id. */
+export interface ErrorExtras {
+  /** Output columns that cannot be traced (mask_unresolvable). */
+  column?: string;
+  errors?: Record<string, string>;
+  detail?: string;
+  timeout?: number;
+  retry_after?: number;
+}
+
+/** The one error type every layer throws: a code of the table, a message for the caller, extras. */
+export class GatewayError extends Error {
+  readonly code: ErrorCode;
+  readonly extras: ErrorExtras | undefined;
+  constructor(code: ErrorCode, message: string, extras?: ErrorExtras) {
+    super(message);
+    this.code = code;
+    this.extras = extras;
+  }
+}

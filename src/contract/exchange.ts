@@ -1,0 +1,56 @@
+// The ground floor's request and answer: one shape each, shared by the acceptor, the executors
+// (an answer crosses back as it is) and every entry point, and the error body built from the
+// error table. Plain, cloneable data: no class instances, Maps or closures cross a thread.
+import type { MessagePort } from 'node:worker_threads';
+import { type ErrorCode, type ErrorExtras, statusOf } from './errors.js';
+
+/** A request as plain data, read synchronously off the socket; a /q/ call is handed on as it is. */
+export interface Request {
+  method: string;
+  /** The path, without the query string. */
+  url: string;
+  /** The raw query string, without the leading '?'. */
+  query: string;
+  requestId: string;
+  apiKey: string;
+  ifNoneMatch: string;
+  lastEventId: string;
+  /** The client's address (after QUERYAPIGATE_TRUST_PROXY hops). */
+  ip: string;
+  /** The body (POST, PUT, PATCH), copied out of uWS. */
+  body: Uint8Array | null;
+  /** performance.now() in the acceptor when the request arrived, for the duration metric. */
+  started: number;
+  /** For /q/ with ?stream=true: the executor's end of a channel that carries the export (StreamFrame). */
+  port?: MessagePort;
+}
+
+/** An answer ready to write: status, a flat [name, value, name, value, ...] header list, body. */
+export interface Answer {
+  status: number;
+  headers: string[];
+  body: string;
+  /** The caller's name for the request metrics ('admin', a key's name, '-'); absent when unknown. */
+  key?: string;
+  /** True when the answer went out over the request's port as a stream. */
+  streamed?: boolean;
+}
+
+const JSON_HEADERS = ['Content-Type', 'application/json'];
+
+export function jsonAnswer(status: number, value: unknown, extraHeaders?: string[]): Answer {
+  return { status, headers: extraHeaders ? JSON_HEADERS.concat(extraHeaders) : JSON_HEADERS, body: status === 204 ? '' : JSON.stringify(value) };
+}
+
+/** The error body: {"error", "code", ...extras, "request_id"}. */
+export function errorBody(code: ErrorCode, message: string, requestId: string, extras?: ErrorExtras): string {
+  const body: Record<string, unknown> = { error: message, code };
+  if (extras) Object.assign(body, extras);
+  body.request_id = requestId;
+  return JSON.stringify(body);
+}
+
+/** An error as an answer: the code's status from the table, the error body, a header list of its own. */
+export function errorAnswer(code: ErrorCode, message: string, requestId: string, extras?: ErrorExtras): Answer {
+  return { status: statusOf(code), headers: ['Content-Type', 'application/json'], body: errorBody(code, message, requestId, extras) };
+}

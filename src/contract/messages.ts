@@ -1,0 +1,98 @@
+// The ground floor's thread boundary: every message that crosses between the acceptor, the
+// executors and the recorder, and the channels they travel on. Plain, cloneable data only (a
+// stream's MessagePort is transferred, not cloned), so inline and pooled modes behave the same.
+import type { MetricObjectWithValues, MetricValue } from 'prom-client';
+
+/**
+ * The process's BroadcastChannels, scoped by the server's home folder so two servers in one
+ * process (as in tests) never cross-talk:
+ * - runs: executors → recorder, RunBatch;
+ * - drain: acceptor → executors at shutdown, 'drain' (each posts its last batch, marked final);
+ * - changes: acceptor (or another instance's notice) → executors, ChangeMessage;
+ * - metrics: acceptor ↔ every thread at scrape time, MetricsMessage.
+ */
+export type ChannelName = 'runs' | 'drain' | 'changes' | 'metrics';
+
+export function channel(name: ChannelName, scope: string): BroadcastChannel {
+  const c = new BroadcastChannel(`queryapigate:${name}:${scope}`);
+  (c as unknown as { unref?: () => void }).unref?.(); // never keeps a thread alive on its own
+  return c;
+}
+
+// ---- Executor → acceptor: a streamed export (?stream=true), over the request's own port.
+
+/**
+ * An export's frames: the head (status and headers), chunks of rendered rows, then end (or fail,
+ * after the first byte, which drops the connection). Each data frame waits for the acceptor's
+ * credit, so a slow client holds the database cursor back instead of filling memory.
+ */
+export type StreamFrame =
+  | { t: 'head'; status: number; headers: string[]; key: string }
+  | { t: 'data'; chunk: string }
+  | { t: 'end' }
+  | { t: 'fail' };
+
+/** The acceptor's answers: 'more' when a chunk is written, 'cancel' when the client went away. */
+export type StreamCredit = { t: 'more' } | { t: 'cancel' };
+
+// ---- Executors → recorder: runs.
+
+/** One run of a statement, as the history and the event log keep it. */
+export interface RunRecord {
+  query: string | null;
+  version: number | null;
+  kind: 'saved' | 'adhoc';
+  executed_at: string;
+  status: 'success' | 'error';
+  connection_name: string | null;
+  key_name: string | null;
+  request_id: string;
+  rows: number | null;
+  duration_ms: number | null;
+  serialization_ms: number | null;
+  transport: string;
+  error?: string;
+  code?: string;
+  /** Output columns a mask rule changed, with the action. */
+  masked?: Array<{ column: string; action: string }>;
+}
+
+/** A run once the event log has given it its id. */
+export interface EventRow extends RunRecord {
+  id: number;
+}
+
+/** What an executor posts on 'runs'; `final` marks its last batch before shutdown. */
+export interface RunBatch {
+  runs: RunRecord[];
+  /** Runs the executor could not hold (its batch was full), counted as dropped. */
+  dropped: number;
+  final?: boolean;
+  /** Keys used since the last batch (each at most once a minute per executor), for last_used_at. */
+  used?: string[];
+}
+
+// ---- Acceptor ↔ recorder thread: requests and replies over the worker's own port.
+
+export type RecorderRequest =
+  | { op: 'flush'; id: number }
+  | { op: 'stop'; id: number; executors: number };
+
+export type RecorderReply =
+  | { kind: 'ready' }
+  | { kind: 'done'; id: number }
+  /** Runs written to the event log, for the live /events streams. */
+  | { kind: 'events'; rows: EventRow[] };
+
+// ---- Acceptor → executors: store changes.
+
+/**
+ * A change to the store: made through this server's management API, or told by another instance.
+ * 'connection' also replaces that connection's pools; 'all' is sent when a notice may have been missed.
+ */
+export type ChangeMessage = { kind: 'metadata' } | { kind: 'connection'; name: string } | { kind: 'all' };
+
+// ---- Acceptor ↔ every thread: metric scrapes.
+
+export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
+export type MetricsMessage = { kind: 'collect'; id: number } | { kind: 'snapshot'; id: number; metrics: MetricsSnapshot };

@@ -1,0 +1,47 @@
+// In charge of the acceptor's side of the recorder thread: starting it, and its requests (flush,
+// stop) and replies (ready, done, events) as the typed messages of contract/messages.ts.
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { EventRow, RecorderReply, RecorderRequest } from '../contract/messages.js';
+import type { RecorderSettings } from './recorder.js';
+
+const ENTRY = fileURLToPath(new URL('../../workers/recorder.js', import.meta.url));
+
+export interface RecorderClient {
+  /** Resolves once every run posted so far is in the store. */
+  flush(): Promise<void>;
+  /** Waits for `executors` final batches, writes them and stops the thread. */
+  stop(executors: number): Promise<void>;
+}
+
+/** Starts the recorder thread; resolves once it listens, so executors started after it miss no run. */
+export async function startRecorder(settings: RecorderSettings, onEvents: (rows: EventRow[]) => void): Promise<RecorderClient> {
+  const worker = new Worker(ENTRY, { workerData: settings });
+  let next = 0;
+  const pending = new Map<number, () => void>();
+  const ready = new Promise<void>((resolve, reject) => {
+    worker.once('error', reject);
+    worker.on('message', (m: RecorderReply) => {
+      if (m.kind === 'events') onEvents(m.rows);
+      else if (m.kind === 'ready') resolve();
+      else {
+        pending.get(m.id)?.();
+        pending.delete(m.id);
+      }
+    });
+  });
+  worker.on('error', (e) => console.error('recorder thread failed:', e));
+  await ready;
+  const ask = (m: RecorderRequest) =>
+    new Promise<void>((resolve) => {
+      pending.set(m.id, resolve);
+      worker.postMessage(m);
+    });
+  return {
+    flush: () => ask({ op: 'flush', id: ++next }),
+    async stop(executors) {
+      await ask({ op: 'stop', id: ++next, executors });
+      await worker.terminate();
+    },
+  };
+}
