@@ -77,7 +77,7 @@ export function today(): string {
 export function writeResults(name: string, rows: object[], markdown: string): string {
   const dir = join(RESULTS, `${name}-${today()}`);
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'results.jsonl'), rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  writeFileSync(join(dir, 'results.jsonl'), `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
   writeFileSync(join(dir, 'README.md'), markdown);
   return dir;
 }

@@ -159,10 +159,10 @@ if (args['fresh-case']) {
   }
   const first = governOnce(g, c, c.sql(1));
   const second = governOnce(g, c, c.sql(2));
-  process.stdout.write(JSON.stringify({
+  process.stdout.write(`${JSON.stringify({
     imported, preloadMs, analyse: first.analyse, check: first.check, plan: first.plan, total: first.total, parser: first.parser,
     second: second.total,
-  }) + '\n');
+  })}\n`);
   process.exit(0);
 }
 
@@ -274,7 +274,7 @@ const ctx = createCallContext({ config, limiterMemory: createLimiterMemory() });
 let seq = 0;
 async function directCall(who: Who, i: number): Promise<string> {
   const a = await runCall(ctx, {
-    requestId: 'bench' + (seq++).toString(16), method: 'GET', url: '/q/example_film_lookup', query: `film_id=${filmId(i)}`,
+    requestId: `bench${(seq++).toString(16)}`, method: 'GET', url: '/q/example_film_lookup', query: `film_id=${filmId(i)}`,
     apiKey: keys[who], ifNoneMatch: '', lastEventId: '', body: null, ip: '127.0.0.1', started: performance.now(),
   });
   if (a.status !== 200) throw new Error(`runCall ${who}: ${a.status} ${a.body}`);

@@ -192,7 +192,7 @@ function luaStr(s: string): string {
   for (const b of Buffer.from(s, 'utf8')) {
     out += b >= 0x20 && b < 0x7f && b !== 0x22 && b !== 0x5c ? String.fromCharCode(b) : `\\${String(b).padStart(3, '0')}`;
   }
-  return out + '"';
+  return `${out}"`;
 }
 
 function luaScript(headers: [string, string][], parts: Part[] | null, seed: number): string {
@@ -334,7 +334,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   if (opts.randRegexUrl) {
     const parsed = parseUrlPattern(opts.randRegexUrl);
     parts = parsed.parts;
-    url ??= parsed.origin + '/';
+    url ??= `${parsed.origin}/`;
   }
   if (!url) throw new Error('no URL given');
   const connections = opts.connections ?? 32;

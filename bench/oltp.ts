@@ -176,7 +176,7 @@ async function setup(): Promise<{ initialised: boolean }> {
   }
   let initialised = false;
   if (branches !== scale) {
-    console.log(`pgbench -i -s ${scale} ${BENCH_DB} (pgbench_branches has ${branches < 0 ? 'no table' : branches + ' rows'})`);
+    console.log(`pgbench -i -s ${scale} ${BENCH_DB} (pgbench_branches has ${branches < 0 ? 'no table' : `${branches} rows`})`);
     await run('pgbench', ['-h', '127.0.0.1', '-U', 'postgres', '-i', '-q', '-s', String(scale), BENCH_DB], { quiet: true });
     initialised = true;
   } else {
@@ -447,7 +447,7 @@ async function pgbenchUnit(round: number): Promise<void> {
       round, kind: 'pgbench', clients, threads, seconds, tps: Number(tps[1]), latency_avg_ms: Number(lat[1]), machine_busy_cores: busy,
     };
     pgRows.push(row);
-    appendFileSync(PARTIAL, JSON.stringify(row) + '\n');
+    appendFileSync(PARTIAL, `${JSON.stringify(row)}\n`);
     console.log(JSON.stringify(row));
   }
 }
@@ -455,7 +455,7 @@ async function pgbenchUnit(round: number): Promise<void> {
 /** Every row also goes to a file as it is measured, so a late failure loses nothing. */
 const PARTIAL = join(tmpdir(), `qag-${runName}-${process.pid}.partial.jsonl`);
 function log(r: Row): void {
-  appendFileSync(PARTIAL, JSON.stringify(r) + '\n');
+  appendFileSync(PARTIAL, `${JSON.stringify(r)}\n`);
   const extra = r.runs_kept_pct === null ? '' : ` runs kept ${r.runs_kept_pct}% store tx/call ${r.store_xacts_per_call} data tx/call ${r.data_xacts_per_call}`;
   const w = r.balance_delta === undefined ? '' : ` balance +${r.balance_delta} vs 2xx ${r.ok_2xx} landed ${r.writes_landed}`;
   console.log(`r${r.round} ${r.config.padEnd(14)} ${r.call_id.padEnd(8)} c=${String(r.callers).padEnd(2)} ${fmt(r.rps).padStart(6)} req/s ` +

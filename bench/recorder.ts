@@ -90,7 +90,7 @@ function sqliteStore(): Store {
       const [r] = await db.all<{ used: number }>(
         'SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count()) AS used');
       const [p] = await db.all<{ page_size: number }>('SELECT page_size FROM pragma_page_size()');
-      const wal = existsSync(file + '-wal') ? statSync(file + '-wal').size : 0;
+      const wal = existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0;
       // Only event tables live in this file, so pages in use are the event log's size.
       return { events: Number(r.used) * Number(p.page_size), store: statSync(file).size + wal };
     },

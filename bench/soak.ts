@@ -62,7 +62,7 @@ try {
   while (inFlight > 0) await new Promise((r) => setTimeout(r, 50));
   agent.destroy();
   await new Promise((r) => setTimeout(r, 2500)); // the recorder's last flush
-  const m = await (await fetch(g.url + '/metrics')).text();
+  const m = await (await fetch(`${g.url}/metrics`)).text();
   const recorded = metric(m, 'recorded');
   const dropped = metric(m, 'dropped');
   const store = new Database(join(home, 'queryapigate.db'), { readonly: true });

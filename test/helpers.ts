@@ -133,6 +133,6 @@ export async function rejectsWith(p: Promise<unknown>, code: string): Promise<Ga
     },
   );
   assert.ok(caught instanceof GatewayError, `expected a GatewayError, got ${String(caught)}`);
-  assert.equal(caught.code, code, caught.message + ' ' + (caught.extras?.detail ?? ''));
+  assert.equal(caught.code, code, `${caught.message} ${caught.extras?.detail ?? ''}`);
   return caught;
 }

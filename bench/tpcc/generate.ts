@@ -156,10 +156,10 @@ class Rand {
     const s = this.astr(26, 50);
     if (this.next() >= 0.1) return s;
     const at = this.int(0, s.length - 8);
-    return s.slice(0, at) + 'ORIGINAL' + s.slice(at + 8);
+    return `${s.slice(0, at)}ORIGINAL${s.slice(at + 8)}`;
   }
   zip(): string {
-    return this.nstr(4, 4) + '11111';
+    return `${this.nstr(4, 4)}11111`;
   }
 }
 
@@ -361,7 +361,7 @@ export async function ensureEstate(opts: EstateOptions): Promise<Estate> {
         return out;
       }));
       const rows = Object.assign({}, ...counts) as Record<string, number>;
-      await admin.query('ANALYZE TABLE ' + TABLE_NAMES.join(', '));
+      await admin.query(`ANALYZE TABLE ${TABLE_NAMES.join(', ')}`);
       const build_s = Number(((performance.now() - t0) / 1000).toFixed(1));
       await admin.query('INSERT INTO qag_tpcc_meta VALUES (?, ?, ?, ?, 1, ?, ?, NOW())',
         [warehouses, seed, scale.name, GENERATOR_VERSION, build_s, JSON.stringify(rows)]);

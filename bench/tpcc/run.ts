@@ -330,7 +330,7 @@ async function main(): Promise<void> {
             runs_recorded: null, runs_kept_pct: null, loadavg1: Number(loadavg()[0].toFixed(2)) };
         } else {
           const opts = cell.kind === 'health'
-            ? { url: g.url + '/health', connections: cell.callers, pid: g.pid }
+            ? { url: `${g.url}/health`, connections: cell.callers, pid: g.pid }
             : { randRegexUrl: g.url + queryPattern(cell.query), connections: cell.callers, pid: g.pid,
                 headers: { 'X-API-Key': keys[cell.key] } };
           await runLoad({ ...opts, duration: warm });

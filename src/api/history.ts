@@ -27,7 +27,7 @@ function filters(a: URLSearchParams, defaultLimit = 100, fixedQuery?: string): H
     const t = a.get(k);
     if (!t) continue;
     if (!TIME.test(t)) throw new GatewayError('invalid_filter', `${k} must be YYYY-MM-DD or YYYY-MM-DD HH:MM:SS`);
-    f[k] = t.length === 10 ? t + ' 00:00:00' : t;
+    f[k] = t.length === 10 ? `${t} 00:00:00` : t;
   }
   const limit = a.get('limit');
   if (limit) {

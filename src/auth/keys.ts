@@ -16,7 +16,7 @@ export const OPEN: Caller = Object.freeze({ kind: 'open', name: '-' });
 
 /** 'sk_' + 32 random bytes, base64url, as the contract's secrets.token_urlsafe(32). */
 export function generateSecret(): string {
-  return 'sk_' + randomBytes(32).toString('base64url');
+  return `sk_${randomBytes(32).toString('base64url')}`;
 }
 
 /** Only this unsalted SHA-256 hex of a secret is stored; a lookup is one indexed read. */

@@ -61,7 +61,7 @@ export class RateLimits {
     if (!rate) return null;
     const e = this.#entry(rate);
     // Query names cannot contain '|', so the first '|' splits the bucket key unambiguously.
-    return e ? this.#take(e, e.query, query + '|', keyName) : FAIL_CLOSED;
+    return e ? this.#take(e, e.query, `${query}|`, keyName) : FAIL_CLOSED;
   }
 
   /** Whether checks go to Redis (results are Promises). */
@@ -112,7 +112,7 @@ interface RateEntry {
 
 function entryFor(rate: Rate): RateEntry {
   const r = `${rate.limit}/${rate.periodMs}:`;
-  return { rate, client: 'c:' + r, key: 'k:' + r, query: 'q:' + r };
+  return { rate, client: `c:${r}`, key: `k:${r}`, query: `q:${r}` };
 }
 
 /** A stored rate the grammar refuses (e.g. "0/minute") fails closed: every call is refused. */

@@ -136,7 +136,7 @@ function invalid(errors: Record<string, string>, onlyMissing: boolean): GatewayE
   let message = 'Invalid parameters: ';
   let first = true;
   for (const name of Object.keys(errors)) {
-    message += (first ? '' : '; ') + name + ' ' + errors[name];
+    message += `${first ? '' : '; '}${name} ${errors[name]}`;
     first = false;
   }
   return new GatewayError(onlyMissing ? 'param_required' : 'param_invalid', message, { errors });

@@ -83,7 +83,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     adminKey: config.adminKey ? Buffer.from(config.adminKey, 'utf8') : null,
     plans: new LRUCache<string, CallPlan>({ max: 2000 }),
     source(conn) {
-      const stamp = conn.db + '|' + conn.updated_at;
+      const stamp = `${conn.db}|${conn.updated_at}`;
       const have = sources.get(conn.name);
       if (have && have.stamp === stamp) return have.source;
       if (have) drop(conn.name);

@@ -77,18 +77,18 @@ export function compileWriter(columns: readonly string[], format: Format): Write
   switch (format) {
     case 'json': {
       const rowsText = jsonRows(names, ',');
-      return writer(format, '[', (rows) => '[' + rowsText(rows) + ']', rowsText);
+      return writer(format, '[', (rows) => `[${rowsText(rows)}]`, rowsText);
     }
     case 'ndjson': {
       const lines = jsonRows(names, '\n');
-      const chunk = (rows: Rows): string => (rows.length ? lines(rows) + '\n' : '');
+      const chunk = (rows: Rows): string => (rows.length ? `${lines(rows)}\n` : '');
       return writer(format, '', chunk, chunk);
     }
     case 'csv':
     case 'tsv': {
       const delimiter = format === 'csv' ? ',' : '\t';
       const needsQuotes = format === 'csv' ? /[",\r\n]/ : /[\t"\r\n]/;
-      const head = delimitedRow(names, delimiter, needsQuotes) + '\r\n';
+      const head = `${delimitedRow(names, delimiter, needsQuotes)}\r\n`;
       const chunk = (rows: Rows): string => {
         let out = '';
         for (let r = 0; r < rows.length; r++) {
@@ -98,7 +98,7 @@ export function compileWriter(columns: readonly string[], format: Format): Write
             if (c) line += delimiter;
             line += delimitedField(textValue(row[c]), needsQuotes);
           }
-          out += (line === '' && names.length === 1 ? '""' : line) + '\r\n';
+          out += `${line === '' && names.length === 1 ? '""' : line}\r\n`;
         }
         return out;
       };
@@ -119,12 +119,12 @@ function jsonRows(names: string[], separator: string): (rows: Rows) => string {
   if (n === 0) {
     return (rows) => {
       let out = '';
-      for (let r = 0; r < rows.length; r++) out += (r ? separator : '') + '{}';
+      for (let r = 0; r < rows.length; r++) out += `${r ? separator : ''}{}`;
       return out;
     };
   }
   // keys[0] = '{"a":', keys[c] = ',"b":'
-  const keys = names.map((name, c) => (c ? ',' : '{') + JSON.stringify(name) + ':');
+  const keys = names.map((name, c) => `${c ? ',' : '{'}${JSON.stringify(name)}:`);
   return (rows) => {
     let out = '';
     for (let r = 0; r < rows.length; r++) {
@@ -147,12 +147,12 @@ export function jsonValue(v: unknown): string {
     case 'boolean':
       return v ? 'true' : 'false';
     case 'bigint':
-      return v >= -9007199254740991n && v <= 9007199254740991n ? v.toString() : '"' + v.toString() + '"';
+      return v >= -9007199254740991n && v <= 9007199254740991n ? v.toString() : `"${v.toString()}"`;
     case 'object': {
       if (v === null) return 'null';
       if (v instanceof Date) {
         const text = formatDateTime(v);
-        return text === null ? 'null' : '"' + text + '"'; // digits, '-', ':' and ' ' need no escaping
+        return text === null ? 'null' : `"${text}"`; // digits, '-', ':' and ' ' need no escaping
       }
       return JSON.stringify(objectText(v));
     }
@@ -180,7 +180,7 @@ export function textValue(v: unknown): string {
         const text = formatDateTime(v);
         if (text === null) return '';
         const ms = v.getUTCMilliseconds();
-        return ms ? text + '.' + String(ms * 1000).padStart(6, '0') : text;
+        return ms ? `${text}.${String(ms * 1000).padStart(6, '0')}` : text;
       }
       return objectText(v);
     }
@@ -224,7 +224,7 @@ function delimitedRow(fields: readonly string[], delimiter: string, needsQuotes:
 }
 
 function delimitedField(text: string, needsQuotes: RegExp): string {
-  return needsQuotes.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
+  return needsQuotes.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
 /** '00'..'99', so a date costs no number-to-string work. */

@@ -51,7 +51,7 @@ export async function governCall(g: Governance, plan: CallPlan, caller: Caller, 
 
   const known = await g.schemas.get(connection, source);
   // The caller's rules as the result cache fingerprints them (tables and masks): one string per key row.
-  const slot = plan.id + '\u0000' + policyFingerprint(caller) + '\u0000' + known.fingerprint;
+  const slot = `${plan.id}\u0000${policyFingerprint(caller)}\u0000${known.fingerprint}`;
   let traced = g.traces.get(slot);
   if (!traced) {
     const maskPlan = planMasks(analysis, known.schema, key.mask);

@@ -160,7 +160,7 @@ export function formatG(x: number): string {
   const exp = Number(e.slice(at + 1));
   if (exp < -4 || exp >= 6) {
     const digits = String(Math.abs(exp));
-    return stripZeros(e.slice(0, at)) + 'e' + (exp < 0 ? '-' : '+') + (digits.length < 2 ? '0' + digits : digits);
+    return `${stripZeros(e.slice(0, at))}e${exp < 0 ? '-' : '+'}${digits.length < 2 ? `0${digits}` : digits}`;
   }
   return stripZeros(x.toFixed(5 - exp));
 }
@@ -193,13 +193,13 @@ function codePointLength(s: string): number {
 export function compilePattern(pattern: string): RegExp | string {
   try {
     new RegExp(pattern, 'u');
-    return new RegExp('^(?:' + pattern + ')$', 'u');
+    return new RegExp(`^(?:${pattern})$`, 'u');
   } catch {
     // not valid in Unicode mode (e.g. `\-` outside a class): accept it in legacy mode
   }
   try {
     new RegExp(pattern);
-    return new RegExp('^(?:' + pattern + ')$');
+    return new RegExp(`^(?:${pattern})$`);
   } catch (error) {
     return (error as Error).message;
   }
@@ -233,15 +233,15 @@ export function prepareCheck(rule: ParamRule, pattern: RegExp | null): Check {
     type: rule.type,
     enumSet: enumList && new Set(enumList),
     enumList,
-    enumMessage: enumList ? 'must be one of: ' + (rule.enum as unknown[]).map((v) => String(v)).join(', ') : '',
+    enumMessage: enumList ? `must be one of: ${(rule.enum as unknown[]).map((v) => String(v)).join(', ')}` : '',
     min: isFiniteNumber(rule.min) ? rule.min : undefined,
     max: isFiniteNumber(rule.max) ? rule.max : undefined,
-    minMessage: isFiniteNumber(rule.min) ? 'must be at least ' + formatG(rule.min) : '',
-    maxMessage: isFiniteNumber(rule.max) ? 'must be at most ' + formatG(rule.max) : '',
+    minMessage: isFiniteNumber(rule.min) ? `must be at least ${formatG(rule.min)}` : '',
+    maxMessage: isFiniteNumber(rule.max) ? `must be at most ${formatG(rule.max)}` : '',
     minLength: typeof rule.min_length === 'number' ? rule.min_length : undefined,
     maxLength: typeof rule.max_length === 'number' ? rule.max_length : undefined,
     pattern,
-    patternMessage: 'must match the pattern ' + (rule.pattern ?? ''),
+    patternMessage: `must match the pattern ${rule.pattern ?? ''}`,
   };
 }
 

@@ -31,7 +31,7 @@ export interface CallPlan {
 
 /** The plan for this version on this connection, built on its first call and cached. */
 export function planFor(plans: LRUCache<string, CallPlan>, version: VersionRow, connection: string, dialect: Dialect): CallPlan {
-  const key = version.uuid + '\u0000' + connection + '\u0000' + dialect;
+  const key = `${version.uuid}\u0000${connection}\u0000${dialect}`;
   let plan = plans.get(key);
   if (!plan) plans.set(key, (plan = planCall(key, version, dialect)));
   return plan;
@@ -65,7 +65,7 @@ export function planCall(id: string, version: VersionRow, dialect: Dialect): Cal
 
 /** The writer for these columns in this format, compiled once per plan. */
 export function writerFor(plan: CallPlan, columns: string[], format: Format): Writer {
-  const slot = format + '\u0000' + columns.join('\u0000');
+  const slot = `${format}\u0000${columns.join('\u0000')}`;
   const have = plan.writers.get(slot);
   if (have) return have;
   if (plan.writers.size > 16) plan.writers.clear(); // columns change only when the schema does

@@ -38,7 +38,7 @@ export function cacheKey(parts: unknown[]): string {
 }
 
 export function etagOf(body: string): string {
-  return '"' + createHash('sha256').update(body).digest('hex').slice(0, 32) + '"';
+  return `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"`;
 }
 
 export function createResultCache(redisUrl: string | null, maxBytes = 64 << 20): ResultCache {
@@ -48,14 +48,14 @@ export function createResultCache(redisUrl: string | null, maxBytes = 64 << 20):
     return {
       async get(key) {
         try {
-          const raw = await redis.get('qag:cache:' + key);
+          const raw = await redis.get(`qag:cache:${key}`);
           return raw ? (JSON.parse(raw) as CachedAnswer) : undefined;
         } catch {
           return undefined;
         }
       },
       set(key, value, ttl) {
-        redis.set('qag:cache:' + key, JSON.stringify(value), 'EX', ttl).catch(() => undefined);
+        redis.set(`qag:cache:${key}`, JSON.stringify(value), 'EX', ttl).catch(() => undefined);
       },
       close: () => redis.disconnect(),
     };

@@ -28,7 +28,7 @@ export class SchemaCache {
   #entries = new LRUCache<string, Entry>({ max: 1000 });
 
   get(conn: ConnectionRow, source: Source, now = Date.now()): Promise<KnownSchema> {
-    const stamp = conn.db + '|' + conn.updated_at;
+    const stamp = `${conn.db}|${conn.updated_at}`;
     const e = this.#entries.get(conn.name);
     if (e && e.stamp === stamp && now - e.readAt < MAX_AGE_MS) {
       if (now - e.readAt >= REFRESH_AFTER_MS && !e.refreshing) {

@@ -183,9 +183,9 @@ export function buildExamplesDb(file: string, opts: { seed?: number; today?: Dat
   const DAY = 86_400;
 
   fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
-  const tmp = file + '.tmp';
+  const tmp = `${file}.tmp`;
   fs.rmSync(tmp, { force: true });
-  fs.rmSync(tmp + '-journal', { force: true });
+  fs.rmSync(`${tmp}-journal`, { force: true });
 
   const db = new Database(tmp);
   try {

@@ -233,7 +233,7 @@ function withPlaceholders(text: string, dialect: SqlDialect, style: 'dollar' | '
   const { pieces, refs } = scanMarkers(text, dialect);
   let out = pieces[0];
   for (let m = 0; m < refs.length; m++) {
-    out += (style === 'dollar' ? '$' + (refs[m] + 1) : style === 'qmark' ? '?' : '1') + pieces[m + 1];
+    out += (style === 'dollar' ? `$${refs[m] + 1}` : style === 'qmark' ? '?' : '1') + pieces[m + 1];
   }
   return out;
 }
@@ -259,12 +259,12 @@ function parse(text: string, dialect: SqlDialect, risks: LexicalRisks, scan: Sta
     return { q: lowerNspStatement(list[0] as Record<string, unknown>), parser: 'node-sql-parser' };
   } catch (e) {
     if (e instanceof AnalysisError) throw e;
-    throw new AnalysisError(`could not parse the statement: ${first ? first + '; ' : ''}${firstLine(e)}`, scan);
+    throw new AnalysisError(`could not parse the statement: ${first ? `${first}; ` : ''}${firstLine(e)}`, scan);
   }
 }
 
 function firstLine(e: unknown): string {
   const m = e instanceof Error ? e.message : String(e);
   const line = m.split('\n')[0];
-  return line.length > 160 ? line.slice(0, 160) + '…' : line;
+  return line.length > 160 ? `${line.slice(0, 160)}…` : line;
 }

@@ -186,7 +186,7 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
       const width = q.rows.length ? q.rows[0].length : 0;
       const out: OutputColumn[] = [];
       for (let i = 0; i < width; i++) {
-        const col: Col = { kind: 'column', name: 'column' + (i + 1), sources: [], traced: true };
+        const col: Col = { kind: 'column', name: `column${i + 1}`, sources: [], traced: true };
         for (const row of q.rows) if (row[i]) mergeInto(col, evalEx(row[i], scope, acc));
         out.push(col);
       }
@@ -292,7 +292,7 @@ function selectList(cols: SelCol[], scope: Scope, acc: Acc): OutputColumn[] {
       } else {
         const item = findItem(c.star.q, scope);
         if (item) out.push(...expandItem(item));
-        else out.push(opaqueColumn(c.star.q + '.*'));
+        else out.push(opaqueColumn(`${c.star.q}.*`));
       }
       continue;
     }
@@ -303,9 +303,9 @@ function selectList(cols: SelCol[], scope: Scope, acc: Acc): OutputColumn[] {
 }
 
 function expandItem(item: Item): OutputColumn[] {
-  if (item.kind === 'table') return item.renamed ? [opaqueColumn(item.names[0] + '.*')] : [{ kind: 'star', table: item.table! }];
+  if (item.kind === 'table') return item.renamed ? [opaqueColumn(`${item.names[0]}.*`)] : [{ kind: 'star', table: item.table! }];
   if (item.kind === 'shape') return item.shape!;
-  if (!item.funcCols) return [opaqueColumn(item.names[0] + '.*')];
+  if (!item.funcCols) return [opaqueColumn(`${item.names[0]}.*`)];
   return item.funcCols.map((name) => ({ kind: 'column', name, sources: item.funcSources!, traced: item.funcTraced! }));
 }
 

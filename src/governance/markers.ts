@@ -161,10 +161,10 @@ export function toPositional(sql: string, dialect: MarkerDialect): Positional {
   let order: number[];
   if (dialect === 'postgres') {
     // Names are numbered in first-use order, so $k is placeholder k-1 and a repeat reuses its $k.
-    for (let m = 0; m < refs.length; m++) text += '$' + (refs[m] + 1) + pieces[m + 1];
+    for (let m = 0; m < refs.length; m++) text += `$${refs[m] + 1}${pieces[m + 1]}`;
     order = placeholders.map((_, k) => k);
   } else {
-    for (let m = 0; m < refs.length; m++) text += '?' + pieces[m + 1];
+    for (let m = 0; m < refs.length; m++) text += `?${pieces[m + 1]}`;
     order = refs.slice();
   }
   return { text, order, placeholders };

@@ -91,7 +91,7 @@ function compileRule(rule: MaskRule): CompiledRule {
 
 function glob(pattern: string): RegExp {
   const body = pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*');
-  return new RegExp('^' + body + '$');
+  return new RegExp(`^${body}$`);
 }
 
 /** Output entries to one planned column per position, stars expanded from the schema. */
@@ -102,7 +102,7 @@ function expand(outputs: OutputColumn[], schema: Schema): Planned[] {
     else if (c.kind === 'star') {
       const cols = schema.get(c.table);
       if (!cols) {
-        out.push({ name: c.table + '.*', sources: [], untraced: `'${c.table}' is not a table in the connection's schema, so * can't be expanded` });
+        out.push({ name: `${c.table}.*`, sources: [], untraced: `'${c.table}' is not a table in the connection's schema, so * can't be expanded` });
         continue;
       }
       for (const col of cols) out.push({ name: col, sources: [{ table: c.table, column: col.toLowerCase() }], untraced: null });

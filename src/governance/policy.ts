@@ -27,7 +27,7 @@ export function checkReadOnly(a: StatementScan, mayWrite: boolean): void {
   if (mayWrite) return;
   const why: string[] = [...a.writeVerbs];
   if (a.executableComment) why.push('an executable comment');
-  for (const f of a.unsafeFunctions) if (SESSION_OR_WRITE_FUNCTIONS.has(f) || f.startsWith('dblink_exec')) why.push(f + '()');
+  for (const f of a.unsafeFunctions) if (SESSION_OR_WRITE_FUNCTIONS.has(f) || f.startsWith('dblink_exec')) why.push(`${f}()`);
   if (why.length === 0) return;
   throw governanceError(
     'read_only',
@@ -54,8 +54,8 @@ export function checkTables(a: StatementAnalysis | null, allowedTables: string[]
   const allowed = new Set(allowedTables.map(bareName));
   const forbidden = new Set<string>();
   for (const t of a.tables) if (!allowed.has(t)) forbidden.add(t);
-  for (const f of a.tableFunctions) if (!PURE_GENERATORS.has(f)) forbidden.add(f + '()');
-  for (const f of a.unsafeFunctions) if (readsOutsideTables(f)) forbidden.add(f + '()');
+  for (const f of a.tableFunctions) if (!PURE_GENERATORS.has(f)) forbidden.add(`${f}()`);
+  for (const f of a.unsafeFunctions) if (readsOutsideTables(f)) forbidden.add(`${f}()`);
   if (forbidden.size === 0) return;
   const list = [...allowed].sort().join(', ') || '(none)';
   throw governanceError('table_not_allowed', `This API key may only query these tables: ${list}. Forbidden: ${[...forbidden].sort().join(', ')}.`);

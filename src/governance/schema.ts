@@ -42,7 +42,7 @@ export function toSchema(rows: unknown[][]): Schema {
   let cols: string[] | null = null;
   for (const row of rows) {
     const table = String(row[0]);
-    const id = row.length > 2 ? String(row[2]) + '\u0000' + table : table;
+    const id = row.length > 2 ? `${String(row[2])}\u0000${table}` : table;
     if (id !== run) {
       run = id;
       const key = table.toLowerCase();

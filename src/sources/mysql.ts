@@ -519,7 +519,7 @@ function parseDateTime(v: unknown): unknown {
   const h = digits(s, 11, 13);
   const mi = digits(s, 14, 16);
   const sec = digits(s, 17, 19);
-  const ms = s.length > 20 ? digits((s.slice(20) + '00').slice(0, 3), 0, 3) : 0;
+  const ms = s.length > 20 ? digits(`${s.slice(20)}00`.slice(0, 3), 0, 3) : 0;
   if (y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || mi < 0 || sec < 0 || ms < 0) return s;
   const date = new Date(Date.UTC(2000, mo - 1, d, h, mi, sec, ms));
   date.setUTCFullYear(y); // Date.UTC maps years 0..99 to 1900..1999
@@ -542,7 +542,7 @@ function padTime(v: unknown, f: FieldPacket): unknown {
   const dot = s.indexOf('.');
   const have = dot === -1 ? 0 : s.length - dot - 1;
   if (have >= f.decimals) return s;
-  return (dot === -1 ? s + '.' : s) + '0'.repeat(f.decimals - have);
+  return (dot === -1 ? `${s}.` : s) + '0'.repeat(f.decimals - have);
 }
 
 /** BIT(n) arrives as big-endian bytes. */

@@ -423,7 +423,7 @@ function parseInt8(x: string): number | string {
 }
 
 function parseTimestamp(x: string): Date | string {
-  const d = new Date(x.replace(' ', 'T') + 'Z');
+  const d = new Date(`${x.replace(' ', 'T')}Z`);
   return Number.isNaN(d.getTime()) ? x : d;
 }
 
@@ -482,7 +482,7 @@ function serializeArray(x: unknown): string {
     if (i) out += ',';
     out += arrayElement(x[i]);
   }
-  return out + '}';
+  return `${out}}`;
 }
 
 function arrayElement(v: unknown): string {
@@ -492,11 +492,11 @@ function arrayElement(v: unknown): string {
     v instanceof Date
       ? v.toISOString()
       : Buffer.isBuffer(v)
-        ? '\\x' + v.toString('hex')
+        ? `\\x${v.toString('hex')}`
         : typeof v === 'object'
           ? JSON.stringify(v)
           : String(v);
-  return '"' + text.replace(/[\\"]/g, '\\$&') + '"';
+  return `"${text.replace(/[\\"]/g, '\\$&')}"`;
 }
 
 function serializeTime(x: unknown): string {

@@ -131,8 +131,8 @@ export function nextPiece(left: number, max: number): number {
 const VALUES_LISTS = new Map<string, string>();
 /** `(?, ?), (?, ?)...` for `rows` rows of `columns` markers; bounded by the pieces nextPiece makes. */
 export function valuesList(rows: number, columns: number): string {
-  const k = rows + 'x' + columns;
+  const k = `${rows}x${columns}`;
   let v = VALUES_LISTS.get(k);
-  if (v === undefined) VALUES_LISTS.set(k, (v = new Array(rows).fill('(' + new Array(columns).fill('?').join(', ') + ')').join(', ')));
+  if (v === undefined) VALUES_LISTS.set(k, (v = new Array(rows).fill(`(${new Array(columns).fill('?').join(', ')})`).join(', ')));
   return v;
 }

@@ -39,7 +39,7 @@ export function attachStore(where: StoreLocation, opts: { readonly: boolean; max
 
 /** Local time as the contract writes it: YYYY-MM-DD HH:MM:SS. */
 export function localTimestamp(d = new Date()): string {
-  const p = (n: number) => (n < 10 ? '0' + n : '' + n);
+  const p = (n: number) => (n < 10 ? `0${n}` : `${n}`);
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
 
@@ -244,7 +244,7 @@ export class Store {
     const byVersion = new Map<string, EventRow[]>();
     for (const r of runs) {
       if (r.query === null || r.version === null) continue;
-      const k = r.query + '\u0000' + r.version;
+      const k = `${r.query}\u0000${r.version}`;
       const group = byVersion.get(k);
       if (group) group.push(r);
       else byVersion.set(k, [r]);
@@ -324,7 +324,7 @@ export class Store {
     if (f.before !== undefined) add('event_id < ?', f.before);
     params.push(f.limit);
     const rows = await this.db.all<any>(
-      `SELECT event_id AS id, entry_json FROM run_history ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY event_id DESC LIMIT ?`, params);
+      `SELECT event_id AS id, entry_json FROM run_history ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY event_id DESC LIMIT ?`, params);
     return rows.map((r) => ({ id: Number(r.id), ...JSON.parse(r.entry_json) }));
   }
 }

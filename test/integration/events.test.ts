@@ -8,7 +8,7 @@ import { eventually, startTestServer, type TestServer } from '../helpers.js';
 async function readEvents(s: TestServer, key: string, until: (events: Array<{ id: number; data: any }>) => boolean,
   headers: Record<string, string> = {}) {
   const ctl = new AbortController();
-  const res = await fetch(s.url + '/events', { headers: { 'X-API-Key': key, ...headers }, signal: ctl.signal });
+  const res = await fetch(`${s.url}/events`, { headers: { 'X-API-Key': key, ...headers }, signal: ctl.signal });
   assert.equal(res.status, 200);
   assert.equal(res.headers.get('content-type'), 'text/event-stream');
   const events: Array<{ id: number; data: any }> = [];
@@ -51,7 +51,7 @@ test('/events: per-key view, resume after Last-Event-ID exactly once, stream cap
     const adminLive = readEvents(s, 'test-admin-key', (e) => e.length >= 20);
     const aLive = readEvents(s, a, (e) => e.length >= 10);
     await new Promise((r) => setTimeout(r, 200));
-    const third = await fetch(s.url + '/events', { headers: { 'X-API-Key': b } });
+    const third = await fetch(`${s.url}/events`, { headers: { 'X-API-Key': b } });
     assert.equal(third.status, 503);
     assert.equal((await third.json()).code, 'too_many_streams');
     assert.equal(third.headers.get('retry-after'), '5');

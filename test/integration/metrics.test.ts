@@ -8,14 +8,14 @@ import { eventually, startTestServer } from '../helpers.js';
 function sample(text: string, name: string, labels: Record<string, string> = {}): number {
   let total = 0;
   for (const line of text.split('\n')) {
-    if (!line.startsWith(name + '{') && !line.startsWith(name + ' ')) continue;
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
     if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) total += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return total;
 }
 
 for (const workers of ['3', '0']) {
-  test(`/metrics counts every call once across ${workers === '0' ? 'the inline executor' : workers + ' executor threads'}`, async () => {
+  test(`/metrics counts every call once across ${workers === '0' ? 'the inline executor' : `${workers} executor threads`}`, async () => {
     const s = await startTestServer({ QUERYAPIGATE_WORKERS: workers, QUERYAPIGATE_LOAD_EXAMPLES: '1' });
     try {
       const key = (await s.call('POST', '/api/v1/api-keys', { body: { name: 'm', queries: ['example_film_lookup'], connections: [] } })).json.secret;

@@ -25,7 +25,7 @@ before(async () => {
 });
 
 after(async () => {
-  const keys = await admin.keys(PREFIX + '*');
+  const keys = await admin.keys(`${PREFIX}*`);
   if (keys.length) await admin.del(...keys);
   for (const c of clients) c.disconnect();
   await admin.quit();
@@ -129,7 +129,7 @@ test('two instances sharing a limit of N admit exactly N in total', async () => 
   assert.deepEqual(refused, { allowed: false, limit: N, remaining: 0, retryAfterS: 72 });
   assert.equal(a.fallbacks + b.fallbacks, 0);
   // The bucket lives in Redis, on Redis time, and expires when it would be full again.
-  const ttl = await admin.pttl(PREFIX + 'k:shared');
+  const ttl = await admin.pttl(`${PREFIX}k:shared`);
   assert.ok(ttl > 0 && ttl <= HOUR, `pttl ${ttl}`);
   // Other buckets are untouched.
   assert.equal(allowedCount(await takeMany(a, 'k:other', 3, 5)), 3);
@@ -231,7 +231,7 @@ test('RateLimits with QUERYAPIGATE_REDIS_URL: Promises, shared across instances'
     const key = await one.checkKeyQuery('reporting', 'films', '1/hour');
     const again = await two.checkKeyQuery('reporting', 'films', '1/hour');
     assert.deepEqual([key?.allowed, again?.allowed], [true, false]);
-    assert.equal(await admin.exists(PREFIX + 'q:1/3600000:films|reporting'), 1);
+    assert.equal(await admin.exists(`${PREFIX}q:1/3600000:films|reporting`), 1);
     assert.equal(one.fallbacks + two.fallbacks, 0);
   } finally {
     await one.close();

@@ -35,7 +35,7 @@ for (const backend of ['memory', 'Redis']) {
       assert.equal(notModified.text, '');
       assert.equal(notModified.headers.get('etag'), etag);
       // Another format is another entry.
-      assert.equal((await s.call('GET', path + '&format=csv')).headers.get('x-cache'), 'MISS');
+      assert.equal((await s.call('GET', `${path}&format=csv`)).headers.get('x-cache'), 'MISS');
 
       const history = await s.call('GET', '/api/v1/queries/cached_film/history');
       assert.equal(history.json.items.length, 2, 'only the two misses are runs');

@@ -76,7 +76,7 @@ describe('streamed exports', () => {
   });
 
   test('a client that disconnects cancels the statement and frees its connection; others are served meanwhile', async () => {
-    const url = new URL(s.url + '/q/pg_big?stream=true&format=csv');
+    const url = new URL(`${s.url}/q/pg_big?stream=true&format=csv`);
     let got = 0;
     await new Promise<void>((resolve, reject) => {
       const req = http.get(url, { headers: { 'X-API-Key': 'test-admin-key' } }, (res) => {

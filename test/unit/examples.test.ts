@@ -92,7 +92,7 @@ test('same seed and day give identical data; another seed differs', () => {
     buildExamplesDb(f1, { seed: 42, today: TODAY });
     buildExamplesDb(f2, { seed: 42, today: new Date(TODAY) });
     buildExamplesDb(f3, { seed: 7, today: TODAY });
-    assert.ok(!fs.existsSync(f1 + '.tmp'), 'temporary file renamed away');
+    assert.ok(!fs.existsSync(`${f1}.tmp`), 'temporary file renamed away');
 
     const c1 = checksum(f1);
     const c2 = checksum(f2);

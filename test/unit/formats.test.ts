@@ -194,7 +194,7 @@ test('a compiled writer is reusable', () => {
   const write = compileWriter(['a'], 'json');
   assert.equal(write([[1]]), '[{"a":1}]');
   assert.equal(write([[2], [3]]), '[{"a":2},{"a":3}]');
-  assert.equal(write.head + write.chunk([[2], [3]]) + ']', '[{"a":2},{"a":3}]');
+  assert.equal(`${write.head}${write.chunk([[2], [3]])}]`, '[{"a":2},{"a":3}]');
 });
 
 test('empty results and content types', () => {

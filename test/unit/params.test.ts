@@ -145,7 +145,7 @@ test('JSON coercion table', async (t) => {
     [{}, [1], INVALID('must be text, a number or true/false')],
   ];
   for (const [definition, value, want] of cases) {
-    await t.test(`${JSON.stringify(definition)} ${typeof value === 'bigint' ? value + 'n' : JSON.stringify(value)}`, () => {
+    await t.test(`${JSON.stringify(definition)} ${typeof value === 'bigint' ? `${value}n` : JSON.stringify(value)}`, () => {
       assert.deepEqual(bindOne(definition, json({ p: value })), want);
     });
   }
@@ -295,7 +295,7 @@ test('the binder reuses compiled state: many calls, independent results', () => 
   const bind = compileBinder(['a'], rulesFor({ a: { type: 'str', pattern: '[0-9]+' } }));
   for (let i = 0; i < 50; i++) {
     assert.deepEqual(bind(query({ a: String(i) })), [String(i)]);
-    assert.throws(() => bind(query({ a: 'x' + i })), /must match the pattern/);
+    assert.throws(() => bind(query({ a: `x${i}` })), /must match the pattern/);
   }
 });
 
