@@ -31,7 +31,7 @@ const gateways = new Map<string, { g: Gateway; home: string; key: string }>();
 for (const m of MODES) {
   const home = mkdtempSync(join(tmpdir(), 'qag-bench-'));
   const g = await startGateway({ ...m.env, QUERYAPIGATE_HOME: home, QUERYAPIGATE_LOAD_EXAMPLES: '1' });
-  const key = (await g.api('POST', '/api/v1/api-keys', { name: 'bench-plain', queries: ['example_film_lookup'], connections: [] })).secret;
+  const key = (await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'bench-plain', queries: ['example_film_lookup'], connections: [] })).secret;
   gateways.set(m.mode, { g, home, key });
 }
 try {

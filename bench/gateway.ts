@@ -12,7 +12,8 @@ export interface Gateway {
   url: string;
   pid: number;
   output(): string;
-  api(method: string, path: string, body?: unknown): Promise<any>;
+  /** An admin API call: the answer's JSON (null for an empty body); throws on a status >= 400. */
+  api<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
   stop(): Promise<void>;
 }
 
@@ -52,7 +53,7 @@ export async function spawnListening(args: string[], env: Record<string, string>
 
 /** A management API client for `url` with the admin key: JSON in, JSON out, throws on 4xx/5xx. */
 export function adminApi(url: string, adminKey: string): Gateway['api'] {
-  return async (method, path, body) => {
+  return async <T,>(method: string, path: string, body?: unknown): Promise<T> => {
     const res = await fetch(url + path, {
       method,
       headers: { 'X-API-Key': adminKey, 'Content-Type': 'application/json' },
@@ -60,7 +61,7 @@ export function adminApi(url: string, adminKey: string): Gateway['api'] {
     });
     const text = await res.text();
     if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return text ? JSON.parse(text) : null;
+    return (text ? JSON.parse(text) : null) as T;
   };
 }
 

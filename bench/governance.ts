@@ -116,6 +116,18 @@ async function importGovernance(): Promise<Gov> {
   return { inspectStatement: a.inspectStatement, checkTables: p.checkTables, planMasks: m.planMasks };
 }
 
+/** What a fresh process prints, as its last line. */
+interface FreshRun {
+  imported: number;
+  preloadMs: number;
+  analyse: number;
+  check: number;
+  plan: number;
+  total: number;
+  parser: string;
+  second: number;
+}
+
 interface Timed {
   analyse: number;
   check: number;
@@ -210,7 +222,7 @@ noteLoad('after warm');
 // 1b. Fresh processes: the very first call, parsers loaded on the way (or by the executor's preload).
 console.log(`1b. fresh processes: ${FRESH} per case and mode`);
 const SELF = fileURLToPath(import.meta.url);
-const fresh = new Map<string, any[]>();
+const fresh = new Map<string, FreshRun[]>();
 for (let k = 0; k < FRESH; k++) {
   for (const c of CASES) {
     for (const preload of [false, true]) {
@@ -224,7 +236,7 @@ for (let k = 0; k < FRESH; k++) {
 }
 const freshRows = CASES.flatMap((c) => [false, true].map((preload) => {
   const xs = fresh.get(c.id + (preload ? '|preload' : '|cold'))!;
-  const col = (k: string) => xs.map((x) => x[k] as number);
+  const col = (k: Exclude<keyof FreshRun, 'parser'>) => xs.map((x) => x[k]);
   const row = {
     kind: 'first_call_fresh', case: c.id, dialect: c.dialect, preload, parser: xs[0].parser, processes: xs.length,
     import_ms: median(col('imported')), preload_ms: median(col('preloadMs')),
@@ -254,11 +266,11 @@ const server = await startServer(config, () => undefined);
 const base = `http://127.0.0.1:${server.port}`;
 const api = adminApi(base, ADMIN);
 const keys = {
-  plain: (await api('POST', '/api/v1/api-keys', { name: 'bench-plain', queries: ['example_film_lookup'], connections: [] })).secret as string,
-  governed: (await api('POST', '/api/v1/api-keys', {
+  plain: (await api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'bench-plain', queries: ['example_film_lookup'], connections: [] })).secret,
+  governed: (await api<{ secret: string }>('POST', '/api/v1/api-keys', {
     name: 'bench-governed', queries: ['example_film_lookup'], connections: [],
     allowed_tables: ['film', 'rental'], mask: [{ column: '*.title', action: 'hash' }],
-  })).secret as string,
+  })).secret,
 };
 type Who = keyof typeof keys;
 const filmId = (i: number) => (i % 60) + 1;
@@ -290,7 +302,23 @@ for (const call of [httpCall, directCall]) {
   }
 }
 
-const steadyRows: any[] = [];
+type Stat = { m: number; lo: number; hi: number };
+/** A steady-state row, as far as the report below reads it. */
+interface SteadyRow {
+  path: string;
+  plain_cps: Stat;
+  governed_cps: Stat;
+  ratio: Stat;
+  plain_cpu_cps: Stat;
+  governed_cpu_cps: Stat;
+  ratio_cpu: Stat;
+  per_call_overhead_us: number;
+  per_call_cpu_overhead_us: number;
+  plain_median_ms: number;
+  governed_median_ms: number;
+  latency_ratio: number;
+}
+const steadyRows: SteadyRow[] = [];
 for (const [path, call] of [['http', httpCall], ['runCall', directCall]] as const) {
   for (let i = 0; i < 300; i++) {
     await call('plain', i);

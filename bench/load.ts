@@ -148,7 +148,7 @@ function parseRegex(pattern: string): Atom[] {
       i = end + 1;
     } else if (c === '{' || c === '?') {
       const prev = atoms[atoms.length - 1];
-      if (!prev || prev.min !== 1 || prev.max !== 1) fail(i, 'quantifier without a single preceding atom');
+      if (prev?.min !== 1 || prev.max !== 1) fail(i, 'quantifier without a single preceding atom');
       if (c === '?') {
         prev.min = 0;
         i += 1;

@@ -233,7 +233,7 @@ async function createObjects(g: Gateway): Promise<Record<KeyName, string>> {
   });
   for (const q of SAVED) await g.api('POST', '/api/v1/queries', { ...q, connection_name: 'oltp', publish: true });
   const secrets = {} as Record<KeyName, string>;
-  for (const k of KEYS) secrets[k.name as KeyName] = (await g.api('POST', '/api/v1/api-keys', k)).secret;
+  for (const k of KEYS) secrets[k.name as KeyName] = (await g.api<{ secret: string }>('POST', '/api/v1/api-keys', k)).secret;
   return secrets;
 }
 

@@ -62,7 +62,7 @@ const targets: Array<{ name: string; env: Record<string, string>; setup: (g: Awa
     env: { QUERYAPIGATE_LOAD_EXAMPLES: '1' },
     setup: async (g) => ({
       url: `${g.url}/q/example_film_lookup\\?film_id=[1-5][0-9]`,
-      key: (await g.api('POST', '/api/v1/api-keys', { name: 'p', queries: ['example_film_lookup'], connections: [] })).secret,
+      key: (await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['example_film_lookup'], connections: [] })).secret,
     }),
   },
 ];
@@ -75,7 +75,7 @@ if (values.pg) {
       await g.api('POST', '/api/v1/connections', { name: 'oltp', db: 'postgres', host: u.hostname, port: Number(u.port || 5432), database: u.pathname.slice(1), user: u.username || 'postgres' });
       await g.api('POST', '/api/v1/queries', { name: 'account', connection_name: 'oltp', description: 'a', publish: true,
         sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid', parameters: { aid: { type: 'int', required: true } } });
-      return { url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: (await g.api('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] })).secret };
+      return { url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: (await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] })).secret };
     },
   });
 }

@@ -23,7 +23,7 @@ const g = await startGateway({ QUERYAPIGATE_HOME: home, QUERYAPIGATE_LOAD_EXAMPL
 try {
   await g.api('POST', '/api/v1/queries', { name: 'film_pk', connection_name: 'examples', description: 'pk', publish: true,
     sql: 'SELECT film_id, title FROM film WHERE film_id = :id', parameters: { id: { type: 'int', required: true } } });
-  const key = (await g.api('POST', '/api/v1/api-keys', { name: 'soak', queries: ['film_pk'], connections: [] })).secret;
+  const key = (await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'soak', queries: ['film_pk'], connections: [] })).secret;
   const url = new URL(g.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   let sent = 0, ok = 0, failed = 0, inFlight = 0, maxInFlight = 0;

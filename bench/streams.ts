@@ -19,7 +19,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import mysql from 'mysql2/promise';
+import mysql, { type RowDataPacket } from 'mysql2/promise';
 import postgres from 'postgres';
 import { fmt, RESULTS, startGateway, today, writeResults, type Gateway } from './gateway.js';
 import { processCpuSeconds } from './load.js';
@@ -80,9 +80,9 @@ async function prepareMariaDB(): Promise<{ created: boolean; seconds: number }> 
   try {
     await c.query(`CREATE DATABASE IF NOT EXISTS ${DB}`);
     await c.query(`USE ${DB}`);
-    const [t] = await c.query<any[]>(`SELECT COUNT(*) AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'export'`, [DB]);
+    const [t] = await c.query<RowDataPacket[]>(`SELECT COUNT(*) AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'export'`, [DB]);
     if (Number(t[0].t) > 0) {
-      const [r] = await c.query<any[]>('SELECT COUNT(*) AS n FROM export');
+      const [r] = await c.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM export');
       if (Number(r[0].n) === N) return { created: false, seconds: 0 };
       await c.query('DROP TABLE export');
     }
@@ -295,7 +295,7 @@ async function statementActivity(source: SourceName): Promise<Activity[]> {
   }
   const c = await mysql.createConnection(MY);
   try {
-    const [rows] = await c.query<any[]>(`SELECT ID AS pid, COMMAND AS command, STATE AS state FROM information_schema.PROCESSLIST
+    const [rows] = await c.query<RowDataPacket[]>(`SELECT ID AS pid, COMMAND AS command, STATE AS state FROM information_schema.PROCESSLIST
       WHERE DB = ? AND ID <> CONNECTION_ID() AND INFO LIKE '%FROM export ORDER BY id%'`, [DB]);
     return rows.map((r) => ({ pid: Number(r.pid), state: `${r.command}${r.state ? ` / ${r.state}` : ''}` }));
   } finally {
@@ -416,20 +416,25 @@ const loadAfter = loadavg();
 
 // Results of other row counts run today stay in the folder (a quick and a full run side by side).
 const resultsFile = join(RESULTS, `streams-${today()}`, 'results.jsonl');
-const kept: any[] = existsSync(resultsFile)
-  ? readFileSync(resultsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((r) => r.rows_target !== N)
+type MetaRow = {
+  kind: 'meta'; rows_target: number; slow_seconds: number; at: string; loadavg_before: number[]; loadavg_after: number[];
+  tables: typeof prep; node: string;
+};
+type ResultRow = ExportRow | SlowRow | MetaRow;
+const kept: ResultRow[] = existsSync(resultsFile)
+  ? readFileSync(resultsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ResultRow).filter((r) => r.rows_target !== N)
   : [];
-const meta = {
+const meta: MetaRow = {
   kind: 'meta', rows_target: N, slow_seconds: slowSeconds, at: new Date().toISOString(), loadavg_before: loadBefore.map((x) => round(x, 2)),
   loadavg_after: loadAfter.map((x) => round(x, 2)), tables: prep, node: process.version,
 };
-const all = [...kept, meta, ...fresh].sort((a, b) => a.rows_target - b.rows_target);
+const all: ResultRow[] = [...kept, meta, ...fresh].sort((a, b) => a.rows_target - b.rows_target);
 
 const yes = (b: boolean) => (b ? 'yes' : '**no**');
 function section(n: number): string {
-  const m = all.find((r) => r.kind === 'meta' && r.rows_target === n);
-  const ex = all.filter((r) => r.kind === 'export' && r.rows_target === n) as ExportRow[];
-  const sl = all.filter((r) => r.kind === 'slow' && r.rows_target === n) as SlowRow[];
+  const m = all.find((r): r is MetaRow => r.kind === 'meta' && r.rows_target === n);
+  const ex = all.filter((r): r is ExportRow => r.kind === 'export' && r.rows_target === n);
+  const sl = all.filter((r): r is SlowRow => r.kind === 'slow' && r.rows_target === n);
   let s = `## ${fmt(n)} rows (${m ? `${m.at.slice(0, 16).replace('T', ' ')} UTC, load average ${m.loadavg_before.join(' / ')} before, ` +
     `${m.loadavg_after.join(' / ')} after` : 'no metadata'})\n\n`;
   s += '| Source | Format | Rows | Complete | TTFB ms | Seconds | rows/s | MB/s | Baseline RSS MB | Peak RSS MB (sampled / VmHWM) | Peak - baseline MB | Gateway CPU s |\n';
@@ -455,7 +460,7 @@ function section(n: number): string {
   for (const r of sl) s += `\n${r.source} RSS MB by second (max of the 100 ms samples): ${r.rss_by_second.join(', ')}\n`;
   return s;
 }
-const counts = [...new Set(all.filter((r) => r.kind === 'meta').map((r) => r.rows_target as number))];
+const counts = [...new Set(all.filter((r) => r.kind === 'meta').map((r) => r.rows_target))];
 const md = `# Streaming exports: PostgreSQL and MariaDB through ?stream=true (${today()})
 
 Made with \`npx tsc -p . && node dist/bench/streams.js [--rows N] [--quick]\` on this project's machine: 2 cores shared by

@@ -87,18 +87,20 @@ const VARIABLES = {
 } as const;
 
 type Name = keyof typeof VARIABLES;
+/** What a variable reads as: its schema's output, or null when it has no default and is unset. */
+type Value<N extends Name> = v.InferOutput<(typeof VARIABLES)[N][0]> | ((typeof VARIABLES)[N][1] extends null ? null : never);
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = [];
-  const read = (name: Name): any => {
+  const read = <N extends Name>(name: N): Value<N> => {
     const [schema, fallback] = VARIABLES[name];
     const raw = env[`QUERYAPIGATE_${name}`];
     const value = raw === undefined || raw === '' ? fallback : raw;
-    if (value === null) return null;
+    if (value === null) return null as Value<N>; // only variables whose default is null get here
     const parsed = v.safeParse(schema as v.GenericSchema<string, unknown>, value);
-    if (parsed.success) return parsed.output;
+    if (parsed.success) return parsed.output as Value<N>;
     problems.push(`QUERYAPIGATE_${name}=${JSON.stringify(raw)}: ${parsed.issues[0].message}`);
-    return null;
+    return null as Value<N>; // a placeholder: with a problem, the config below is never returned
   };
   const config: Config = {
     home: resolve(read('HOME')),

@@ -63,8 +63,8 @@ const draw: Record<string, () => number> = {
   c_id: () => cLo + Math.floor(Math.random() * 2 * cLo),
   threshold: () => 10 + Math.floor(Math.random() * 10),
 };
-const queryPattern = (q: QueryName) => `/q/${q}\\?${PARAMS[q].map((p) => `${p}=${PATTERN[p as keyof typeof PATTERN]}`).join('&')}` +
-  (q === 'order_status' ? '&page_size=20' : '');
+const queryPattern = (q: QueryName) =>
+  `/q/${q}\\?${PARAMS[q].map((p) => `${p}=${PATTERN[p as keyof typeof PATTERN]}`).join('&')}${q === 'order_status' ? '&page_size=20' : ''}`;
 
 /** The gateway cells, in the seed's order. */
 const CALLS: Array<{ call: string; query: QueryName; key: 'reader' | 'governed' }> = [
@@ -79,7 +79,10 @@ const CALLS: Array<{ call: string; query: QueryName; key: 'reader' | 'governed' 
 /** `:name` placeholders to `?` with the argument order (the gateway does the same on its side). */
 function positional(sql: string): { sql: string; names: string[] } {
   const names: string[] = [];
-  return { sql: sql.replace(/:([a-z_]+)/g, (_, n: string) => (names.push(n), '?')), names };
+  return { sql: sql.replace(/:([a-z_]+)/g, (_, n: string) => {
+    names.push(n);
+    return '?';
+  }), names };
 }
 
 interface DbResult { callers: number; duration_s: number; requests: number; errors: number; rps: number; p50_ms: number; p99_ms: number; max_ms: number }
@@ -92,7 +95,7 @@ async function runDb(query: QueryName, callers: number, s: number): Promise<DbRe
     // open every session and prepare the statement on it before the clock starts
     const conns = await Promise.all(Array.from({ length: callers }, () => pool.getConnection()));
     await Promise.all(conns.map((c) => c.execute(sql, names.map((n) => draw[n]()))));
-    conns.forEach((c) => c.release());
+    for (const c of conns) c.release();
     const lat: number[] = [];
     let errors = 0;
     const t0 = performance.now();
@@ -160,12 +163,16 @@ function check(ok: boolean, what: string): void {
   console.error(`  ok: ${what}`);
 }
 
-async function call(g: Gateway, secret: string, path: string): Promise<{ status: number; body: any }> {
+/** A row of a /q/ answer. */
+type AnswerRow = Record<string, unknown>;
+
+/** A call's status, its body (JSON when it parses, else the text) and the rows when the body is an array. */
+async function call(g: Gateway, secret: string, path: string): Promise<{ status: number; body: unknown; rows: AnswerRow[] }> {
   const res = await fetch(g.url + path, { headers: { 'X-API-Key': secret } });
   const text = await res.text();
-  let body: any = text;
+  let body: unknown = text;
   try { body = JSON.parse(text); } catch { /* text */ }
-  return { status: res.status, body };
+  return { status: res.status, body, rows: Array.isArray(body) ? body : [] };
 }
 
 /** Every query answers through both keys, as the database does, and the governed answers are masked. */
@@ -181,29 +188,29 @@ async function checkAnswers(g: Gateway, keys: Record<string, string>): Promise<v
     const cust = await direct('customer', { w_id: w, d_id: d, c_id: c });
     const rc = await call(g, keys.reader, `/q/customer?${qs}`);
     const gc = await call(g, keys.governed, `/q/customer?${qs}`);
-    check(rc.status === 200 && rc.body.length === 1 && rc.body[0].c_last === cust[0].c_last && rc.body[0].c_data === cust[0].c_data,
+    check(rc.status === 200 && rc.rows.length === 1 && rc.rows[0].c_last === cust[0].c_last && rc.rows[0].c_data === cust[0].c_data,
       `customer, reader key: 200, the database's row (c_last ${cust[0].c_last})`);
-    check(gc.status === 200 && gc.body.length === 1 && gc.body[0].c_first === cust[0].c_first && gc.body[0].c_last !== cust[0].c_last,
-      `customer, governed key: 200, c_last hashed (${String(gc.body[0]?.c_last).slice(0, 24)}...)`);
-    const masked = String(gc.body[0].c_data);
+    check(gc.status === 200 && gc.rows.length === 1 && gc.rows[0].c_first === cust[0].c_first && gc.rows[0].c_last !== cust[0].c_last,
+      `customer, governed key: 200, c_last hashed (${String(gc.rows[0]?.c_last).slice(0, 24)}...)`);
+    const masked = String(gc.rows[0].c_data);
     check(masked.length === cust[0].c_data.length && masked[0] === cust[0].c_data[0] && /^.\*+$/.test(masked),
       `customer, governed key: c_data masked (${masked.slice(0, 12)}..., ${masked.length} chars)`);
 
     const os = await direct('order_status', { w_id: w, d_id: d, c_id: c });
     const ro = await call(g, keys.reader, `/q/order_status?${qs}&page_size=20`);
     const go = await call(g, keys.governed, `/q/order_status?${qs}&page_size=20`);
-    check(os.length >= 5 && ro.status === 200 && ro.body.length === os.length && ro.body[0].o_id === os[0].o_id,
+    check(os.length >= 5 && ro.status === 200 && ro.rows.length === os.length && ro.rows[0].o_id === os[0].o_id,
       `order_status, reader key: 200, ${os.length} lines of order ${os[0]?.o_id}, as the database`);
-    check(go.status === 200 && go.body.length === os.length, `order_status, governed key: 200, ${go.body.length ?? go.body} lines` +
+    check(go.status === 200 && go.rows.length === os.length, `order_status, governed key: 200, ${Array.isArray(go.body) ? go.body.length : go.body} lines` +
       (go.status === 200 ? '' : ` (got ${go.status} ${JSON.stringify(go.body)})`));
-    check(go.body.every((r: any, i: number) => r.c_last === go.body[0].c_last && r.c_last !== os[i].c_last && r.ol_i_id === os[i].ol_i_id &&
+    check(go.rows.every((r, i) => r.c_last === go.rows[0].c_last && r.c_last !== os[i].c_last && r.ol_i_id === os[i].ol_i_id &&
       r.c_first === os[i].c_first), 'order_status, governed key: c_last hashed on every line, the other columns as the database');
-    check(go.body[0].c_last === gc.body[0].c_last, 'the hash of c_last is the same in both queries');
+    check(go.rows[0].c_last === gc.rows[0].c_last, 'the hash of c_last is the same in both queries');
 
     const sl = await direct('stock_level', { w_id: w, d_id: d, threshold: 15 });
     for (const k of ['reader', 'governed']) {
       const r = await call(g, keys[k], `/q/stock_level?w_id=${w}&d_id=${d}&threshold=15`);
-      check(r.status === 200 && r.body[0]?.low_stock === sl[0].low_stock, `stock_level, ${k} key: ${sl[0].low_stock}, as the database`);
+      check(r.status === 200 && r.rows[0]?.low_stock === sl[0].low_stock, `stock_level, ${k} key: ${sl[0].low_stock}, as the database`);
     }
     // the allow-list is enforced: a table outside it is refused for the governed key
     await g.api('POST', '/api/v1/queries', {
@@ -212,7 +219,7 @@ async function checkAnswers(g: Gateway, keys: Record<string, string>): Promise<v
     });
     await g.api('PATCH', '/api/v1/api-keys/tpcc-governed', { queries: ['customer', 'order_status', 'stock_level', 'item_probe'] });
     const probe = await call(g, keys.governed, '/q/item_probe?i_id=1');
-    check(probe.status === 403, `item (outside allowed_tables), governed key: ${probe.status} ${probe.body?.code ?? ''}`);
+    check(probe.status === 403, `item (outside allowed_tables), governed key: ${probe.status} ${(probe.body as { code?: string } | null)?.code ?? ''}`);
     await g.api('PATCH', '/api/v1/api-keys/tpcc-governed', { queries: ['customer', 'order_status', 'stock_level'] });
   } finally {
     await db.end();
@@ -224,7 +231,7 @@ async function checkAnswers(g: Gateway, keys: Record<string, string>): Promise<v
 /** Runs recorded so far (each version counts its runs, whatever the history keeps), so the difference
  *  over a window is the runs the recorder wrote for it. Waits for the batches in flight. */
 async function settledRunId(store: Database.Database): Promise<number> {
-  const read = () => Number((store.prepare('SELECT sum(runs_recorded) AS n FROM saved_query_versions').get() as any)?.n ?? 0);
+  const read = () => Number((store.prepare('SELECT sum(runs_recorded) AS n FROM saved_query_versions').get() as { n: number | null } | undefined)?.n ?? 0);
   // the recorder writes a batch every QUERYAPIGATE_HISTORY_FLUSH_INTERVAL (1 s): settled means no
   // change for well over one interval
   let last = read();
@@ -295,10 +302,10 @@ async function main(): Promise<void> {
     }
     const queries = Object.keys(SQL);
     const keys = {
-      reader: (await g.api('POST', '/api/v1/api-keys', { name: 'tpcc-reader', queries, connections: [] })).secret as string,
-      governed: (await g.api('POST', '/api/v1/api-keys', {
+      reader: (await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'tpcc-reader', queries, connections: [] })).secret,
+      governed: (await g.api<{ secret: string }>('POST', '/api/v1/api-keys', {
         name: 'tpcc-governed', queries, connections: [], allowed_tables: ALLOWED_TABLES, mask: MASK,
-      })).secret as string,
+      })).secret,
     };
     console.error('tpcc: checking the answers');
     await checkAnswers(g, keys);

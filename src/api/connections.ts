@@ -73,7 +73,7 @@ export function connectionRoutes(r: ApiRouter): void {
 
   r.add('DELETE', '/api/v1/connections/:name', async (ctx, req, [n]) => {
     const b = parseBody(deleteSchema, readJson(req.body, false));
-    if (!b.reason || !b.reason.trim()) throw new GatewayError('reason_required', 'Deleting a connection needs a "reason"');
+    if (!b.reason?.trim()) throw new GatewayError('reason_required', 'Deleting a connection needs a "reason"');
     if (!(await ctx.store.deleteConnection(n))) throw new GatewayError('connection_not_found', `Connection '${n}' not found`);
     return jsonAnswer(204, null);
   }, connectionChanged);

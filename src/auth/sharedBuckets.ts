@@ -218,7 +218,7 @@ export class SharedRateLimiter {
           this.#lock(l.cellLock + cell);
           const carried = f64[l.cellTat + cell];
           this.#unlock(l.cellLock + cell);
-          f64[l.tat + s] = carried > tat ? carried : tat;
+          f64[l.tat + s] = Math.max(carried, tat);
           Atomics.store(i32, l.fp + s, fp);
           const result = this.#apply(l.tat + s, nowUs, n, r, tau);
           this.#unlock(l.lock + s);
@@ -239,7 +239,7 @@ export class SharedRateLimiter {
   /** One GCRA step on the TAT at f64 index `at`; the caller holds its lock. */
   #apply(at: number, nowUs: number, n: number, r: number, tau: number): RateCheck {
     const tat = this.#f64[at];
-    const next = (tat > nowUs ? tat : nowUs) + r;
+    const next = Math.max(tat, nowUs) + r;
     if (next - nowUs > tau) {
       return { allowed: false, limit: n, remaining: 0, retryAfterS: Math.max(1, Math.ceil((next - tau - nowUs) / 1e6)) };
     }

@@ -101,12 +101,14 @@ export function compileBinder(placeholders: string[], rules: Record<string, Para
       if (raw === undefined) {
         if (slot.hasDefault) value = slot.defaultValue;
         else if (slot.required) {
-          put((errors ??= {}), slot.name, 'is required');
+          errors ??= {};
+          put(errors, slot.name, 'is required');
           continue;
         } else value = null;
       } else if (raw === null) {
         if (slot.required && slot.declared) {
-          put((errors ??= {}), slot.name, 'must not be null');
+          errors ??= {};
+          put(errors, slot.name, 'must not be null');
           continue;
         }
         value = null;
@@ -120,7 +122,8 @@ export function compileBinder(placeholders: string[], rules: Record<string, Para
           if (value !== FAIL) value = applyRules(check, value);
         }
         if (value === FAIL) {
-          put((errors ??= {}), slot.name, why);
+          errors ??= {};
+          put(errors, slot.name, why);
           onlyMissing = false;
           continue;
         }

@@ -233,7 +233,7 @@ const TWO_DIGITS = Array.from({ length: 100 }, (_, n) => (n < 10 ? '0' : '') + n
 /** "YYYY-MM-DD HH:MM:SS" from the Date's UTC fields (no zone, no fraction); null for an invalid Date. */
 export function formatDateTime(d: Date): string | null {
   const t = d.getTime();
-  if (t !== t) return null;
+  if (Number.isNaN(t)) return null;
   const y = d.getUTCFullYear();
   const year =
     y >= 1000 && y <= 9999

@@ -54,7 +54,7 @@ export function parseRule(spec: unknown): ParamRule | string {
     type = long;
   }
   const rule: ParamRule = { type, required: true };
-  const has = (key: string): boolean => Object.prototype.hasOwnProperty.call(spec, key);
+  const has = (key: string): boolean => Object.hasOwn(spec, key);
 
   if (has('required')) {
     if (typeof spec.required !== 'boolean') return "'required' must be true or false";

@@ -153,7 +153,7 @@ export function coerceDefinition(type: ParamType, v: unknown): Coerced {
 
 /** Python's format(x, 'g'): 6 significant digits, exponent form outside 1e-4 .. 1e6. */
 export function formatG(x: number): string {
-  if (!Number.isFinite(x)) return x !== x ? 'nan' : x > 0 ? 'inf' : '-inf';
+  if (!Number.isFinite(x)) return Number.isNaN(x) ? 'nan' : x > 0 ? 'inf' : '-inf';
   if (x === 0) return Object.is(x, -0) ? '-0' : '0';
   const e = x.toExponential(5);
   const at = e.indexOf('e');

@@ -33,7 +33,10 @@ export interface CallPlan {
 export function planFor(plans: LRUCache<string, CallPlan>, version: VersionRow, connection: string, dialect: Dialect): CallPlan {
   const key = `${version.uuid}\u0000${connection}\u0000${dialect}`;
   let plan = plans.get(key);
-  if (!plan) plans.set(key, (plan = planCall(key, version, dialect)));
+  if (!plan) {
+    plan = planCall(key, version, dialect);
+    plans.set(key, plan);
+  }
   return plan;
 }
 

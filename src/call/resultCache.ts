@@ -75,6 +75,6 @@ export function createResultCache(redisUrl: string | null, maxBytes = 64 << 20):
 /** A cached answer for this request: 304 when the client holds the same ETag. */
 export function cacheAnswer(entry: CachedAnswer, ttl: number, state: 'HIT' | 'MISS', ifNoneMatch: string): Answer {
   const extra = ['ETag', entry.etag, 'Cache-Control', `max-age=${ttl}`, 'X-Cache', state];
-  if (ifNoneMatch && ifNoneMatch.split(/\s*,\s*/).includes(entry.etag)) return { status: 304, headers: extra, body: '' };
+  if (ifNoneMatch !== '' && ifNoneMatch.split(/\s*,\s*/).includes(entry.etag)) return { status: 304, headers: extra, body: '' };
   return { status: 200, headers: entry.headers.concat(extra), body: entry.body };
 }

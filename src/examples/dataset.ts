@@ -196,7 +196,9 @@ export function buildExamplesDb(file: string, opts: { seed?: number; today?: Dat
     db.transaction(() => {
       // category
       const insCategory = db.prepare('INSERT INTO category (category_id, name) VALUES (?, ?)');
-      EXAMPLE_CATEGORIES.forEach((name, i) => insCategory.run(i + 1, name));
+      EXAMPLE_CATEGORIES.forEach((name, i) => {
+        insCategory.run(i + 1, name);
+      });
 
       // film: unique two-word titles; a popularity weight per film so that
       // "top films" has a clear ranking.
@@ -223,7 +225,10 @@ export function buildExamplesDb(file: string, opts: { seed?: number; today?: Dat
       }
       const cumulative: number[] = [];
       let total = 0;
-      for (const w of filmWeight) cumulative.push((total += w));
+      for (const w of filmWeight) {
+        total += w;
+        cumulative.push(total);
+      }
       const pickFilm = () => {
         const x = rand() * total;
         let lo = 0;

@@ -4,7 +4,11 @@
 import type { Cte, Ex, FromItem, Query, SelCol } from './lineage.js';
 import { LoweringError } from './lowerPg.js';
 
-type Node = Record<string, any>;
+/**
+ * A node of node-sql-parser's AST. Its published types don't describe what every dialect build emits,
+ * so a node's fields are unknown until narrowed, and taken as nodes where the grammar puts one.
+ */
+type Node = Record<string, unknown>;
 
 /** A name as node-sql-parser spells it: a string, `{value}`, or `{expr: {value}}`. */
 function ident(x: unknown): string | null {
@@ -42,7 +46,7 @@ export function lowerNspStatement(st: Node): Query {
 function lowerCtes(withList: unknown): Cte[] {
   if (!Array.isArray(withList)) return [];
   return withList.map((w: Node) => {
-    const stmt: Node = w.stmt?.ast ?? w.stmt;
+    const stmt = ((w.stmt as Node | undefined)?.ast ?? w.stmt) as Node;
     const cols = Array.isArray(w.columns) ? w.columns.map((c: unknown) => (lcIdent(c) ?? '?')) : null;
     return { name: lcIdent(w.name) ?? '?', cols, q: lowerNspStatement(stmt), recursive: !!w.recursive };
   });
@@ -52,7 +56,7 @@ function lowerSelectChain(st: Node): Query {
   const ctes = lowerCtes(st.with);
   if (!st._next) return lowerSelect(st, ctes);
   const parts: Query[] = [];
-  for (let n: Node | null = st; n; n = n._next ?? null) parts.push(lowerSelect(n, []));
+  for (let n: Node | null = st; n; n = (n._next as Node | undefined) ?? null) parts.push(lowerSelect(n, []));
   return { k: 'setop', ctes, parts, extra: [] };
 }
 
@@ -67,17 +71,18 @@ function lowerSelect(s: Node, ctes: Cte[]): Query {
   }
   const cols: SelCol[] = [];
   if (s.columns === '*') cols.push({ ex: emptyEx(), alias: null, star: { q: null }, implicitName: null });
-  else for (const c of s.columns ?? []) cols.push(lowerSelCol(c));
+  else for (const c of (s.columns ?? []) as Node[]) cols.push(lowerSelCol(c));
   const rest = emptyEx();
   for (const key of ['where', 'groupby', 'having', 'orderby', 'limit', 'window', 'qualify']) walk(s[key], rest);
   if (s.distinct && typeof s.distinct === 'object') walk(s.distinct, rest);
   extra.push(rest);
-  const into = !!(s.into && (s.into.expr || s.into.type || s.into.keyword));
+  const target = s.into as Node | null | undefined;
+  const into = !!(target && (target.expr || target.type || target.keyword));
   return { k: 'select', ctes, from, cols, extra, into };
 }
 
 function lowerSelCol(c: Node): SelCol {
-  const e: Node = c.expr ?? c;
+  const e = (c.expr ?? c) as Node;
   if (e.type === 'column_ref' && ident(e.column) === '*') {
     return { ex: emptyEx(), alias: null, star: { q: lcIdent(e.table) }, implicitName: null };
   }
@@ -88,12 +93,12 @@ function implicitName(e: Node): string | null {
   if (e.type === 'column_ref') return lcIdent(e.column);
   if (e.type === 'function') return funcName(e);
   if (e.type === 'aggr_func') return String(e.name).toLowerCase();
-  if (e.type === 'cast') return implicitName(e.expr ?? {});
+  if (e.type === 'cast') return implicitName((e.expr ?? {}) as Node);
   return null;
 }
 
 function funcName(e: Node): string {
-  const n = e.name;
+  const n = e.name as Node | string | null | undefined;
   if (typeof n === 'string') return n.toLowerCase();
   if (n && Array.isArray(n.name) && n.name.length) return String(n.name[n.name.length - 1].value).toLowerCase();
   return lcIdent(n) ?? '?';
@@ -117,9 +122,9 @@ function lowerFrom(f: Node): FromItem | null {
     const schema = lcIdent(f.schema) ?? lcIdent(f.db);
     return { k: 'table', name, schema, alias, cols };
   }
-  const e: Node | undefined = f.expr;
+  const e = f.expr as Node | undefined;
   if (e) {
-    if (e.ast) return { k: 'sub', q: lowerNspStatement(e.ast), alias, cols };
+    if (e.ast) return { k: 'sub', q: lowerNspStatement(e.ast as Node), alias, cols };
     if (e.type === 'select') return { k: 'sub', q: lowerNspStatement(e), alias, cols };
     if (e.type === 'values' && Array.isArray(e.values)) {
       const rows = e.values.map((row: Node) => (Array.isArray(row.value) ? row.value : [row]).map((x: Node) => lowerEx(x)));
@@ -128,7 +133,8 @@ function lowerFrom(f: Node): FromItem | null {
     if (e.type === 'function') {
       const args = emptyEx();
       walk(e.args, args);
-      const argc = Array.isArray(e.args?.value) ? e.args.value.length : 0;
+      const argv = (e.args as Node | undefined)?.value;
+      const argc = Array.isArray(argv) ? argv.length : 0;
       return { k: 'func', name: funcName(e), args, argc, alias, cols, ordinality: false };
     }
   }
@@ -170,13 +176,14 @@ function lowerWrite(st: Node): Query {
     }
   }
   if (targets.length === 0) throw new LoweringError('a write without a target table');
-  const values = st.values;
-  if (values && typeof values === 'object' && (values.type === 'select' || values.ast)) source = lowerNspStatement(values.ast ?? values);
+  const values = st.values as Node | null | undefined;
+  if (values && typeof values === 'object' && (values.type === 'select' || values.ast)) source = lowerNspStatement((values.ast ?? values) as Node);
   else walk(values, extra);
   for (const key of ['set', 'where', 'on_duplicate_update', 'orderby', 'limit', 'conflict']) walk(st[key], extra);
   let returning: SelCol[] | null = null;
   if (st.returning) {
-    const cols = Array.isArray(st.returning.columns) ? st.returning.columns : Array.isArray(st.returning) ? st.returning : [];
+    const ret = st.returning as Node;
+    const cols = Array.isArray(ret.columns) ? ret.columns : Array.isArray(ret) ? ret : [];
     returning = cols.map(lowerSelCol);
   }
   return { k: 'write', ctes, verb: String(st.type), targets, from, extra: [extra], source, returning };
@@ -202,7 +209,7 @@ function walk(node: unknown, ex: Ex): void {
   }
   const n = node as Node;
   if (n.ast && typeof n.ast === 'object') {
-    ex.subs.push(lowerNspStatement(n.ast));
+    ex.subs.push(lowerNspStatement(n.ast as Node));
     return;
   }
   switch (n.type) {

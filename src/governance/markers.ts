@@ -94,7 +94,7 @@ function skipOpaque(sql: string, i: number, dialect: MarkerDialect | undefined):
       if (sql.charCodeAt(i + 1) !== DASH) return i;
       if (dialect === 'postgres' || dialect === 'sqlite') return endOfLine(sql, i + 2);
       const next = sql.charCodeAt(i + 2);
-      return next !== next || next <= 0x20 ? endOfLine(sql, i + 2) : i; // NaN: end of input
+      return Number.isNaN(next) || next <= 0x20 ? endOfLine(sql, i + 2) : i; // NaN: end of input
     }
     case HASH:
       return dialect === 'mysql' ? endOfLine(sql, i + 1) : i;

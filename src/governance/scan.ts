@@ -131,7 +131,8 @@ export function lex(sql: string, dialect: ScanDialect): Lexed {
     // comments
     if (c === 0x2d && sql.charCodeAt(i + 1) === 0x2d) {
       const next = sql.charCodeAt(i + 2);
-      if (dialect !== 'mysql' || next !== next || next <= 0x20) {
+      // NaN: end of input
+      if (dialect !== 'mysql' || Number.isNaN(next) || next <= 0x20) {
         i = endOfLine(sql, i + 2);
         continue;
       }

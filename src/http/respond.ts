@@ -169,9 +169,13 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
     if (out instanceof Promise) out.then(finish, (e) => finish(internalError(req, e)));
     else finish(out);
   };
-  if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || declared === '0') return run();
+  if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || declared === '0') {
+    run();
+    return;
+  }
   if (declared && Number(declared) > maxBody) {
-    return finish(errorAnswer('payload_too_large', `Request body is larger than ${maxBody} bytes`, req.requestId));
+    finish(errorAnswer('payload_too_large', `Request body is larger than ${maxBody} bytes`, req.requestId));
+    return;
   }
   readBody(res, maxBody, (body) => {
     if (body === null) {

@@ -158,10 +158,16 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     close,
   };
 
+  /** The write pool, made by the first call that may write. */
+  function writer(): Pool {
+    writePool ??= makePool(size);
+    return writePool;
+  }
+
   async function run(text: string, values: unknown[], opts: RunOptions): Promise<ResultSet> {
     if (closed) throw connectionFailed('source closed');
     const ms = toMs(opts.timeoutMs);
-    const pool = opts.readOnly ? readPool : (writePool ??= makePool(size));
+    const pool = opts.readOnly ? readPool : writer();
     let c: PoolConnection;
     try {
       c = await acquire(pool);
@@ -481,7 +487,10 @@ function shapeOf(fields: FieldPacket[]): Shape {
     const f = fields[i]!;
     columns[i] = f.name;
     const fn = converterFor(f);
-    if (fn) (convert ??= []).push([i, fn]);
+    if (fn) {
+      convert ??= [];
+      convert.push([i, fn]);
+    }
   }
   return { columns, fields, convert };
 }

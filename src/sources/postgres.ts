@@ -14,7 +14,7 @@ import type {
 } from './types.js';
 import { connectionFailed, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams } from './errors.js';
 
-type Sql = postgres.Sql<{}>;
+type Sql = postgres.Sql;
 
 /**
  * One postgres.js client per connection (`max: 1`). Measured (DESIGN, "Measured traps"): a client
@@ -159,9 +159,15 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     close,
   };
 
+  /** The write pool, made by the first call that may write. */
+  function writer(): Client[] {
+    writePool ??= makePool(false);
+    return writePool;
+  }
+
   async function run(text: string, values: unknown[], opts: RunOptions): Promise<ResultSet> {
     if (closed) throw connectionFailed('source closed');
-    const client = pick(opts.readOnly ? readPool : (writePool ??= makePool(false)));
+    const client = pick(opts.readOnly ? readPool : writer());
     const ms = toMs(opts.timeoutMs);
     client.busy++;
     try {
@@ -235,7 +241,8 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       if (!st.failure && !st.timedOut && st.batches === 0) {
         // No rows: one call with the columns, so an export can still write its header.
         try {
-          await onBatch((st.columns = namesOf(res.columns ?? undefined)), []);
+          st.columns = namesOf(res.columns ?? undefined);
+          await onBatch(st.columns, []);
         } catch (error) {
           st.failure = { error };
         }
@@ -503,7 +510,7 @@ function serializeTime(x: unknown): string {
   return x instanceof Date ? x.toISOString() : String(x);
 }
 
-function sslOption(mode: unknown): postgres.Options<{}>['ssl'] {
+function sslOption(mode: unknown): postgres.Options<Record<string, postgres.PostgresType>>['ssl'] {
   switch (mode) {
     case undefined:
     case null:

@@ -24,7 +24,10 @@ export function openSqlite(file: string, opts: { readonly?: boolean } = {}): Sql
   const statements = new LRUCache<string, Database.Statement>({ max: 500 });
   const prepare = (text: string) => {
     let s = statements.get(text);
-    if (!s) statements.set(text, (s = db.prepare(text)));
+    if (!s) {
+      s = db.prepare(text);
+      statements.set(text, s);
+    }
     return s;
   };
   const bind = (params: unknown[]) => params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p));
@@ -133,6 +136,9 @@ const VALUES_LISTS = new Map<string, string>();
 export function valuesList(rows: number, columns: number): string {
   const k = `${rows}x${columns}`;
   let v = VALUES_LISTS.get(k);
-  if (v === undefined) VALUES_LISTS.set(k, (v = new Array(rows).fill(`(${new Array(columns).fill('?').join(', ')})`).join(', ')));
+  if (v === undefined) {
+    v = new Array(rows).fill(`(${new Array(columns).fill('?').join(', ')})`).join(', ');
+    VALUES_LISTS.set(k, v);
+  }
   return v;
 }

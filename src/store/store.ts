@@ -45,6 +45,56 @@ export function localTimestamp(d = new Date()): string {
 
 const bool = (v: unknown) => v === 1 || v === true || v === '1';
 
+// The tables' rows as the engines return them (flags are INTEGER 0/1; BIGINT comes back as a number
+// from fromPg, INTEGER may be text on some drivers, hence the Number() where they are read).
+interface ConnectionRecord {
+  name: string;
+  db: string;
+  active: number;
+  example: number;
+  created_at: string;
+  updated_at: string;
+  details_json: string;
+}
+
+interface QueryRecord {
+  name: string;
+  collection: string | null;
+  example: number;
+  published_version: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
+interface VersionRecord {
+  version: number;
+  uuid: string;
+  was_published: number;
+  created_at: string;
+  last_modified_at: string;
+  fields_json: string;
+}
+
+/** getQuery's join: the query's columns, then one version's (all null for a query with no version). */
+type QueryVersionRecord = QueryRecord & { [K in Exclude<keyof VersionRecord, 'created_at'>]: VersionRecord[K] | null } & {
+  v_created_at: string | null;
+};
+
+interface KeyRecord {
+  name: string;
+  hash: string;
+  active: number;
+  expires_at: string | null;
+  example: number;
+  created_at: string;
+  updated_at: string;
+  last_used_at: string | null;
+  details_json: string;
+  previous_until: number | null;
+  /** Only from getKeyByHash: 1 when the row was found by its previous hash. */
+  via_previous?: number;
+}
+
 export class Store {
   constructor(readonly db: SqlDb) {}
 
@@ -66,11 +116,11 @@ export class Store {
 
   // ── connections ───────────────────────────────────────────────────────────────────────────
   async listConnections(): Promise<ConnectionRow[]> {
-    return (await this.db.all<any>('SELECT * FROM connections ORDER BY name')).map(toConnection);
+    return (await this.db.all<ConnectionRecord>('SELECT * FROM connections ORDER BY name')).map(toConnection);
   }
 
   async getConnection(name: string): Promise<ConnectionRow | null> {
-    const rows = await this.db.all<any>('SELECT * FROM connections WHERE name = ?', [name]);
+    const rows = await this.db.all<ConnectionRecord>('SELECT * FROM connections WHERE name = ?', [name]);
     return rows.length ? toConnection(rows[0]) : null;
   }
 
@@ -91,13 +141,16 @@ export class Store {
   // ── saved queries ─────────────────────────────────────────────────────────────────────────
   async listQueries(): Promise<QueryRow[]> {
     const [queries, versions] = await Promise.all([
-      this.db.all<any>('SELECT * FROM saved_queries ORDER BY name'),
-      this.db.all<any>('SELECT * FROM saved_query_versions ORDER BY query_name, version'),
+      this.db.all<QueryRecord>('SELECT * FROM saved_queries ORDER BY name'),
+      this.db.all<VersionRecord & { query_name: string }>('SELECT * FROM saved_query_versions ORDER BY query_name, version'),
     ]);
     const byName = new Map<string, VersionRow[]>();
     for (const v of versions) {
       let list = byName.get(v.query_name);
-      if (!list) byName.set(v.query_name, (list = []));
+      if (!list) {
+        list = [];
+        byName.set(v.query_name, list);
+      }
       list.push(toVersion(v));
     }
     return queries.map((q) => toQuery(q, byName.get(q.name) ?? []));
@@ -105,13 +158,13 @@ export class Store {
 
   /** The query with all its versions, in one round trip. */
   async getQuery(name: string): Promise<QueryRow | null> {
-    const rows = await this.db.all<any>(
+    const rows = await this.db.all<QueryVersionRecord>(
       `SELECT q.name, q.collection, q.example, q.published_version, q.created_at, q.updated_at,
               v.version, v.uuid, v.was_published, v.created_at AS v_created_at, v.last_modified_at, v.fields_json
          FROM saved_queries q LEFT JOIN saved_query_versions v ON v.query_name = q.name
         WHERE q.name = ? ORDER BY v.version`, [name]);
     if (!rows.length) return null;
-    const versions = rows[0].version === null ? [] : rows.map((r) => toVersion({ ...r, created_at: r.v_created_at }));
+    const versions = rows[0].version === null ? [] : rows.map((r) => toVersion({ ...r, created_at: r.v_created_at } as VersionRecord));
     return toQuery(rows[0], versions);
   }
 
@@ -179,17 +232,17 @@ export class Store {
 
   // ── API keys ──────────────────────────────────────────────────────────────────────────────
   async listKeys(): Promise<KeyRow[]> {
-    return (await this.db.all<any>('SELECT * FROM api_keys ORDER BY name')).map(toKey);
+    return (await this.db.all<KeyRecord>('SELECT * FROM api_keys ORDER BY name')).map(toKey);
   }
 
   async getKey(name: string): Promise<KeyRow | null> {
-    const rows = await this.db.all<any>('SELECT * FROM api_keys WHERE name = ?', [name]);
+    const rows = await this.db.all<KeyRecord>('SELECT * FROM api_keys WHERE name = ?', [name]);
     return rows.length ? toKey(rows[0]) : null;
   }
 
   /** The key this secret hash belongs to: its current secret, or one rotated out but still in grace. */
   async getKeyByHash(hash: string): Promise<KeyRow | null> {
-    const rows = await this.db.all<any>(
+    const rows = await this.db.all<KeyRecord>(
       'SELECT *, 0 AS via_previous FROM api_keys WHERE hash = ? UNION ALL SELECT *, 1 AS via_previous FROM api_keys WHERE previous_hash = ?',
       [hash, hash]);
     return rows.length ? toKey(rows[0]) : null;
@@ -323,7 +376,7 @@ export class Store {
     if (f.until !== undefined) add('executed_at < ?', f.until);
     if (f.before !== undefined) add('event_id < ?', f.before);
     params.push(f.limit);
-    const rows = await this.db.all<any>(
+    const rows = await this.db.all<{ id: number; entry_json: string }>(
       `SELECT event_id AS id, entry_json FROM run_history ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY event_id DESC LIMIT ?`, params);
     return rows.map((r) => ({ id: Number(r.id), ...JSON.parse(r.entry_json) }));
   }
@@ -345,7 +398,10 @@ const SQLITE_HISTORY_PIECE = 120;
 const sqliteUpserts = new Map<number, string>();
 function upsertHistorySqlite(rows: number): string {
   let text = sqliteUpserts.get(rows);
-  if (!text) sqliteUpserts.set(rows, (text = `${HISTORY_UPSERT} VALUES ${valuesList(rows, HISTORY_COLUMNS)} ${HISTORY_ON_CONFLICT}`));
+  if (!text) {
+    text = `${HISTORY_UPSERT} VALUES ${valuesList(rows, HISTORY_COLUMNS)} ${HISTORY_ON_CONFLICT}`;
+    sqliteUpserts.set(rows, text);
+  }
   return text; // bounded: one text per piece size nextPiece makes
 }
 
@@ -358,7 +414,7 @@ async function insertVersion(t: SqlDb, name: string, version: number, f: Version
     [name, version, f.uuid, publish ? 1 : 0, now, now, JSON.stringify(fields)]);
 }
 
-function toConnection(r: any): ConnectionRow {
+function toConnection(r: ConnectionRecord): ConnectionRow {
   const d = JSON.parse(r.details_json);
   return {
     name: r.name, db: r.db, active: bool(r.active), host: d.host ?? null, port: d.port ?? null, database: d.database ?? null,
@@ -367,11 +423,11 @@ function toConnection(r: any): ConnectionRow {
   };
 }
 
-function toVersion(r: any): VersionRow {
+function toVersion(r: VersionRecord): VersionRow {
   return { ...JSON.parse(r.fields_json), version: Number(r.version), uuid: r.uuid, was_published: bool(r.was_published), created_at: r.created_at, last_modified_at: r.last_modified_at };
 }
 
-function toQuery(r: any, versions: VersionRow[]): QueryRow {
+function toQuery(r: QueryRecord, versions: VersionRow[]): QueryRow {
   return {
     name: r.name, collection: r.collection ?? null, example: bool(r.example),
     published_version: r.published_version === null ? null : Number(r.published_version),
@@ -379,7 +435,7 @@ function toQuery(r: any, versions: VersionRow[]): QueryRow {
   };
 }
 
-function toKey(r: any): KeyRow {
+function toKey(r: KeyRecord): KeyRow {
   return {
     ...JSON.parse(r.details_json), name: r.name, hash: r.hash, active: bool(r.active), expires_at: r.expires_at ?? null,
     example: bool(r.example), created_at: r.created_at, updated_at: r.updated_at, last_used_at: r.last_used_at ?? null,

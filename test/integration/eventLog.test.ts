@@ -143,7 +143,9 @@ for (const make of [sqliteEngine, postgresEngine]) {
         const before = JSON.stringify(batch);
         const written = await log.append(batch);
         assert.equal(written.length, size);
-        written.forEach((w, i) => assert.deepEqual(w, { ...batch[i], id: w.id }));
+        written.forEach((w, i) => {
+          assert.deepEqual(w, { ...batch[i], id: w.id });
+        });
         // The runs given are left as they were: the recorder writes the same objects to history afterwards.
         assert.equal(JSON.stringify(batch), before);
         all.push(...written);

@@ -4,14 +4,26 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { eventually, startTestServer, type TestServer } from '../helpers.js';
 
+/** An event as /events sends it: the id, and the data line's JSON (src/http/events.ts, eventPayload). */
+interface RunEvent {
+  id: number;
+  data: {
+    type: 'execution' | 'adhoc_execution';
+    filename?: string;
+    version?: number | null;
+    connection_name: string | null;
+    entry: { key_name: string | null } & Record<string, unknown>;
+  };
+}
+
 /** Reads an SSE stream until `until` says stop; returns the parsed events. */
-async function readEvents(s: TestServer, key: string, until: (events: Array<{ id: number; data: any }>) => boolean,
+async function readEvents(s: TestServer, key: string, until: (events: RunEvent[]) => boolean,
   headers: Record<string, string> = {}) {
   const ctl = new AbortController();
   const res = await fetch(`${s.url}/events`, { headers: { 'X-API-Key': key, ...headers }, signal: ctl.signal });
   assert.equal(res.status, 200);
   assert.equal(res.headers.get('content-type'), 'text/event-stream');
-  const events: Array<{ id: number; data: any }> = [];
+  const events: RunEvent[] = [];
   const reader = res.body!.getReader();
   let buf = '';
   const decoder = new TextDecoder();
@@ -21,8 +33,7 @@ async function readEvents(s: TestServer, key: string, until: (events: Array<{ id
       const { value, done } = await reader.read();
       if (done) break;
       buf += decoder.decode(value, { stream: true });
-      let end;
-      while ((end = buf.indexOf('\n\n')) !== -1) {
+      for (let end = buf.indexOf('\n\n'); end !== -1; end = buf.indexOf('\n\n')) {
         const block = buf.slice(0, end);
         buf = buf.slice(end + 2);
         const id = block.match(/^id: (\d+)$/m);

@@ -18,8 +18,14 @@ const NOW = '2026-12-01 00:00:00';
 function spied(db: SqlDb, seen: Array<{ text: string; params: unknown[] }>): SqlDb {
   const self: SqlDb = {
     dialect: db.dialect,
-    all: (text, params = []) => (seen.push({ text, params }), db.all(text, params)),
-    run: (text, params = []) => (seen.push({ text, params }), db.run(text, params)),
+    all: (text, params = []) => {
+      seen.push({ text, params });
+      return db.all(text, params);
+    },
+    run: (text, params = []) => {
+      seen.push({ text, params });
+      return db.run(text, params);
+    },
     tx: (fn) => db.tx((t) => fn(spied(t, seen))),
     close: () => db.close(),
   };

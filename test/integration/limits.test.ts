@@ -2,9 +2,9 @@
 // threads and across two processes sharing Redis, the server-wide limit per client behind a proxy.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ADMIN_KEY, request, scratchDatabase, startProcess, startTestServer } from '../helpers.js';
+import { ADMIN_KEY, request, scratchDatabase, startProcess, startTestServer, type TestServer } from '../helpers.js';
 
-async function keyFor(s: { call: Function }, body: Record<string, unknown>): Promise<string> {
+async function keyFor(s: Pick<TestServer, 'call'>, body: Record<string, unknown>): Promise<string> {
   const r = await s.call('POST', '/api/v1/api-keys', { body: { queries: ['example_film_lookup'], connections: [], ...body } });
   assert.equal(r.status, 201, r.text);
   return r.json.secret;

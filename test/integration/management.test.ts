@@ -34,7 +34,9 @@ describe('management API', () => {
     assert.equal(patched.json.port, 5434);
     assert.equal(patched.json.host, null);
     assert.equal(patched.json.password, '********');
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${VAR} reference is stored and shown as written, not a template
     const ref = await s.call('PATCH', '/api/v1/connections/warehouse', { body: { password: '${WAREHOUSE_PW}' } });
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${VAR} reference is stored and shown as written, not a template
     assert.equal(ref.json.password, '${WAREHOUSE_PW}');
     const get = await s.call('GET', '/api/v1/connections/warehouse');
     assert.equal(get.json.user, 'app');

@@ -288,7 +288,9 @@ describe('mysql source (MariaDB)', () => {
     const four = open(myConn(), { ...settings, poolSize: 4 });
     const ids = Array.from({ length: 200 }, (_, i) => i + 1);
     const results = await Promise.all(ids.map((id) => four.run('SELECT id, name FROM items WHERE id = ?', [id], READ)));
-    results.forEach((r, i) => assert.deepEqual(r.rows, [[ids[i], `item ${ids[i]}`]]));
+    results.forEach((r, i) => {
+      assert.deepEqual(r.rows, [[ids[i], `item ${ids[i]}`]]);
+    });
     const afterReads = await connectionsToScratch();
     assert.ok(afterReads > base && afterReads <= base + 4, `sessions: ${base} before, ${afterReads} after`);
     // Reads and writes at once: a second pool of 4 for the writes.
@@ -297,7 +299,9 @@ describe('mysql source (MariaDB)', () => {
         id % 2 ? four.run('SELECT qty FROM items WHERE id = ?', [id], READ) : four.run('UPDATE items SET qty = qty WHERE id = ?', [id], WRITE),
       ),
     );
-    mixed.forEach((r, i) => assert.equal(r.rowCount, 1, `call ${i}`));
+    mixed.forEach((r, i) => {
+      assert.equal(r.rowCount, 1, `call ${i}`);
+    });
     const afterMixed = await connectionsToScratch();
     assert.ok(afterMixed <= base + 8, `sessions: ${base} before, ${afterMixed} after`);
   });
@@ -319,15 +323,18 @@ describe('mysql source (MariaDB)', () => {
     assert.deepEqual(ids(await src.run(PAGED(withParam), [100, 3, 2], READ)), [103, 104, 105]);
   });
 
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the title names the ${VAR} syntax under test
   test('${VAR} in a connection is resolved at open', async () => {
     process.env.QAG_TEST_MYSQL_DB = SCRATCH;
     try {
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${VAR} reference the gateway resolves from the environment, not a template
       const viaEnv = open(myConn({ database: '${QAG_TEST_MYSQL_DB}' }));
       assert.deepEqual((await viaEnv.run('SELECT DATABASE()', [], READ)).rows, [[SCRATCH]]);
     } finally {
       delete process.env.QAG_TEST_MYSQL_DB;
     }
     assert.throws(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${VAR} reference the gateway resolves from the environment, not a template
       () => openSource(myConn({ password: '${QAG_TEST_MYSQL_UNSET_VAR}' }), settings),
       (e: unknown) => e instanceof GatewayError && e.code === 'connection_misconfigured' && e.message.includes('QAG_TEST_MYSQL_UNSET_VAR'),
     );

@@ -68,7 +68,7 @@ async function freePort(): Promise<number> {
 }
 
 /** A TCP proxy to the real Redis that the test can stop, restart, and stall. */
-class Proxy {
+class RedisProxy {
   port = 0;
   #server: Server | null = null;
   #sockets = new Set<Socket>();
@@ -170,7 +170,7 @@ test('Redis unreachable: counted locally, still limited, and every fallback coun
 });
 
 test('a limiter goes back to Redis when Redis comes back', async () => {
-  const proxy = new Proxy();
+  const proxy = new RedisProxy();
   await proxy.start();
   try {
     const limiter = instance(`redis://127.0.0.1:${proxy.port}`, { skipAfterFailureMs: 0 });
@@ -195,7 +195,7 @@ test('a limiter goes back to Redis when Redis comes back', async () => {
 });
 
 test('a stalled Redis times out to local counting; the late scripts still count in Redis', async () => {
-  const proxy = new Proxy();
+  const proxy = new RedisProxy();
   await proxy.start();
   try {
     const limiter = instance(`redis://127.0.0.1:${proxy.port}`, { skipAfterFailureMs: 0, commandTimeoutMs: 100 });

@@ -154,7 +154,9 @@ function streamSuite(h: () => Harness): void {
   test('a write is refused: streams are read-only', async () => {
     const src = h().open();
     let called = false;
-    await rejectsWith(src.stream(h().write, [], { ...stream(), readOnly: false }, () => void (called = true)), 'read_only');
+    await rejectsWith(src.stream(h().write, [], { ...stream(), readOnly: false }, () => {
+      called = true;
+    }), 'read_only');
     assert.equal(called, false);
   });
 

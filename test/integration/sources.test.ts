@@ -231,7 +231,9 @@ describe('postgres source', () => {
   test('200 concurrent lookups through a poolSize 4 source all succeed', async () => {
     const ids = Array.from({ length: 200 }, (_, i) => (i % 500) + 1);
     const results = await Promise.all(ids.map((id) => src.run('select id, name from items where id = $1', [id], READ)));
-    results.forEach((r, i) => assert.deepEqual(r.rows, [[ids[i], `item ${ids[i]}`]]));
+    results.forEach((r, i) => {
+      assert.deepEqual(r.rows, [[ids[i], `item ${ids[i]}`]]);
+    });
   });
 
   test('concurrent calls with different limits keep their own limits', async () => {
@@ -241,7 +243,9 @@ describe('postgres source', () => {
         : src.run('select current_setting($1)', ['statement_timeout'], READ).then((r) => r.rows[0]![0]),
     );
     const out = await Promise.all(runs);
-    out.forEach((v, i) => assert.equal(v, i % 4 === 0 ? 'timeout' : '30s'));
+    out.forEach((v, i) => {
+      assert.equal(v, i % 4 === 0 ? 'timeout' : '30s');
+    });
   });
 });
 
@@ -322,8 +326,10 @@ describe('sqlite source', () => {
 });
 
 describe('openSource and resolveEnvRefs', () => {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the title names the ${VAR} syntax under test
   test('${VAR} is replaced from the environment, recursively', () => {
     process.env.QAG_TEST_SECRET = 'pa$$';
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${VAR} reference the gateway resolves from the environment, not a template
     const out = resolveEnvRefs({ name: 'x', db: 'postgres', password: '${QAG_TEST_SECRET}!', options: { list: ['a${QAG_TEST_SECRET}'] }, port: 5 });
     assert.deepEqual(out, { name: 'x', db: 'postgres', password: 'pa$$!', options: { list: ['apa$$'] }, port: 5 });
   });
@@ -331,6 +337,7 @@ describe('openSource and resolveEnvRefs', () => {
   test('a missing variable is connection_misconfigured, naming it', () => {
     delete process.env.QAG_TEST_MISSING;
     assert.throws(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${VAR} reference the gateway resolves from the environment, not a template
       () => openSource(pgConn({ password: '${QAG_TEST_MISSING}' }), settings),
       (err: unknown) => err instanceof GatewayError && err.code === 'connection_misconfigured' && err.message.includes('QAG_TEST_MISSING'),
     );

@@ -2,7 +2,7 @@
 // table allow-list, masking application and the seeds' governed examples. No server, no database.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { statusOf } from '../../src/contract/errors.js';
+import { type GatewayError, statusOf } from '../../src/contract/errors.js';
 import { analyzeStatement, inspectStatement, scanStatement, type SqlDialect } from '../../src/governance/analysis.js';
 import { checkReadOnly, checkStatement, checkTables, checkWriteOps } from '../../src/governance/policy.js';
 import { compileMasker, hashValue, maskValue, planMasks, type MaskRule, type Schema } from '../../src/governance/masking.js';
@@ -177,7 +177,10 @@ for (const dialect of ['postgres', 'mysql'] as SqlDialect[]) {
           assert.ok(plan.actions.length === 0 || plan.actions.length === width, `plan width ${plan.actions.length}`);
         } else {
           const code = c.masks.refused;
-          assert.throws(() => planMasks(a, SCHEMA, RULES), (e: any) => e.code === code && statusOf(e.code) === 403);
+          assert.throws(() => planMasks(a, SCHEMA, RULES), (e: unknown) => {
+            const err = e as GatewayError;
+            return err.code === code && statusOf(err.code) === 403;
+          });
           // without rules nothing is traced and nothing refused
           assert.deepEqual(planMasks(a, SCHEMA, []), { actions: [], masked: [] });
         }
@@ -201,7 +204,7 @@ test('sqlite statements: pgsql-ast-parser, with node-sql-parser for SQLite-only 
   // [bracketed] names are read by neither parser: refused, never guessed
   const r = inspectStatement('SELECT [title] FROM [film]', 'sqlite');
   assert.equal(r.analysis, null);
-  assert.throws(() => checkTables(r.analysis, ['film']), (e: any) => e.code === 'table_check_failed');
+  assert.throws(() => checkTables(r.analysis, ['film']), (e: unknown) => (e as GatewayError).code === 'table_check_failed');
 });
 
 test('hidden writes are refused as read_only; reads stay reads', () => {
@@ -223,7 +226,10 @@ test('hidden writes are refused as read_only; reads stay reads', () => {
   ];
   for (const [dialect, sql, why] of writes) {
     const r = inspectStatement(sql, dialect);
-    assert.throws(() => checkReadOnly(r.scan, false), (e: any) => e.code === 'read_only' && statusOf(e.code) === 403 && e.message.includes(why), `${sql}`);
+    assert.throws(() => checkReadOnly(r.scan, false), (e: unknown) => {
+      const err = e as GatewayError;
+      return err.code === 'read_only' && statusOf(err.code) === 403 && err.message.includes(why);
+    }, `${sql}`);
     assert.doesNotThrow(() => checkReadOnly(r.scan, true), sql);
   }
   const reads: Array<[SqlDialect, string]> = [
@@ -248,7 +254,10 @@ test('multiple statements: 400 multiple_statements', () => {
   for (const sql of ['SELECT 1; SELECT 2', 'SELECT 1; DELETE FROM t']) {
     const r = inspectStatement(sql, 'postgres');
     assert.equal(r.analysis, null);
-    assert.throws(() => checkReadOnly(r.scan, true), (e: any) => e.code === 'multiple_statements' && statusOf(e.code) === 400);
+    assert.throws(() => checkReadOnly(r.scan, true), (e: unknown) => {
+      const err = e as GatewayError;
+      return err.code === 'multiple_statements' && statusOf(err.code) === 400;
+    });
   }
   assert.equal(scanStatement("SELECT ';' ; -- done", 'postgres').statements, 1);
 });
@@ -256,12 +265,15 @@ test('multiple statements: 400 multiple_statements', () => {
 test('allowed_write_ops counts writes hidden in CTEs', () => {
   const a = analyzeStatement('WITH d AS (DELETE FROM orders RETURNING id) INSERT INTO orders (id) SELECT id FROM d', 'postgres');
   assert.deepEqual(a.writeVerbs, ['delete', 'insert']);
-  assert.throws(() => checkWriteOps(a, ['insert']), (e: any) => e.code === 'write_op_not_allowed' && e.message.includes('insert'));
+  assert.throws(() => checkWriteOps(a, ['insert']), (e: unknown) => {
+    const err = e as GatewayError;
+    return err.code === 'write_op_not_allowed' && err.message.includes('insert');
+  });
   assert.doesNotThrow(() => checkWriteOps(a, ['INSERT', 'delete']));
   assert.doesNotThrow(() => checkWriteOps(a, null));
   assert.doesNotThrow(() => checkWriteOps(analyzeStatement('SELECT 1', 'postgres'), []));
   const into = analyzeStatement('SELECT id INTO backup FROM customers', 'postgres');
-  assert.throws(() => checkWriteOps(into, ['insert']), (e: any) => e.code === 'write_op_not_allowed');
+  assert.throws(() => checkWriteOps(into, ['insert']), (e: unknown) => (e as GatewayError).code === 'write_op_not_allowed');
   assert.doesNotThrow(() => checkWriteOps(into, ['select into']));
 });
 
@@ -271,9 +283,10 @@ test('allowed_tables decisions', () => {
     try {
       checkTables(r.analysis, allowed);
       return 'ok';
-    } catch (e: any) {
-      assert.equal(statusOf(e.code), 403);
-      return e.code;
+    } catch (e) {
+      const { code } = e as GatewayError;
+      assert.equal(statusOf(code), 403);
+      return code;
     }
   };
   assert.equal(decide('SELECT * FROM film', ['film']), 'ok');
@@ -312,11 +325,13 @@ test('allowed_tables decisions', () => {
   assert.equal(decide('UPDATE film SET title = (SELECT pw FROM secret LIMIT 1) WHERE film_id IN (SELECT film_id FROM film INTERSECT SELECT 1)', ['film']), 'table_not_allowed');
   // the message names the allowed and the forbidden tables
   const r = inspectStatement('SELECT * FROM film JOIN rental USING (film_id) JOIN customers USING (customer_id)', 'postgres');
-  assert.throws(() => checkTables(r.analysis, ['film']), (e: any) => e.code === 'table_not_allowed' &&
-    e.message === 'This API key may only query these tables: film. Forbidden: customers, rental.');
+  assert.throws(() => checkTables(r.analysis, ['film']), (e: unknown) => {
+    const err = e as GatewayError;
+    return err.code === 'table_not_allowed' && err.message === 'This API key may only query these tables: film. Forbidden: customers, rental.';
+  });
   // a write-op refusal comes before a table refusal
   const w = inspectStatement('DELETE FROM secret', 'postgres');
-  assert.throws(() => checkStatement(w.scan, w.analysis, { mayWrite: true, allowedWriteOps: ['insert'], allowedTables: ['film'] }), (e: any) => e.code === 'write_op_not_allowed');
+  assert.throws(() => checkStatement(w.scan, w.analysis, { mayWrite: true, allowedWriteOps: ['insert'], allowedTables: ['film'] }), (e: unknown) => (e as GatewayError).code === 'write_op_not_allowed');
 });
 
 test('masking application: hash, mask, null, drop', () => {
@@ -366,15 +381,18 @@ test('masking: strictest rule wins, wildcards, case and schema prefixes', () => 
 
 test('masking: fails closed, naming the column, only when a rule exists', () => {
   const a = analyzeStatement('SELECT v.email AS contact FROM customers_view v', 'postgres');
-  assert.throws(() => planMasks(a, SCHEMA, RULES), (e: any) => e.code === 'mask_unresolvable' && e.message.includes("'contact'"));
-  assert.throws(() => planMasks(a, SCHEMA, RULES, ['Contact']), (e: any) => e.message.includes("'Contact'"));
+  assert.throws(() => planMasks(a, SCHEMA, RULES), (e: unknown) => {
+    const err = e as GatewayError;
+    return err.code === 'mask_unresolvable' && err.message.includes("'contact'");
+  });
+  assert.throws(() => planMasks(a, SCHEMA, RULES, ['Contact']), (e: unknown) => (e as GatewayError).message.includes("'Contact'"));
   assert.deepEqual(planMasks(a, SCHEMA, []).actions, []);
   // the result must line up with the plan
   const b = analyzeStatement('SELECT * FROM customers', 'postgres');
-  assert.throws(() => planMasks(b, SCHEMA, RULES, ['id', 'name']), (e: any) => e.code === 'mask_unresolvable');
+  assert.throws(() => planMasks(b, SCHEMA, RULES, ['id', 'name']), (e: unknown) => (e as GatewayError).code === 'mask_unresolvable');
   // a statement that can't be analysed
   const r = inspectStatement('SELECT $$x$$', 'postgres');
-  assert.throws(() => planMasks(r.analysis, SCHEMA, RULES), (e: any) => e.code === 'mask_unresolvable');
+  assert.throws(() => planMasks(r.analysis, SCHEMA, RULES), (e: unknown) => (e as GatewayError).code === 'mask_unresolvable');
 });
 
 test("seeds' governed examples", () => {
@@ -384,7 +402,7 @@ test("seeds' governed examples", () => {
   );
   assert.equal(film.parser, 'pgsql-ast-parser');
   assert.doesNotThrow(() => checkTables(film, ['film', 'rental']));
-  assert.throws(() => checkTables(film, ['film']), (e: any) => e.code === 'table_not_allowed');
+  assert.throws(() => checkTables(film, ['film']), (e: unknown) => (e as GatewayError).code === 'table_not_allowed');
   const plan = planMasks(film, SCHEMA, [{ column: '*.title', action: 'hash' }]);
   assert.deepEqual(plan.actions, [null, 'hash', null, null, null, null, null]);
   const secret = Buffer.from('k');

@@ -68,7 +68,9 @@ test('scanMarkers: pieces and refs rebuild the statement', () => {
   assert.deepEqual(refs, [0, 1, 0]);
   assert.deepEqual(pieces, ['SELECT ', ", ':a', ", ', x::int, ', '']);
   let rebuilt = pieces[0];
-  refs.forEach((k, m) => (rebuilt += `:${placeholders[k]}${pieces[m + 1]}`));
+  refs.forEach((k, m) => {
+    rebuilt += `:${placeholders[k]}${pieces[m + 1]}`;
+  });
   assert.equal(rebuilt, sql);
 });
 
