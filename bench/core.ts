@@ -41,8 +41,12 @@ try {
         for (const m of MODES) {
           const { g, key } = gateways.get(m.mode)!;
           const r = await runLoad({
-            randRegexUrl: g.url + c.path, duration: seconds, connections: callers, warmup: round === 1 ? 2 : 1,
-            headers: c.key ? { 'X-API-Key': key } : {}, pid: g.pid,
+            randRegexUrl: g.url + c.path,
+            duration: seconds,
+            connections: callers,
+            warmup: round === 1 ? 2 : 1,
+            headers: c.key ? { 'X-API-Key': key } : {},
+            pid: g.pid,
           });
           const row = { ...r, mode: m.mode, call: c.call, round, calls_per_cpu_s: r.cpu_s ? Math.round(r.requests / r.cpu_s) : null };
           rows.push(row);
@@ -65,8 +69,15 @@ for (const c of CALLS) {
   for (const callers of CALLERS) {
     for (const m of MODES) {
       const rs = cell(m.mode, c.call, callers);
-      table += `| ${c.call} | ${callers} | ${m.mode} | ${range(rs.map((r) => r.rps))} | ${range(rs.map((r) => r.p50_ms), 2)} | ` +
-        `${range(rs.map((r) => r.p99_ms), 2)} | ${rs.reduce((a, r) => a + r.non2xx + r.errors, 0)} | ${range(rs.map((r) => r.calls_per_cpu_s ?? 0))} |\n`;
+      table +=
+        `| ${c.call} | ${callers} | ${m.mode} | ${range(rs.map((r) => r.rps))} | ${range(
+          rs.map((r) => r.p50_ms),
+          2,
+        )} | ` +
+        `${range(
+          rs.map((r) => r.p99_ms),
+          2,
+        )} | ${rs.reduce((a, r) => a + r.non2xx + r.errors, 0)} | ${range(rs.map((r) => r.calls_per_cpu_s ?? 0))} |\n`;
     }
   }
 }

@@ -8,7 +8,8 @@ import postgres from 'postgres';
 
 const url = process.argv[2] ?? 'postgres://postgres@127.0.0.1:5432/qag_oltp_bench';
 const clients = Array.from({ length: Number(process.argv[3] ?? 8) }, () =>
-  postgres(url, { max: 1, prepare: true, fetch_types: false, idle_timeout: 60, onnotice: () => undefined }));
+  postgres(url, { max: 1, prepare: true, fetch_types: false, idle_timeout: 60, onnotice: () => undefined }),
+);
 let next = 0;
 
 const server = createServer(async (req, res) => {

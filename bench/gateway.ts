@@ -53,7 +53,7 @@ export async function spawnListening(args: string[], env: Record<string, string>
 
 /** A management API client for `url` with the admin key: JSON in, JSON out, throws on 4xx/5xx. */
 export function adminApi(url: string, adminKey: string): Gateway['api'] {
-  return async <T,>(method: string, path: string, body?: unknown): Promise<T> => {
+  return async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     const res = await fetch(url + path, {
       method,
       headers: { 'X-API-Key': adminKey, 'Content-Type': 'application/json' },

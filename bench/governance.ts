@@ -58,41 +58,83 @@ interface Case {
 
 const FILM_SQL = exampleQueries.find((q) => q.name === 'example_film_lookup')!.sql;
 const ACCOUNT_SQL = 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid'; // bench/oltp.ts
-const PAGE_SQL = 'SELECT a.aid, a.abalance, b.bid, b.bbalance FROM pgbench_accounts a JOIN pgbench_branches b ON b.bid = a.bid ' +
+const PAGE_SQL =
+  'SELECT a.aid, a.abalance, b.bid, b.bbalance FROM pgbench_accounts a JOIN pgbench_branches b ON b.bid = a.bid ' +
   'WHERE a.aid BETWEEN :start AND :start + 99 ORDER BY a.aid'; // bench/oltp.ts
 const ORDER_STATUS_SQL = SQL.order_status; // bench/tpcc/run.ts's governed key runs it
 
 const CASES: Case[] = [
   {
-    id: 'film_lookup', label: 'example_film_lookup (sqlite)', dialect: 'sqlite',
+    id: 'film_lookup',
+    label: 'example_film_lookup (sqlite)',
+    dialect: 'sqlite',
     sql: (i) => (i === 0 ? FILM_SQL : FILM_SQL.replace("'-30 days'", `'-${30 + i} days'`)),
     schema: new Map([
       ['film', ['film_id', 'title', 'category', 'rating', 'length', 'rental_rate', 'rental_duration', 'release_year']],
       ['rental', ['rental_id', 'film_id', 'customer_id', 'staff_id', 'rental_date', 'return_date', 'amount']],
     ]),
-    allowed: ['film', 'rental'], mask: [{ column: '*.title', action: 'hash' }],
+    allowed: ['film', 'rental'],
+    mask: [{ column: '*.title', action: 'hash' }],
     expect: { tables: ['film', 'rental'], actions: [null, 'hash', null, null, null, null, null] },
   },
   {
-    id: 'pgbench_account', label: 'pgbench account lookup (postgres)', dialect: 'postgres',
+    id: 'pgbench_account',
+    label: 'pgbench account lookup (postgres)',
+    dialect: 'postgres',
     sql: (i) => (i === 0 ? ACCOUNT_SQL : ACCOUNT_SQL.replace('FROM pgbench_accounts', `FROM pgbench_accounts t${i}`)),
-    schema: new Map([['pgbench_accounts', ['aid', 'bid', 'abalance', 'filler']], ['pgbench_branches', ['bid', 'bbalance', 'filler']]]),
-    allowed: ['pgbench_accounts', 'pgbench_branches'], mask: [{ column: '*.abalance', action: 'hash' }],
+    schema: new Map([
+      ['pgbench_accounts', ['aid', 'bid', 'abalance', 'filler']],
+      ['pgbench_branches', ['bid', 'bbalance', 'filler']],
+    ]),
+    allowed: ['pgbench_accounts', 'pgbench_branches'],
+    mask: [{ column: '*.abalance', action: 'hash' }],
     expect: { tables: ['pgbench_accounts'], actions: [null, null, 'hash'] },
   },
   {
-    id: 'pgbench_page', label: 'pgbench 100-row page with the join (postgres)', dialect: 'postgres',
+    id: 'pgbench_page',
+    label: 'pgbench 100-row page with the join (postgres)',
+    dialect: 'postgres',
     sql: (i) => (i === 0 ? PAGE_SQL : PAGE_SQL.replace(':start + 99', `:start + ${99 + i}`)),
-    schema: new Map([['pgbench_accounts', ['aid', 'bid', 'abalance', 'filler']], ['pgbench_branches', ['bid', 'bbalance', 'filler']]]),
-    allowed: ['pgbench_accounts', 'pgbench_branches'], mask: [{ column: '*.abalance', action: 'hash' }],
+    schema: new Map([
+      ['pgbench_accounts', ['aid', 'bid', 'abalance', 'filler']],
+      ['pgbench_branches', ['bid', 'bbalance', 'filler']],
+    ]),
+    allowed: ['pgbench_accounts', 'pgbench_branches'],
+    mask: [{ column: '*.abalance', action: 'hash' }],
     expect: { tables: ['pgbench_accounts', 'pgbench_branches'], actions: [null, 'hash', null, null] },
   },
   {
-    id: 'tpcc_order_status', label: 'TPC-C order_status (mysql)', dialect: 'mysql',
+    id: 'tpcc_order_status',
+    label: 'TPC-C order_status (mysql)',
+    dialect: 'mysql',
     sql: (i) => (i === 0 ? ORDER_STATUS_SQL : ORDER_STATUS_SQL.replace(/\bo2\b/g, `o2_${i}`)),
     schema: new Map([
-      ['customer', ['c_id', 'c_d_id', 'c_w_id', 'c_first', 'c_middle', 'c_last', 'c_street_1', 'c_street_2', 'c_city', 'c_state', 'c_zip',
-        'c_phone', 'c_since', 'c_credit', 'c_credit_lim', 'c_discount', 'c_balance', 'c_ytd_payment', 'c_payment_cnt', 'c_delivery_cnt', 'c_data']],
+      [
+        'customer',
+        [
+          'c_id',
+          'c_d_id',
+          'c_w_id',
+          'c_first',
+          'c_middle',
+          'c_last',
+          'c_street_1',
+          'c_street_2',
+          'c_city',
+          'c_state',
+          'c_zip',
+          'c_phone',
+          'c_since',
+          'c_credit',
+          'c_credit_lim',
+          'c_discount',
+          'c_balance',
+          'c_ytd_payment',
+          'c_payment_cnt',
+          'c_delivery_cnt',
+          'c_data',
+        ],
+      ],
       ['orders', ['o_id', 'o_d_id', 'o_w_id', 'o_c_id', 'o_entry_d', 'o_carrier_id', 'o_ol_cnt', 'o_all_local']],
       ['order_line', ['ol_o_id', 'ol_d_id', 'ol_w_id', 'ol_number', 'ol_i_id', 'ol_supply_w_id', 'ol_delivery_d', 'ol_quantity', 'ol_amount', 'ol_dist_info']],
     ]),
@@ -148,8 +190,13 @@ function governOnce(g: Gov, c: Case, sql: string): Timed {
   const plan = g.planMasks(inspection.analysis, c.schema, c.mask);
   const t3 = performance.now();
   return {
-    analyse: t1 - t0, check: t2 - t1, plan: t3 - t2, total: t3 - t0,
-    parser: inspection.analysis?.parser ?? `none (${inspection.failure})`, inspection, actions: plan.actions,
+    analyse: t1 - t0,
+    check: t2 - t1,
+    plan: t3 - t2,
+    total: t3 - t0,
+    parser: inspection.analysis?.parser ?? `none (${inspection.failure})`,
+    inspection,
+    actions: plan.actions,
   };
 }
 
@@ -171,10 +218,18 @@ if (args['fresh-case']) {
   }
   const first = governOnce(g, c, c.sql(1));
   const second = governOnce(g, c, c.sql(2));
-  process.stdout.write(`${JSON.stringify({
-    imported, preloadMs, analyse: first.analyse, check: first.check, plan: first.plan, total: first.total, parser: first.parser,
-    second: second.total,
-  })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({
+      imported,
+      preloadMs,
+      analyse: first.analyse,
+      check: first.check,
+      plan: first.plan,
+      total: first.total,
+      parser: first.parser,
+      second: second.total,
+    })}\n`,
+  );
   process.exit(0);
 }
 
@@ -209,9 +264,17 @@ const warmRows = CASES.map((c) => {
   const xs = warm.get(c.id)!;
   const col = (k: 'analyse' | 'check' | 'plan' | 'total') => xs.map((x) => x[k]);
   const row = {
-    kind: 'first_call_warm', case: c.id, dialect: c.dialect, parser: xs[0].parser, samples: xs.length,
-    analyse_ms: median(col('analyse')), check_ms: median(col('check')), plan_ms: median(col('plan')),
-    total_ms: median(col('total')), total_p10_ms: pct(col('total'), 0.1), total_p90_ms: pct(col('total'), 0.9),
+    kind: 'first_call_warm',
+    case: c.id,
+    dialect: c.dialect,
+    parser: xs[0].parser,
+    samples: xs.length,
+    analyse_ms: median(col('analyse')),
+    check_ms: median(col('check')),
+    plan_ms: median(col('plan')),
+    total_ms: median(col('total')),
+    total_p10_ms: pct(col('total'), 0.1),
+    total_p90_ms: pct(col('total'), 0.9),
   };
   rows.push(row);
   console.log(`   ${c.label}: ${ms(row.total_ms)} ms (analyse ${ms(row.analyse_ms)}, check ${ms(row.check_ms)}, plan ${ms(row.plan_ms)}) via ${row.parser}`);
@@ -234,21 +297,35 @@ for (let k = 0; k < FRESH; k++) {
     }
   }
 }
-const freshRows = CASES.flatMap((c) => [false, true].map((preload) => {
-  const xs = fresh.get(c.id + (preload ? '|preload' : '|cold'))!;
-  const col = (k: Exclude<keyof FreshRun, 'parser'>) => xs.map((x) => x[k]);
-  const row = {
-    kind: 'first_call_fresh', case: c.id, dialect: c.dialect, preload, parser: xs[0].parser, processes: xs.length,
-    import_ms: median(col('imported')), preload_ms: median(col('preloadMs')),
-    total_ms: median(col('total')), total_min_ms: Math.min(...col('total')), total_max_ms: Math.max(...col('total')),
-    analyse_ms: median(col('analyse')), check_ms: median(col('check')), plan_ms: median(col('plan')),
-    second_call_ms: median(col('second')),
-  };
-  rows.push(row);
-  console.log(`   ${c.label}, ${preload ? 'after the preload' : 'cold'}: first ${ms(row.total_ms)} ms (${ms(row.total_min_ms)}-${ms(row.total_max_ms)}), ` +
-    `second ${ms(row.second_call_ms)} ms; import ${ms(row.import_ms)} ms${preload ? `, preload ${ms(row.preload_ms)} ms` : ''}`);
-  return row;
-}));
+const freshRows = CASES.flatMap((c) =>
+  [false, true].map((preload) => {
+    const xs = fresh.get(c.id + (preload ? '|preload' : '|cold'))!;
+    const col = (k: Exclude<keyof FreshRun, 'parser'>) => xs.map((x) => x[k]);
+    const row = {
+      kind: 'first_call_fresh',
+      case: c.id,
+      dialect: c.dialect,
+      preload,
+      parser: xs[0].parser,
+      processes: xs.length,
+      import_ms: median(col('imported')),
+      preload_ms: median(col('preloadMs')),
+      total_ms: median(col('total')),
+      total_min_ms: Math.min(...col('total')),
+      total_max_ms: Math.max(...col('total')),
+      analyse_ms: median(col('analyse')),
+      check_ms: median(col('check')),
+      plan_ms: median(col('plan')),
+      second_call_ms: median(col('second')),
+    };
+    rows.push(row);
+    console.log(
+      `   ${c.label}, ${preload ? 'after the preload' : 'cold'}: first ${ms(row.total_ms)} ms (${ms(row.total_min_ms)}-${ms(row.total_max_ms)}), ` +
+        `second ${ms(row.second_call_ms)} ms; import ${ms(row.import_ms)} ms${preload ? `, preload ${ms(row.preload_ms)} ms` : ''}`,
+    );
+    return row;
+  }),
+);
 noteLoad('after fresh');
 
 // 2. Steady state: the real call path, plain key against governed key.
@@ -267,10 +344,15 @@ const base = `http://127.0.0.1:${server.port}`;
 const api = adminApi(base, ADMIN);
 const keys = {
   plain: (await api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'bench-plain', queries: ['example_film_lookup'], connections: [] })).secret,
-  governed: (await api<{ secret: string }>('POST', '/api/v1/api-keys', {
-    name: 'bench-governed', queries: ['example_film_lookup'], connections: [],
-    allowed_tables: ['film', 'rental'], mask: [{ column: '*.title', action: 'hash' }],
-  })).secret,
+  governed: (
+    await api<{ secret: string }>('POST', '/api/v1/api-keys', {
+      name: 'bench-governed',
+      queries: ['example_film_lookup'],
+      connections: [],
+      allowed_tables: ['film', 'rental'],
+      mask: [{ column: '*.title', action: 'hash' }],
+    })
+  ).secret,
 };
 type Who = keyof typeof keys;
 const filmId = (i: number) => (i % 60) + 1;
@@ -286,8 +368,16 @@ const ctx = createCallContext({ config, limiterMemory: createLimiterMemory() });
 let seq = 0;
 async function directCall(who: Who, i: number): Promise<string> {
   const a = await runCall(ctx, {
-    requestId: `bench${(seq++).toString(16)}`, method: 'GET', url: '/q/example_film_lookup', query: `film_id=${filmId(i)}`,
-    apiKey: keys[who], ifNoneMatch: '', lastEventId: '', body: null, ip: '127.0.0.1', started: performance.now(),
+    requestId: `bench${(seq++).toString(16)}`,
+    method: 'GET',
+    url: '/q/example_film_lookup',
+    query: `film_id=${filmId(i)}`,
+    apiKey: keys[who],
+    ifNoneMatch: '',
+    lastEventId: '',
+    body: null,
+    ip: '127.0.0.1',
+    started: performance.now(),
   });
   if (a.status !== 200) throw new Error(`runCall ${who}: ${a.status} ${a.body}`);
   return a.body;
@@ -319,7 +409,10 @@ interface SteadyRow {
   latency_ratio: number;
 }
 const steadyRows: SteadyRow[] = [];
-for (const [path, call] of [['http', httpCall], ['runCall', directCall]] as const) {
+for (const [path, call] of [
+  ['http', httpCall],
+  ['runCall', directCall],
+] as const) {
   for (let i = 0; i < 300; i++) {
     await call('plain', i);
     await call('governed', i);
@@ -348,28 +441,42 @@ for (const [path, call] of [['http', httpCall], ['runCall', directCall]] as cons
     }
     const rate = (who: Who, m: Record<Who, number>) => CALLS / (m[who] / 1000);
     perRound.push({
-      plain: rate('plain', wall), governed: rate('governed', wall), ratio: wall.plain / wall.governed,
-      plainCpu: rate('plain', cpu), governedCpu: rate('governed', cpu), ratioCpu: cpu.plain / cpu.governed,
+      plain: rate('plain', wall),
+      governed: rate('governed', wall),
+      ratio: wall.plain / wall.governed,
+      plainCpu: rate('plain', cpu),
+      governedCpu: rate('governed', cpu),
+      ratioCpu: cpu.plain / cpu.governed,
     });
   }
   const col = (k: keyof Round) => perRound.map((x) => x[k]);
   const stat = (k: keyof Round) => ({ m: median(col(k)), lo: Math.min(...col(k)), hi: Math.max(...col(k)) });
   const row = {
-    kind: 'steady', path, rounds: ROUNDS, calls_per_round: CALLS,
-    plain_cps: stat('plain'), governed_cps: stat('governed'), ratio: stat('ratio'),
-    plain_cpu_cps: stat('plainCpu'), governed_cpu_cps: stat('governedCpu'), ratio_cpu: stat('ratioCpu'),
+    kind: 'steady',
+    path,
+    rounds: ROUNDS,
+    calls_per_round: CALLS,
+    plain_cps: stat('plain'),
+    governed_cps: stat('governed'),
+    ratio: stat('ratio'),
+    plain_cpu_cps: stat('plainCpu'),
+    governed_cpu_cps: stat('governedCpu'),
+    ratio_cpu: stat('ratioCpu'),
     // from the median ratio, so it agrees with the ratio column: (1/ratio - 1) plain calls' time
     per_call_overhead_us: ((1 / stat('ratio').m - 1) / stat('plain').m) * 1e6,
     per_call_cpu_overhead_us: ((1 / stat('ratioCpu').m - 1) / stat('plainCpu').m) * 1e6,
-    plain_median_ms: median(latencies.plain), governed_median_ms: median(latencies.governed),
+    plain_median_ms: median(latencies.plain),
+    governed_median_ms: median(latencies.governed),
     latency_ratio: median(latencies.plain) / median(latencies.governed),
     rounds_detail: perRound,
   };
   steadyRows.push(row);
   rows.push(row);
-  console.log(`   ${path}: plain ${fmt(row.plain_cps.m)} calls/s, governed ${fmt(row.governed_cps.m)} calls/s, ratio ${fmt(row.ratio.m, 3)} ` +
-    `(${fmt(row.ratio.lo, 3)}-${fmt(row.ratio.hi, 3)}); per CPU-s ${fmt(row.plain_cpu_cps.m)} vs ${fmt(row.governed_cpu_cps.m)}, ratio ${fmt(row.ratio_cpu.m, 3)} ` +
-    `(${fmt(row.ratio_cpu.lo, 3)}-${fmt(row.ratio_cpu.hi, 3)}); median call ${fmt(row.plain_median_ms, 3)} vs ${fmt(row.governed_median_ms, 3)} ms`);
+  console.log(
+    `   ${path}: plain ${fmt(row.plain_cps.m)} calls/s, governed ${fmt(row.governed_cps.m)} calls/s, ratio ${fmt(row.ratio.m, 3)} ` +
+      `(${fmt(row.ratio.lo, 3)}-${fmt(row.ratio.hi, 3)}); per CPU-s ${fmt(row.plain_cpu_cps.m)} vs ${fmt(row.governed_cpu_cps.m)}, ratio ${fmt(row.ratio_cpu.m, 3)} ` +
+      `(${fmt(row.ratio_cpu.lo, 3)}-${fmt(row.ratio_cpu.hi, 3)}); median call ${fmt(row.plain_median_ms, 3)} vs ${fmt(row.governed_median_ms, 3)} ms`,
+  );
   noteLoad(`after steady ${path}`);
 }
 // The governance stage alone, as runCall runs it for each call (governCall, then the masker on the row):
@@ -379,10 +486,14 @@ const { hashSecret } = await import('../src/auth/keys.js');
 const plan = [...ctx.plans.values()][0];
 const connection = (await ctx.meta.connection('examples'))!;
 const source = ctx.source(connection);
-const callers = Object.fromEntries(await Promise.all((Object.keys(keys) as Who[]).map(async (who) => {
-  const key = (await ctx.meta.key(hashSecret(keys[who])))!;
-  return [who, { kind: 'key' as const, name: key.name, key }];
-}))) as Record<Who, Caller>;
+const callers = Object.fromEntries(
+  await Promise.all(
+    (Object.keys(keys) as Who[]).map(async (who) => {
+      const key = (await ctx.meta.key(hashSecret(keys[who])))!;
+      return [who, { kind: 'key' as const, name: key.name, key }];
+    }),
+  ),
+) as Record<Who, Caller>;
 const COLUMNS = ['film_id', 'title', 'category', 'rating', 'length', 'rentals_last_30_days', 'currently_rented'];
 async function stage(who: Who, n: number): Promise<number> {
   const t0 = performance.now();
@@ -396,9 +507,15 @@ for (const who of ['plain', 'governed'] as Who[]) await stage(who, 2000);
 const stageUs: Record<Who, number[]> = { plain: [], governed: [] };
 for (let r = 0; r < 20; r++) for (const who of (r % 2 ? ['governed', 'plain'] : ['plain', 'governed']) as Who[]) stageUs[who].push(await stage(who, 1000));
 const stageRow = {
-  kind: 'governance_stage', rounds: 20, calls_per_round: 1000,
-  plain_us: median(stageUs.plain), plain_min: Math.min(...stageUs.plain), plain_max: Math.max(...stageUs.plain),
-  governed_us: median(stageUs.governed), governed_min: Math.min(...stageUs.governed), governed_max: Math.max(...stageUs.governed),
+  kind: 'governance_stage',
+  rounds: 20,
+  calls_per_round: 1000,
+  plain_us: median(stageUs.plain),
+  plain_min: Math.min(...stageUs.plain),
+  plain_max: Math.max(...stageUs.plain),
+  governed_us: median(stageUs.governed),
+  governed_min: Math.min(...stageUs.governed),
+  governed_max: Math.max(...stageUs.governed),
 };
 rows.push(stageRow);
 console.log(`   governance stage alone: plain key ${fmt(stageRow.plain_us, 2)} µs, governed key ${fmt(stageRow.governed_us, 2)} µs per call`);
@@ -468,10 +585,14 @@ and the recorder thread alike), which the other processes on the machine disturb
 | Path | Measure | plain | governed | governed/plain | governed cost per call | within 5% |
 |---|---|---|---|---|---|---|
 ${steadyRows.map((r) => `| ${r.path} | median call (all rounds) | ${fmt(r.plain_median_ms, 3)} ms | ${fmt(r.governed_median_ms, 3)} ms | ${fmt(r.latency_ratio, 3)} (as a rate) | ${fmt((r.governed_median_ms - r.plain_median_ms) * 1000, 1)} µs | ${r.latency_ratio >= 0.95 ? 'yes' : 'no'} |`).join('\n')}
-${steadyRows.map((r) => [
-    `| ${r.path} | calls/s | ${range(r.plain_cps.m, r.plain_cps.lo, r.plain_cps.hi)} | ${range(r.governed_cps.m, r.governed_cps.lo, r.governed_cps.hi)} | ${range(r.ratio.m, r.ratio.lo, r.ratio.hi, (x) => fmt(x, 3))} | ${fmt(r.per_call_overhead_us, 1)} µs | ${r.ratio.m >= 0.95 ? 'yes' : 'no'} |`,
-    `| ${r.path} | calls per CPU-s | ${range(r.plain_cpu_cps.m, r.plain_cpu_cps.lo, r.plain_cpu_cps.hi)} | ${range(r.governed_cpu_cps.m, r.governed_cpu_cps.lo, r.governed_cpu_cps.hi)} | ${range(r.ratio_cpu.m, r.ratio_cpu.lo, r.ratio_cpu.hi, (x) => fmt(x, 3))} | ${fmt(r.per_call_cpu_overhead_us, 1)} µs CPU | ${r.ratio_cpu.m >= 0.95 ? 'yes' : 'no'} |`,
-  ].join('\n')).join('\n')}
+${steadyRows
+  .map((r) =>
+    [
+      `| ${r.path} | calls/s | ${range(r.plain_cps.m, r.plain_cps.lo, r.plain_cps.hi)} | ${range(r.governed_cps.m, r.governed_cps.lo, r.governed_cps.hi)} | ${range(r.ratio.m, r.ratio.lo, r.ratio.hi, (x) => fmt(x, 3))} | ${fmt(r.per_call_overhead_us, 1)} µs | ${r.ratio.m >= 0.95 ? 'yes' : 'no'} |`,
+      `| ${r.path} | calls per CPU-s | ${range(r.plain_cpu_cps.m, r.plain_cpu_cps.lo, r.plain_cpu_cps.hi)} | ${range(r.governed_cpu_cps.m, r.governed_cpu_cps.lo, r.governed_cpu_cps.hi)} | ${range(r.ratio_cpu.m, r.ratio_cpu.lo, r.ratio_cpu.hi, (x) => fmt(x, 3))} | ${fmt(r.per_call_cpu_overhead_us, 1)} µs CPU | ${r.ratio_cpu.m >= 0.95 ? 'yes' : 'no'} |`,
+    ].join('\n'),
+  )
+  .join('\n')}
 
 The governance stage alone (\`governCall\` with the calls' own plan, key rows, connection and source, then the
 masker on one row), 20 interleaved rounds of 1,000: plain key ${fmt(stageRow.plain_us, 2)} µs

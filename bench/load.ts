@@ -111,8 +111,10 @@ interface Atom {
 function parseRegex(pattern: string): Atom[] {
   const atoms: Atom[] = [];
   const fail = (at: number, why: string): never => {
-    throw new Error(`random URL pattern ${JSON.stringify(pattern)}, offset ${at}: ${why} ` +
-      '(supported: literals, \\x escapes, [..] classes with ranges, {n} {m,n} ? quantifiers)');
+    throw new Error(
+      `random URL pattern ${JSON.stringify(pattern)}, offset ${at}: ${why} ` +
+        '(supported: literals, \\x escapes, [..] classes with ranges, {n} {m,n} ? quantifiers)',
+    );
   };
   let i = 0;
   while (i < pattern.length) {
@@ -199,9 +201,7 @@ function luaScript(headers: [string, string][], parts: Part[] | null, seed: numb
   const lines: string[] = [];
   for (const [name, value] of headers) lines.push(`wrk.headers[${luaStr(name)}] = ${luaStr(value)}`);
   if (parts) {
-    const items = parts.map((p) => ('s' in p
-      ? `{ s = ${luaStr(p.s)} }`
-      : `{ c = ${luaStr(p.chars)}, min = ${p.min}, max = ${p.max} }`));
+    const items = parts.map((p) => ('s' in p ? `{ s = ${luaStr(p.s)} }` : `{ c = ${luaStr(p.chars)}, min = ${p.min}, max = ${p.max} }`));
     lines.push(`
 local parts = { ${items.join(', ')} }
 local random, concat = math.random, table.concat
@@ -346,14 +346,13 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   const seconds = (v: string | number): string => `${Math.max(1, Math.round(parseDuration(v)))}s`;
   const duration = seconds(opts.duration ?? '10s');
   const timeout = seconds(opts.timeout ?? '5s');
-  const seed = opts.seed ?? (Date.now() % 1_000_000_007);
+  const seed = opts.seed ?? Date.now() % 1_000_000_007;
 
   const dir = mkdtempSync(join(tmpdir(), 'qag-load-'));
   try {
     const script = join(dir, 'load.lua');
     writeFileSync(script, luaScript(headerPairs(opts.headers), parts, seed));
-    const args = (d: string): string[] =>
-      ['--latency', '-t', String(threads), '-c', String(connections), '-d', d, '--timeout', timeout, '-s', script, url!];
+    const args = (d: string): string[] => ['--latency', '-t', String(threads), '-c', String(connections), '-d', d, '--timeout', timeout, '-s', script, url!];
 
     if (opts.warmup !== undefined && parseDuration(opts.warmup) > 0) await runWrk(args(seconds(opts.warmup)));
     const cpuBefore = opts.pid === undefined ? null : processCpuSeconds(opts.pid);

@@ -158,8 +158,10 @@ async function lockRun(): Promise<void> {
   if (!r.ok) {
     const holders = await admin`SELECT a.pid, a.client_addr, a.backend_start FROM pg_locks l JOIN pg_stat_activity a USING (pid)
       WHERE l.locktype = 'advisory' AND l.classid = 20261130 AND l.objid = 5`;
-    throw new Error(`another oltp bench holds the lock (PostgreSQL backend ${holders.map((h) => `${h.pid}, since ${h.backend_start}`).join('; ')}): ` +
-      `it uses ${BENCH_DB} and ${STORE_DB} too; wait for it to end`);
+    throw new Error(
+      `another oltp bench holds the lock (PostgreSQL backend ${holders.map((h) => `${h.pid}, since ${h.backend_start}`).join('; ')}): ` +
+        `it uses ${BENCH_DB} and ${STORE_DB} too; wait for it to end`,
+    );
   }
 }
 
@@ -204,32 +206,47 @@ async function xacts(): Promise<{ store: number; data: number }> {
 
 const SAVED = [
   {
-    name: 'account', sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid',
-    parameters: { aid: { type: 'int', required: true } }, description: 'One account',
+    name: 'account',
+    sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid',
+    parameters: { aid: { type: 'int', required: true } },
+    description: 'One account',
   },
   {
     name: 'account_page',
-    sql: 'SELECT a.aid, a.abalance, b.bid, b.bbalance FROM pgbench_accounts a JOIN pgbench_branches b ON b.bid = a.bid ' +
+    sql:
+      'SELECT a.aid, a.abalance, b.bid, b.bbalance FROM pgbench_accounts a JOIN pgbench_branches b ON b.bid = a.bid ' +
       'WHERE a.aid BETWEEN :start AND :start + 99 ORDER BY a.aid',
-    parameters: { start: { type: 'int', required: true } }, description: 'A 100-row page with a join',
+    parameters: { start: { type: 'int', required: true } },
+    description: 'A 100-row page with a join',
   },
   {
-    name: 'deposit', sql: 'UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid',
-    parameters: { aid: { type: 'int', required: true }, delta: { type: 'int', required: true } }, description: 'A deposit',
+    name: 'deposit',
+    sql: 'UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid',
+    parameters: { aid: { type: 'int', required: true }, delta: { type: 'int', required: true } },
+    description: 'A deposit',
   },
 ];
 const KEYS = [
   { name: 'plain', queries: ['account', 'account_page'], connections: [] },
   {
-    name: 'governed', queries: ['account', 'account_page'], connections: [],
-    allowed_tables: ['pgbench_accounts', 'pgbench_branches'], mask: [{ column: '*.abalance', action: 'hash' }],
+    name: 'governed',
+    queries: ['account', 'account_page'],
+    connections: [],
+    allowed_tables: ['pgbench_accounts', 'pgbench_branches'],
+    mask: [{ column: '*.abalance', action: 'hash' }],
   },
   { name: 'writer', queries: ['deposit'], connections: [], allow_writes: true, allowed_write_ops: ['update'] },
 ];
 
 async function createObjects(g: Gateway): Promise<Record<KeyName, string>> {
   await g.api('POST', '/api/v1/connections', {
-    name: 'oltp', db: 'postgres', host: '127.0.0.1', port: 5432, database: BENCH_DB, user: 'postgres', active: true,
+    name: 'oltp',
+    db: 'postgres',
+    host: '127.0.0.1',
+    port: 5432,
+    database: BENCH_DB,
+    user: 'postgres',
+    active: true,
   });
   for (const q of SAVED) await g.api('POST', '/api/v1/queries', { ...q, connection_name: 'oltp', publish: true });
   const secrets = {} as Record<KeyName, string>;
@@ -267,7 +284,14 @@ type Row = LoadResult & {
   writes_landed?: boolean;
 };
 type PgbenchRow = {
-  round: number; kind: 'pgbench'; clients: number; threads: number; seconds: number; tps: number; latency_avg_ms: number; machine_busy_cores: number;
+  round: number;
+  kind: 'pgbench';
+  clients: number;
+  threads: number;
+  seconds: number;
+  tps: number;
+  latency_avg_ms: number;
+  machine_busy_cores: number;
 };
 
 const rows: Row[] = [];
@@ -320,7 +344,14 @@ async function gatewayCell(round: number, cfg: Config, g: Gateway, c: Call, call
   }
   const x1 = await xacts();
   const row: Row = {
-    ...r, round, kind: 'gateway', config: cfg.id, executors: cfg.executors, cache: cfg.cache, call_id: c.id, call: c.call,
+    ...r,
+    round,
+    kind: 'gateway',
+    config: cfg.id,
+    executors: cfg.executors,
+    cache: cfg.cache,
+    call_id: c.id,
+    call: c.call,
     calls_per_cpu_s: r.cpu_s ? Math.round(r.requests / r.cpu_s) : null,
     runs_recorded: runs?.all ?? null,
     runs_success: runs?.success ?? null,
@@ -333,8 +364,8 @@ async function gatewayCell(round: number, cfg: Config, g: Gateway, c: Call, call
     row.balance_delta = sum1 - sum0;
     row.ok_2xx = r.requests - r.non2xx;
     // wrk stops counting with calls in flight: those may land without being counted (at most one per caller).
-    row.writes_landed = row.balance_delta >= row.ok_2xx && row.balance_delta - row.ok_2xx <= callers + r.errors &&
-      (runs === null || row.balance_delta === runs.success);
+    row.writes_landed =
+      row.balance_delta >= row.ok_2xx && row.balance_delta - row.ok_2xx <= callers + r.errors && (runs === null || row.balance_delta === runs.success);
   }
   return row;
 }
@@ -355,7 +386,10 @@ async function gatewayUnit(round: number, cfg: Config): Promise<void> {
   const start = () => startGateway({ ...cfg.env, QUERYAPIGATE_HOME: home });
   const finish = async (g: Gateway) => {
     await g.stop();
-    const bad = g.output().split('\n').filter((l) => /recorder|error|dropped|failed/i.test(l));
+    const bad = g
+      .output()
+      .split('\n')
+      .filter((l) => /recorder|error|dropped|failed/i.test(l));
     if (bad.length) notes.push(`round ${round}, ${cfg.id}: the gateway logged ${bad.length} line(s), e.g. ${JSON.stringify(bad[0].slice(0, 300))}`);
   };
   let g = await start();
@@ -420,10 +454,21 @@ async function floorCells(round: number, forConfig: string): Promise<void> {
       const r = await runLoad({ ...base, duration: seconds, pid: f.pid });
       const busy = round2((machineBusy() - m0) / ((performance.now() - t0) / 1000));
       const row: Row = {
-        ...r, round, kind: 'floor', config: 'floor', floor_for: forConfig, executors: '-', cache: '-', call_id: 'floor',
+        ...r,
+        round,
+        kind: 'floor',
+        config: 'floor',
+        floor_for: forConfig,
+        executors: '-',
+        cache: '-',
+        call_id: 'floor',
         call: 'Lookup, floor (node:http + postgres.js)',
         calls_per_cpu_s: r.cpu_s ? Math.round(r.requests / r.cpu_s) : null,
-        runs_recorded: null, runs_success: null, runs_kept_pct: null, store_xacts_per_call: null, data_xacts_per_call: null,
+        runs_recorded: null,
+        runs_success: null,
+        runs_kept_pct: null,
+        store_xacts_per_call: null,
+        data_xacts_per_call: null,
         machine_busy_cores: busy,
       };
       rows.push(row);
@@ -437,14 +482,24 @@ async function pgbenchUnit(round: number): Promise<void> {
     const threads = clients === 1 ? 1 : 2;
     const m0 = machineBusy();
     const t0 = performance.now();
-    const out = await run('pgbench', ['-h', '127.0.0.1', '-U', 'postgres', '-S', '-c', String(clients), '-j', String(threads),
-      '-T', String(seconds), BENCH_DB], { quiet: true });
+    const out = await run(
+      'pgbench',
+      ['-h', '127.0.0.1', '-U', 'postgres', '-S', '-c', String(clients), '-j', String(threads), '-T', String(seconds), BENCH_DB],
+      { quiet: true },
+    );
     const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(out);
     const lat = /latency average = ([\d.]+) ms/.exec(out);
     if (!tps || !lat) throw new Error(`pgbench output not understood:\n${out}`);
     const busy = round2((machineBusy() - m0) / ((performance.now() - t0) / 1000));
     const row: PgbenchRow = {
-      round, kind: 'pgbench', clients, threads, seconds, tps: Number(tps[1]), latency_avg_ms: Number(lat[1]), machine_busy_cores: busy,
+      round,
+      kind: 'pgbench',
+      clients,
+      threads,
+      seconds,
+      tps: Number(tps[1]),
+      latency_avg_ms: Number(lat[1]),
+      machine_busy_cores: busy,
     };
     pgRows.push(row);
     appendFileSync(PARTIAL, `${JSON.stringify(row)}\n`);
@@ -458,8 +513,10 @@ function log(r: Row): void {
   appendFileSync(PARTIAL, `${JSON.stringify(r)}\n`);
   const extra = r.runs_kept_pct === null ? '' : ` runs kept ${r.runs_kept_pct}% store tx/call ${r.store_xacts_per_call} data tx/call ${r.data_xacts_per_call}`;
   const w = r.balance_delta === undefined ? '' : ` balance +${r.balance_delta} vs 2xx ${r.ok_2xx} landed ${r.writes_landed}`;
-  console.log(`r${r.round} ${r.config.padEnd(14)} ${r.call_id.padEnd(8)} c=${String(r.callers).padEnd(2)} ${fmt(r.rps).padStart(6)} req/s ` +
-    `p50 ${r.p50_ms} p99 ${r.p99_ms} non2xx ${r.non2xx + r.errors} cpu ${r.cpu_s}s ${r.calls_per_cpu_s}/cpu-s busy ${r.machine_busy_cores}${extra}${w}`);
+  console.log(
+    `r${r.round} ${r.config.padEnd(14)} ${r.call_id.padEnd(8)} c=${String(r.callers).padEnd(2)} ${fmt(r.rps).padStart(6)} req/s ` +
+      `p50 ${r.p50_ms} p99 ${r.p99_ms} non2xx ${r.non2xx + r.errors} cpu ${r.cpu_s}s ${r.calls_per_cpu_s}/cpu-s busy ${r.machine_busy_cores}${extra}${w}`,
+  );
 }
 
 // ---------------------------------------------------------------- the run
@@ -498,10 +555,7 @@ const code = codeVersion();
 const loadBefore = readFileSync('/proc/loadavg', 'utf8').trim();
 
 type Unit = { label: string; go: (round: number) => Promise<void> };
-const UNITS: Unit[] = [
-  { label: 'pgbench', go: pgbenchUnit },
-  ...CONFIGS.map((cfg) => ({ label: cfg.id, go: (round: number) => gatewayUnit(round, cfg) })),
-];
+const UNITS: Unit[] = [{ label: 'pgbench', go: pgbenchUnit }, ...CONFIGS.map((cfg) => ({ label: cfg.id, go: (round: number) => gatewayUnit(round, cfg) }))];
 floor = await startFloor();
 try {
   for (let round = 1; round <= rounds; round++) {
@@ -540,7 +594,8 @@ const pct = (xs: number[]) => {
   return lo === hi ? `${lo}%` : `${lo}-${hi}%`;
 };
 
-let table = '| Call | Concurrency | Executors | Metadata cache | req/s | p50 ms | p99 ms | non-2xx | gateway CPU-s | calls per gateway CPU-s | ' +
+let table =
+  '| Call | Concurrency | Executors | Metadata cache | req/s | p50 ms | p99 ms | non-2xx | gateway CPU-s | calls per gateway CPU-s | ' +
   'runs kept | store tx/call | req/s vs floor | per CPU-s vs floor | machine busy cores |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
 for (const c of CALLS) {
   for (const callers of CALLERS) {
@@ -549,8 +604,15 @@ for (const c of CALLS) {
       if (!rs.length) continue;
       const kept = rs[0].runs_kept_pct === null ? '-' : pct(rs.map((r) => r.runs_kept_pct!));
       const stx = rs[0].store_xacts_per_call === null ? '-' : fmt(median(rs.map((r) => r.store_xacts_per_call!)), 2);
-      table += `| ${c.call} | ${callers} | ${cfg.executors} | ${cfg.cache} | ${range(rs.map((r) => r.rps))} | ${range(rs.map((r) => r.p50_ms), 2)} | ` +
-        `${range(rs.map((r) => r.p99_ms), 2)} | ${rs.reduce((a, r) => a + r.non2xx + r.errors, 0)} | ${fmt(median(rs.map((r) => r.cpu_s ?? 0)), 2)} | ` +
+      table +=
+        `| ${c.call} | ${callers} | ${cfg.executors} | ${cfg.cache} | ${range(rs.map((r) => r.rps))} | ${range(
+          rs.map((r) => r.p50_ms),
+          2,
+        )} | ` +
+        `${range(
+          rs.map((r) => r.p99_ms),
+          2,
+        )} | ${rs.reduce((a, r) => a + r.non2xx + r.errors, 0)} | ${fmt(median(rs.map((r) => r.cpu_s ?? 0)), 2)} | ` +
         `${range(rs.map((r) => r.calls_per_cpu_s ?? 0))} | ${kept} | ${stx} | ${ratios(rs.map((r) => r.rps_vs_floor))} | ` +
         `${ratios(rs.map((r) => r.per_cpu_vs_floor))} | ${fmt(median(rs.map((r) => r.machine_busy_cores)), 2)} |\n`;
     }
@@ -558,10 +620,14 @@ for (const c of CALLS) {
 }
 
 // The seed's "one container" shape: calls down, configurations across, 32 callers, req/s.
-let pivot = `| Call (32 callers, req/s) | ${CONFIGS.map((c) => `${c.executors}${c.cache === 'on' ? ', with the metadata cache' : ''}`).join(' | ')} |\n` +
+let pivot =
+  `| Call (32 callers, req/s) | ${CONFIGS.map((c) => `${c.executors}${c.cache === 'on' ? ', with the metadata cache' : ''}`).join(' | ')} |\n` +
   `|---|${CONFIGS.map(() => '---|').join('')}\n`;
 for (const c of CALLS) {
-  pivot += `| ${c.call} | ${CONFIGS.map((cfg) => { const rs = cellRows(cfg.id, c.id, 32); return rs.length ? fmt(median(rs.map((r) => r.rps))) : '-'; }).join(' | ')} |\n`;
+  pivot += `| ${c.call} | ${CONFIGS.map((cfg) => {
+    const rs = cellRows(cfg.id, c.id, 32);
+    return rs.length ? fmt(median(rs.map((r) => r.rps))) : '-';
+  }).join(' | ')} |\n`;
 }
 pivot += `| Lookup, floor (node:http + postgres.js), measured next to each | ${CONFIGS.map((cfg) => {
   const fs = rows.filter((r) => r.kind === 'floor' && r.floor_for === cfg.id && r.callers === 32);
@@ -572,17 +638,38 @@ pivot += `| Lookup, floor (node:http + postgres.js), measured next to each | ${C
 let single = '| One caller, plain lookup | req/s | p50 ms | p99 ms |\n|---|---|---|---|\n';
 for (const cfg of CONFIGS) {
   const rs = cellRows(cfg.id, 'plain', 1);
-  if (rs.length) single += `| ${cfg.executors}, cache ${cfg.cache} | ${range(rs.map((r) => r.rps))} | ${range(rs.map((r) => r.p50_ms), 2)} | ${range(rs.map((r) => r.p99_ms), 2)} |\n`;
+  if (rs.length)
+    single += `| ${cfg.executors}, cache ${cfg.cache} | ${range(rs.map((r) => r.rps))} | ${range(
+      rs.map((r) => r.p50_ms),
+      2,
+    )} | ${range(
+      rs.map((r) => r.p99_ms),
+      2,
+    )} |\n`;
 }
 {
   const rs = cellRows('floor', 'floor', 1);
-  single += `| floor (not a product) | ${range(rs.map((r) => r.rps))} | ${range(rs.map((r) => r.p50_ms), 2)} | ${range(rs.map((r) => r.p99_ms), 2)} |\n`;
+  single += `| floor (not a product) | ${range(rs.map((r) => r.rps))} | ${range(
+    rs.map((r) => r.p50_ms),
+    2,
+  )} | ${range(
+    rs.map((r) => r.p99_ms),
+    2,
+  )} |\n`;
 }
 
-let floorTable = '| Call | Concurrency | req/s | p50 ms | p99 ms | non-2xx | floor CPU-s | calls per CPU-s | machine busy cores |\n|---|---|---|---|---|---|---|---|---|\n';
+let floorTable =
+  '| Call | Concurrency | req/s | p50 ms | p99 ms | non-2xx | floor CPU-s | calls per CPU-s | machine busy cores |\n|---|---|---|---|---|---|---|---|---|\n';
 for (const callers of CALLERS) {
   const rs = cellRows('floor', 'floor', callers);
-  floorTable += `| Lookup, floor | ${callers} | ${range(rs.map((r) => r.rps))} | ${range(rs.map((r) => r.p50_ms), 2)} | ${range(rs.map((r) => r.p99_ms), 2)} | ` +
+  floorTable +=
+    `| Lookup, floor | ${callers} | ${range(rs.map((r) => r.rps))} | ${range(
+      rs.map((r) => r.p50_ms),
+      2,
+    )} | ${range(
+      rs.map((r) => r.p99_ms),
+      2,
+    )} | ` +
     `${rs.reduce((a, r) => a + r.non2xx + r.errors, 0)} | ${fmt(median(rs.map((r) => r.cpu_s ?? 0)), 2)} | ${range(rs.map((r) => r.calls_per_cpu_s ?? 0))} | ` +
     `${fmt(median(rs.map((r) => r.machine_busy_cores)), 2)} |\n`;
 }
@@ -590,15 +677,21 @@ for (const callers of CALLERS) {
 let dbTable = '| Workload | Clients | Transactions a second | Average latency | machine busy cores |\n|---|---|---|---|---|\n';
 for (const clients of CALLERS) {
   const rs = pgRows.filter((r) => r.clients === clients);
-  dbTable += `| Primary-key read (pgbench -S${clients > 1 ? ' -j 2' : ''}) | ${clients} | ${range(rs.map((r) => r.tps))} | ${range(rs.map((r) => r.latency_avg_ms), 3)} ms | ${fmt(median(rs.map((r) => r.machine_busy_cores)), 2)} |\n`;
+  dbTable += `| Primary-key read (pgbench -S${clients > 1 ? ' -j 2' : ''}) | ${clients} | ${range(rs.map((r) => r.tps))} | ${range(
+    rs.map((r) => r.latency_avg_ms),
+    3,
+  )} ms | ${fmt(median(rs.map((r) => r.machine_busy_cores)), 2)} |\n`;
 }
 
 const writes = rows.filter((r) => r.call_id === 'write');
-let writeTable = '| Round | Configuration | Callers | 2xx deposits (wrk) | runs recorded, success | sum(abalance) change | landed |\n|---|---|---|---|---|---|---|\n';
-for (const r of writes) writeTable += `| ${r.round} | ${r.config} | ${r.callers} | ${fmt(r.ok_2xx!)} | ${r.runs_success === null ? '-' : fmt(r.runs_success)} | ${fmt(r.balance_delta!)} | ${r.writes_landed ? 'yes' : 'NO'} |\n`;
+let writeTable =
+  '| Round | Configuration | Callers | 2xx deposits (wrk) | runs recorded, success | sum(abalance) change | landed |\n|---|---|---|---|---|---|---|\n';
+for (const r of writes)
+  writeTable += `| ${r.round} | ${r.config} | ${r.callers} | ${fmt(r.ok_2xx!)} | ${r.runs_success === null ? '-' : fmt(r.runs_success)} | ${fmt(r.balance_delta!)} | ${r.writes_landed ? 'yes' : 'NO'} |\n`;
 const allLanded = writes.every((r) => r.writes_landed);
 
-const cmd = `npm run build && node dist/bench/oltp.js${quick ? ' --quick' : ` --scale ${scale} --seconds ${seconds} --rounds ${rounds}`}` +
+const cmd =
+  `npm run build && node dist/bench/oltp.js${quick ? ' --quick' : ` --scale ${scale} --seconds ${seconds} --rounds ${rounds}`}` +
   `${values.executors !== '0,1' ? ` --executors ${values.executors}` : ''}${values.calls !== 'health,plain,governed,page,write' ? ` --calls ${values.calls}` : ''}` +
   `${historyLimit !== '1000000' ? ` --history-limit ${historyLimit}` : ''}`;
 const md = `# OLTP on PostgreSQL: the seeds' tables on this machine (${today()})
@@ -632,7 +725,7 @@ Made with \`${cmd}\` on commit ${code}, ${startedAt.toISOString()} to ${finished
   median of ${rounds} round${rounds > 1 ? 's' : ''}${rounds > 1 ? ', with the min-max in brackets' : ''}.
 - **Gateway CPU-s**: the gateway process's utime+stime over the measured window (all its threads:
   acceptor, executors, recorder). **Calls per gateway CPU-s** = calls / that.
-- **Runs kept**${countRuns ? '' : ' (not counted where the history limit is low enough to trim a cell\'s runs)'}: history rows the store holds for the cell / calls wrk counted. The history is
+- **Runs kept**${countRuns ? '' : " (not counted where the history limit is low enough to trim a cell's runs)"}: history rows the store holds for the cell / calls wrk counted. The history is
   emptied (TRUNCATE) after the warm-up, the recorder is flushed (through \`GET /api/v1/history\`) until
   the count stops moving. The limit per version is raised to 1,000,000 (the most
   \`QUERYAPIGATE_HISTORY_LIMIT\` accepts) so nothing is trimmed: the default 50 would trim almost
@@ -673,7 +766,15 @@ successful runs. "Landed" means the change equals the recorded runs and is at le
 and at most that plus the callers (the calls wrk stopped counting while in flight).
 ${allLanded ? 'Every write cell landed.' : '**Not every write cell landed: see the rows marked NO.**'}
 
-${writeTable}${failures.length ? `\n## The gateway process exited during a cell\n\nThe cell was run again on a new process${failures.some((f) => !f.retried) ? ' (twice at most: rows marked "not retried" are missing)' : ''}.\n\n${failures.map((f) =>
-  `- ${f.at}: round ${f.round}, ${f.config}, ${f.call} at ${f.callers} caller(s)${f.retried ? '' : ', not retried'}: ${f.error}. The end of its output:\n\n\`\`\`\n${f.output_tail}\n\`\`\`\n`).join('\n')}` : ''}${notes.length ? `\n## Notes from the run\n\n${notes.map((n) => `- ${n}`).join('\n')}\n` : ''}`;
+${writeTable}${
+  failures.length
+    ? `\n## The gateway process exited during a cell\n\nThe cell was run again on a new process${failures.some((f) => !f.retried) ? ' (twice at most: rows marked "not retried" are missing)' : ''}.\n\n${failures
+        .map(
+          (f) =>
+            `- ${f.at}: round ${f.round}, ${f.config}, ${f.call} at ${f.callers} caller(s)${f.retried ? '' : ', not retried'}: ${f.error}. The end of its output:\n\n\`\`\`\n${f.output_tail}\n\`\`\`\n`,
+        )
+        .join('\n')}`
+    : ''
+}${notes.length ? `\n## Notes from the run\n\n${notes.map((n) => `- ${n}`).join('\n')}\n` : ''}`;
 rmSync(PARTIAL, { force: true });
 console.log(`\n${md}\nwritten to ${writeResults(runName, [...rows, ...pgRows, ...failures.map((f) => ({ kind: 'failure', ...f }))], md)}`);

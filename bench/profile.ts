@@ -25,8 +25,16 @@ const PARTS: Array<[string, RegExp]> = [
   ['other JavaScript', /./],
 ];
 
-interface Node { id: number; callFrame: { functionName: string; url: string }; children?: number[] }
-interface Profile { nodes: Node[]; samples: number[]; timeDeltas: number[] }
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string };
+  children?: number[];
+}
+interface Profile {
+  nodes: Node[];
+  samples: number[];
+  timeDeltas: number[];
+}
 
 function summarize(file: string): { parts: Array<{ part: string; ms: number; share: number }>; top: Array<{ fn: string; ms: number }> } {
   const p = JSON.parse(readFileSync(file, 'utf8')) as Profile;
@@ -39,9 +47,12 @@ function summarize(file: string): { parts: Array<{ part: string; ms: number; sha
     const dt = (p.timeDeltas[i] ?? 0) / 1000;
     const name = n.callFrame.functionName;
     if (name === '(idle)' || name === '(program)') continue; // waiting, not working
-    const part = name === '(garbage collector)' ? 'garbage collection'
-      : !n.callFrame.url ? 'native / runtime (syscalls, C++)'
-      : PARTS.find(([, re]) => re.test(n.callFrame.url))![0];
+    const part =
+      name === '(garbage collector)'
+        ? 'garbage collection'
+        : !n.callFrame.url
+          ? 'native / runtime (syscalls, C++)'
+          : PARTS.find(([, re]) => re.test(n.callFrame.url))![0];
     self.set(part, (self.get(part) ?? 0) + dt);
     const fn = `${name || '(anonymous)'} ${n.callFrame.url.replace(/^.*?\/(node_modules\/[^/]+|src|dist)\//, '$1/')}:${(n.callFrame as { lineNumber?: number }).lineNumber ?? ''}`;
     fns.set(fn, (fns.get(fn) ?? 0) + dt);
@@ -49,14 +60,26 @@ function summarize(file: string): { parts: Array<{ part: string; ms: number; sha
   }
   return {
     parts: [...self.entries()].sort((a, b) => b[1] - a[1]).map(([part, ms]) => ({ part, ms: Math.round(ms), share: Math.round((ms / total) * 1000) / 10 })),
-    top: [...fns.entries()].sort((a, b) => b[1] - a[1]).slice(0, 15).map(([fn, ms]) => ({ fn, ms: Math.round(ms) })),
+    top: [...fns.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 15)
+      .map(([fn, ms]) => ({ fn, ms: Math.round(ms) })),
   };
 }
 
 const rows: object[] = [];
-let md = `# Where a call's time goes (${today()})\n\nMade with \`node dist/bench/profile.js --seconds ${values.seconds}\`: the gateway under \`node --cpu-prof\`, executors inline (one thread does the whole call), 32 callers for ${values.seconds} s. The table sums the profile's self time (idle excluded) by the part of the path each function belongs to. Load average at start: ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')} on 2 cores.\n`;
+let md = `# Where a call's time goes (${today()})\n\nMade with \`node dist/bench/profile.js --seconds ${values.seconds}\`: the gateway under \`node --cpu-prof\`, executors inline (one thread does the whole call), 32 callers for ${values.seconds} s. The table sums the profile's self time (idle excluded) by the part of the path each function belongs to. Load average at start: ${(
+  await import('node:os')
+)
+  .loadavg()
+  .map((x) => x.toFixed(1))
+  .join(' ')} on 2 cores.\n`;
 
-const targets: Array<{ name: string; env: Record<string, string>; setup: (g: Awaited<ReturnType<typeof startGateway>>) => Promise<{ url: string; key: string }> }> = [
+const targets: Array<{
+  name: string;
+  env: Record<string, string>;
+  setup: (g: Awaited<ReturnType<typeof startGateway>>) => Promise<{ url: string; key: string }>;
+}> = [
   {
     name: 'example_film_lookup (SQLite, plain key)',
     env: { QUERYAPIGATE_LOAD_EXAMPLES: '1' },
@@ -72,10 +95,26 @@ if (values.pg) {
     env: { QUERYAPIGATE_METADATA_CACHE_TTL: '5' },
     setup: async (g) => {
       const u = new URL(values.pg!);
-      await g.api('POST', '/api/v1/connections', { name: 'oltp', db: 'postgres', host: u.hostname, port: Number(u.port || 5432), database: u.pathname.slice(1), user: u.username || 'postgres' });
-      await g.api('POST', '/api/v1/queries', { name: 'account', connection_name: 'oltp', description: 'a', publish: true,
-        sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid', parameters: { aid: { type: 'int', required: true } } });
-      return { url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: (await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] })).secret };
+      await g.api('POST', '/api/v1/connections', {
+        name: 'oltp',
+        db: 'postgres',
+        host: u.hostname,
+        port: Number(u.port || 5432),
+        database: u.pathname.slice(1),
+        user: u.username || 'postgres',
+      });
+      await g.api('POST', '/api/v1/queries', {
+        name: 'account',
+        connection_name: 'oltp',
+        description: 'a',
+        publish: true,
+        sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid',
+        parameters: { aid: { type: 'int', required: true } },
+      });
+      return {
+        url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`,
+        key: (await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] })).secret,
+      };
     },
   });
 }
@@ -92,10 +131,13 @@ for (const t of targets) {
     const { parts, top } = summarize(join(profDir, file));
     const perCallUs = load.cpu_s ? (load.cpu_s / load.requests) * 1e6 : null;
     rows.push({ target: t.name, load, parts, top, cpu_us_per_call: perCallUs });
-    md += `\n## ${t.name}\n\n${load.requests} calls, ${Math.round(load.rps)} req/s, p50 ${load.p50_ms} ms, p99 ${load.p99_ms} ms, ` +
+    md +=
+      `\n## ${t.name}\n\n${load.requests} calls, ${Math.round(load.rps)} req/s, p50 ${load.p50_ms} ms, p99 ${load.p99_ms} ms, ` +
       `${perCallUs ? Math.round(perCallUs) : '?'} µs of gateway CPU per call (all threads, profiler on).\n\n| Part of a call | Self time ms | Share | µs per call |\n|---|---|---|---|\n` +
       parts.map((p) => `| ${p.part} | ${p.ms} | ${p.share}% | ${Math.round((p.ms * 1000) / load.requests)} |`).join('\n') +
-      '\n\nThe functions with the most self time:\n\n| Function | ms |\n|---|---|\n' + top.map((f) => `| \`${f.fn}\` | ${f.ms} |`).join('\n') + '\n';
+      '\n\nThe functions with the most self time:\n\n| Function | ms |\n|---|---|\n' +
+      top.map((f) => `| \`${f.fn}\` | ${f.ms} |`).join('\n') +
+      '\n';
   } finally {
     rmSync(home, { recursive: true, force: true });
   }

@@ -41,10 +41,18 @@ function syntheticRun(): RunRecord {
   const n = ++counter;
   const error = n % 50 === 0;
   const r: RunRecord = {
-    query: `monthly_revenue_${n % 50}`, version: 1 + (n % 4), kind: 'saved', executed_at: '2026-11-30 12:00:00',
-    status: error ? 'error' : 'success', connection_name: 'warehouse', key_name: `mobile-key-${n % 200}`,
-    request_id: n.toString(16).padStart(12, '0'), rows: error ? null : n % 500, duration_ms: error ? null : n % 300,
-    serialization_ms: error ? null : (n % 40) / 10, transport: 'rest',
+    query: `monthly_revenue_${n % 50}`,
+    version: 1 + (n % 4),
+    kind: 'saved',
+    executed_at: '2026-11-30 12:00:00',
+    status: error ? 'error' : 'success',
+    connection_name: 'warehouse',
+    key_name: `mobile-key-${n % 200}`,
+    request_id: n.toString(16).padStart(12, '0'),
+    rows: error ? null : n % 500,
+    duration_ms: error ? null : n % 300,
+    serialization_ms: error ? null : (n % 40) / 10,
+    transport: 'rest',
   };
   if (error) Object.assign(r, { error: 'canceling statement due to statement timeout', code: 'query_timeout' });
   return r;
@@ -88,7 +96,8 @@ function sqliteStore(): Store {
     },
     async size() {
       const [r] = await db.all<{ used: number }>(
-        'SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count()) AS used');
+        'SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count()) AS used',
+      );
       const [p] = await db.all<{ page_size: number }>('SELECT page_size FROM pragma_page_size()');
       const wal = existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0;
       // Only event tables live in this file, so pages in use are the event log's size.
@@ -125,7 +134,8 @@ async function postgresStore(adminUrl: string): Promise<Store> {
     async size() {
       const [r] = await db.all<{ events: number; store: number }>(
         `SELECT COALESCE((SELECT sum(pg_total_relation_size(table_name::regclass)) FROM event_segments), 0)
-              + pg_total_relation_size('event_segments') AS events, pg_database_size(current_database()) AS store`);
+              + pg_total_relation_size('event_segments') AS events, pg_database_size(current_database()) AS store`,
+      );
       return { events: Number(r.events), store: Number(r.store) };
     },
     serverCpu() {
@@ -186,8 +196,16 @@ async function withVersions(store: Store, keep: number): Promise<GatewayStore> {
   await migrate(store.db);
   const gateway = new GatewayStore(store.db);
   const now = '2026-11-30 12:00:00';
-  const fields = (uuid: string) => ({ sql: 'SELECT 1', connection_name: 'warehouse', parameters: {}, description: '', author: null,
-    tags: [], cache_ttl: null, uuid });
+  const fields = (uuid: string) => ({
+    sql: 'SELECT 1',
+    connection_name: 'warehouse',
+    parameters: {},
+    description: '',
+    author: null,
+    tags: [],
+    cache_ttl: null,
+    uuid,
+  });
   for (let q = 0; q < 50; q++) {
     const name = `monthly_revenue_${q}`;
     await gateway.createQuery({ name, collection: null, example: false }, fields(`${name}-1`), true, now);
@@ -199,15 +217,18 @@ async function withVersions(store: Store, keep: number): Promise<GatewayStore> {
 
 async function historySize(store: Store): Promise<{ rows: number; bytes: number; hotPct: number | null; dead: number | null }> {
   const [r] = await store.db.all<{ n: number }>('SELECT count(*) AS n FROM run_history');
-  const [b] = await store.db.all<{ n: number }>(store.engine === 'postgres'
-    ? "SELECT pg_total_relation_size('run_history') AS n"
-    : "SELECT sum(pgsize) AS n FROM dbstat WHERE name IN ('run_history', 'sqlite_autoindex_run_history_1')");
+  const [b] = await store.db.all<{ n: number }>(
+    store.engine === 'postgres'
+      ? "SELECT pg_total_relation_size('run_history') AS n"
+      : "SELECT sum(pgsize) AS n FROM dbstat WHERE name IN ('run_history', 'sqlite_autoindex_run_history_1')",
+  );
   let hotPct: number | null = null;
   let dead: number | null = null;
   if (store.engine === 'postgres') {
     await new Promise((res) => setTimeout(res, 1500)); // backends report their table counters at most once a second
     const [st] = await store.db.all<{ upd: number; hot: number; dead: number }>(
-      "SELECT n_tup_upd AS upd, n_tup_hot_upd AS hot, n_dead_tup AS dead FROM pg_stat_user_tables WHERE relname = 'run_history'");
+      "SELECT n_tup_upd AS upd, n_tup_hot_upd AS hot, n_dead_tup AS dead FROM pg_stat_user_tables WHERE relname = 'run_history'",
+    );
     hotPct = Number(st.upd) ? round((100 * Number(st.hot)) / Number(st.upd), 1) : null;
     dead = Number(st.dead);
   }
@@ -233,28 +254,41 @@ async function throughput(store: Store, batch: number, writers: number, keep: nu
   let runs = 0;
   let appends = 0;
   let maxMs = 0;
-  await Promise.all(logs.map(async (log) => {
-    while (performance.now() - start < SECONDS * 1000) {
-      const t = performance.now();
-      await record(log, batchOf(batch));
-      maxMs = Math.max(maxMs, performance.now() - t);
-      runs += batch;
-      appends++;
-    }
-  }));
+  await Promise.all(
+    logs.map(async (log) => {
+      while (performance.now() - start < SECONDS * 1000) {
+        const t = performance.now();
+        await record(log, batchOf(batch));
+        maxMs = Math.max(maxMs, performance.now() - t);
+        runs += batch;
+        appends++;
+      }
+    }),
+  );
   const seconds = (performance.now() - start) / 1000;
   const c = process.cpuUsage(c0);
   const s1 = store.serverCpu();
   const size = history ? await historySize(store) : null;
   return {
-    bench: 'throughput', round: roundNo, engine: store.engine, batch, writers, history_limit: keep,
-    history_rows: size?.rows ?? null, history_bytes: size?.bytes ?? null, history_hot_pct: size?.hotPct ?? null,
-    history_dead_rows: size?.dead ?? null, seconds: round(seconds, 2), runs,
+    bench: 'throughput',
+    round: roundNo,
+    engine: store.engine,
+    batch,
+    writers,
+    history_limit: keep,
+    history_rows: size?.rows ?? null,
+    history_bytes: size?.bytes ?? null,
+    history_hot_pct: size?.hotPct ?? null,
+    history_dead_rows: size?.dead ?? null,
+    seconds: round(seconds, 2),
+    runs,
     runs_per_s: Math.round(runs / seconds),
     client_cpu_us_per_run: round((c.user + c.system) / runs, 2),
     server_cpu_us_per_run: s0 === null || s1 === null ? null : round(((s1 - s0) * 1e6) / runs, 2),
-    mean_append_ms: round((seconds * 1000 * writers) / appends, 1), max_append_ms: round(maxMs, 1),
-    load_before: round(load, 2), load_after: round(loadavg()[0], 2),
+    mean_append_ms: round((seconds * 1000 * writers) / appends, 1),
+    max_append_ms: round(maxMs, 1),
+    load_before: round(load, 2),
+    load_after: round(loadavg()[0], 2),
   };
 }
 
@@ -330,8 +364,7 @@ async function hour(store: Store): Promise<SizeRow> {
   }
   const writeS = (performance.now() - t0) / 1000;
   const size = await store.size();
-  const kept = (await store.db.all<{ n: number }>(
-    'SELECT COALESCE(sum(last_id - first_id + 1), 0) AS n FROM event_segments'))[0].n;
+  const kept = (await store.db.all<{ n: number }>('SELECT COALESCE(sum(last_id - first_id + 1), 0) AS n FROM event_segments'))[0].n;
   // Reads over what is kept: a page from the oldest, a key with 1/200 of the events, and a key with none (a full scan).
   const timed = async (f: () => Promise<unknown>) => {
     const t = performance.now();
@@ -342,13 +375,26 @@ async function hour(store: Store): Promise<SizeRow> {
   const readRare = await timed(() => log.read({ limit: 100, key: 'mobile-key-7' }));
   const readAbsent = await timed(() => log.read({ limit: 100, key: 'nobody' }));
   return {
-    bench: 'hour', engine: store.engine, scale: SCALE, events_written: written, simulated_s: Math.round((clock.ms - start) / 1000),
-    bytes_per_event: round(size.events / Number(kept), 1), hour_events_bytes: hourBytes, hour_tables: hourTables,
-    steady_max_events_bytes: steadyMax, steady_tables: steadyTables, dropped_segments: dropped,
-    mean_drop_ms: round(drops.reduce((a, b) => a + b, 0) / Math.max(1, drops.length), 1), max_drop_ms: round(Math.max(0, ...drops), 1),
-    hour_events_bytes_full: hourBytes * SCALE, steady_max_events_bytes_full: steadyMax * SCALE,
-    store_file_bytes: size.store, write_s: round(writeS, 1),
-    read_page_ms: round(readPage, 1), read_rare_key_ms: round(readRare, 1), read_absent_key_ms: round(readAbsent, 1),
+    bench: 'hour',
+    engine: store.engine,
+    scale: SCALE,
+    events_written: written,
+    simulated_s: Math.round((clock.ms - start) / 1000),
+    bytes_per_event: round(size.events / Number(kept), 1),
+    hour_events_bytes: hourBytes,
+    hour_tables: hourTables,
+    steady_max_events_bytes: steadyMax,
+    steady_tables: steadyTables,
+    dropped_segments: dropped,
+    mean_drop_ms: round(drops.reduce((a, b) => a + b, 0) / Math.max(1, drops.length), 1),
+    max_drop_ms: round(Math.max(0, ...drops), 1),
+    hour_events_bytes_full: hourBytes * SCALE,
+    steady_max_events_bytes_full: steadyMax * SCALE,
+    store_file_bytes: size.store,
+    write_s: round(writeS, 1),
+    read_page_ms: round(readPage, 1),
+    read_rare_key_ms: round(readRare, 1),
+    read_absent_key_ms: round(readAbsent, 1),
     scanned_rows_absent_key: Number(kept),
   };
 }
@@ -365,7 +411,14 @@ function groups(rows: ThroughputRow[]): ThroughputRow[][] {
 }
 
 /** [batch, writers, history limit]: the event log alone, then with history at the default limit of 50 and at 1,000. */
-const SETTINGS = [[500, 1, null], [5000, 1, null], [5000, 2, null], [500, 1, 50], [5000, 1, 50], [5000, 1, 1000]] as const;
+const SETTINGS = [
+  [500, 1, null],
+  [5000, 1, null],
+  [5000, 2, null],
+  [500, 1, 50],
+  [5000, 1, 50],
+  [5000, 1, 1000],
+] as const;
 
 const round = (n: number, d: number) => Math.round(n * 10 ** d) / 10 ** d;
 const gb = (b: number) => `${fmt(b / 1e9, 1)} GB`;
@@ -413,13 +466,13 @@ function report(rows: Array<ThroughputRow | SizeRow>): string {
     '',
     '## Runs kept per second',
     '',
-    `EventLog.append() called back to back for ${SECONDS} s on a fresh store, each call awaited before the next (as the recorder does); `
-      + 'two writers = two EventLog instances on two connection pools appending at once. With a history limit, each append is followed by '
-      + 'Store.writeRuns() into the per-version rings, as the recorder does: the runs spread over 200 versions (50 queries × 4), so a batch of 500 '
-      + 'brings 2-3 runs per version and one of 5,000 brings 25 (all written at limit 50 and 1,000). CPU per run: this process (`process.cpuUsage`), '
-      + 'and the PostgreSQL backends serving the store (from /proc). History rows/bytes: the run_history table and its key at the end of the round; '
-      + 'HOT %: of the ring updates on PostgreSQL, those done in the page (no new index entry, the old version pruned in place rather than left '
-      + 'to vacuum), with the dead rows the statistics counted at the end (pg_stat_user_tables).',
+    `EventLog.append() called back to back for ${SECONDS} s on a fresh store, each call awaited before the next (as the recorder does); ` +
+      'two writers = two EventLog instances on two connection pools appending at once. With a history limit, each append is followed by ' +
+      'Store.writeRuns() into the per-version rings, as the recorder does: the runs spread over 200 versions (50 queries × 4), so a batch of 500 ' +
+      'brings 2-3 runs per version and one of 5,000 brings 25 (all written at limit 50 and 1,000). CPU per run: this process (`process.cpuUsage`), ' +
+      'and the PostgreSQL backends serving the store (from /proc). History rows/bytes: the run_history table and its key at the end of the round; ' +
+      'HOT %: of the ring updates on PostgreSQL, those done in the page (no new index entry, the old version pruned in place rather than left ' +
+      'to vacuum), with the dead rows the statistics counted at the end (pg_stat_user_tables).',
     '',
     `Median of ${ROUNDS} rounds, with the range; every round is in results.jsonl. The 1-minute load average shows how busy the machine was otherwise.`,
     '',
@@ -432,23 +485,30 @@ function report(rows: Array<ThroughputRow | SizeRow>): string {
       };
       const rps = g.map((r) => r.runs_per_s);
       const h = g[0].history_limit === null ? 'none | ' : `${g[0].history_limit} | `;
-      return `| ${g[0].engine} | ${fmt(g[0].batch)} | ${g[0].writers} | ${h}${fmt(median(rps))} (${fmt(Math.min(...rps))}-${fmt(Math.max(...rps))}) | `
-        + `${m((r) => r.client_cpu_us_per_run)} | ${m((r) => r.server_cpu_us_per_run)} | ${m((r) => r.mean_append_ms)} | ${fmt(Math.max(...g.map((r) => r.max_append_ms)))} | `
-        + (g[0].history_rows === null ? 'n/a | n/a | n/a | ' : `${fmt(Math.max(...g.map((r) => r.history_rows!)))} | ${fmt(Math.max(...g.map((r) => r.history_bytes!)) / 1e6, 2)} MB | `
-          + (g[0].history_hot_pct === null ? 'n/a | ' : `${m((r) => r.history_hot_pct)} / ${fmt(Math.max(...g.map((r) => r.history_dead_rows!)))} | `))
-        + `${fmt(Math.min(...g.map((r) => r.load_before)), 1)}-${fmt(Math.max(...g.map((r) => r.load_after)), 1)} |`;
+      return (
+        `| ${g[0].engine} | ${fmt(g[0].batch)} | ${g[0].writers} | ${h}${fmt(median(rps))} (${fmt(Math.min(...rps))}-${fmt(Math.max(...rps))}) | ` +
+        `${m((r) => r.client_cpu_us_per_run)} | ${m((r) => r.server_cpu_us_per_run)} | ${m((r) => r.mean_append_ms)} | ${fmt(Math.max(...g.map((r) => r.max_append_ms)))} | ` +
+        (g[0].history_rows === null
+          ? 'n/a | n/a | n/a | '
+          : `${fmt(Math.max(...g.map((r) => r.history_rows!)))} | ${fmt(Math.max(...g.map((r) => r.history_bytes!)) / 1e6, 2)} MB | ` +
+            (g[0].history_hot_pct === null ? 'n/a | ' : `${m((r) => r.history_hot_pct)} / ${fmt(Math.max(...g.map((r) => r.history_dead_rows!)))} | `)) +
+        `${fmt(Math.min(...g.map((r) => r.load_before)), 1)}-${fmt(Math.max(...g.map((r) => r.load_after)), 1)} |`
+      );
     }),
     '',
     '## An hour of events at 20,000 runs/s',
     '',
-    `Written at 1/${SCALE} of the rate (${fmt(RATE / SCALE)} runs per simulated second, batches of 5,000) with a simulated clock over 80 simulated minutes, `
-      + 'retention 3,600 s, segments of 600 s (the defaults), expire() every simulated minute. Sizes are the event tables with their primary-key index '
-      + '(PostgreSQL: pg_total_relation_size; SQLite: pages in use). The full-rate figures multiply by the scale: the size is linear in the number of '
-      + 'events (one row and one index entry each), and a dropped segment\'s space is reused (SQLite free pages) or returned (PostgreSQL files).',
+    `Written at 1/${SCALE} of the rate (${fmt(RATE / SCALE)} runs per simulated second, batches of 5,000) with a simulated clock over 80 simulated minutes, ` +
+      'retention 3,600 s, segments of 600 s (the defaults), expire() every simulated minute. Sizes are the event tables with their primary-key index ' +
+      '(PostgreSQL: pg_total_relation_size; SQLite: pages in use). The full-rate figures multiply by the scale: the size is linear in the number of ' +
+      "events (one row and one index entry each), and a dropped segment's space is reused (SQLite free pages) or returned (PostgreSQL files).",
     '',
     '| store | bytes/event | after 1 h (scaled) | tables | steady max (scaled) | tables | **after 1 h at 20k/s** | **steady max at 20k/s** | drop ms/segment (scaled) |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...h.map((r) => `| ${r.engine} | ${r.bytes_per_event} | ${mb(r.hour_events_bytes)} | ${r.hour_tables} | ${mb(r.steady_max_events_bytes)} | ${r.steady_tables} | **${gb(r.hour_events_bytes_full)}** | **${gb(r.steady_max_events_bytes_full)}** | ${r.mean_drop_ms} (max ${r.max_drop_ms}) |`),
+    ...h.map(
+      (r) =>
+        `| ${r.engine} | ${r.bytes_per_event} | ${mb(r.hour_events_bytes)} | ${r.hour_tables} | ${mb(r.steady_max_events_bytes)} | ${r.steady_tables} | **${gb(r.hour_events_bytes_full)}** | **${gb(r.steady_max_events_bytes_full)}** | ${r.mean_drop_ms} (max ${r.max_drop_ms}) |`,
+    ),
     '',
     'Reads over the kept events at the reduced scale (no secondary index: filters scan by id):',
     '',
@@ -456,30 +516,30 @@ function report(rows: Array<ThroughputRow | SizeRow>): string {
     '|---|---:|---:|---:|---:|',
     ...h.map((r) => `| ${r.engine} | ${fmt(r.scanned_rows_absent_key)} | ${r.read_page_ms} | ${r.read_rare_key_ms} | ${r.read_absent_key_ms} |`),
     '',
-    'A DROP of a segment on SQLite walks its pages (time grows with the segment: multiply by the scale for the full rate) and holds the '
-      + 'write lock meanwhile; on PostgreSQL it unlinks files and does not block appends to the current segment.',
+    'A DROP of a segment on SQLite walks its pages (time grows with the segment: multiply by the scale for the full rate) and holds the ' +
+      'write lock meanwhile; on PostgreSQL it unlinks files and does not block appends to the current segment.',
     '',
     '## How the write path was chosen',
     '',
     'Exploratory runs while building src/store/events.ts (same machine, also busy with other work, 4-8 s each, batches of 5,000, not repeated by this script):',
     '',
-    '- PostgreSQL, one statement per batch (ids from `nextval` in input order, `INSERT ... SELECT FROM unnest(...)`, catalog update, ids back) '
-      + 'against two round trips (`SELECT nextval() FROM generate_series(1, n)`, then the insert): ~16 µs client CPU per run for two trips against ~13 for one.',
-    '- Sending the ids back as one `string_agg` text instead of 5,000 rows: client CPU 13 → 9-11 µs/run. Sending the payloads as one newline-joined text '
-      + '(`string_to_array`, JSON never holds a raw newline) instead of a `text[]` that postgres.js escapes element by element: 9-11 → 5-6 µs/run client, '
-      + 'server 5.3 → 4.1-4.6 µs/run; 45,000-71,000 runs/s against 31,000-51,000. A single JSON array parameter (`json_array_elements`) cost the least '
-      + 'client CPU (3.8-5.4 µs) but twice the server CPU (9-10 µs) and was slower.',
-    '- `synchronous_commit` off for the batch (set inside the statement with `set_config(..., true)`, as the contract says history writes do): '
-      + '19,000 → 25,000-57,000 runs/s.',
-    '- A secondary index: `(key_name, id)` took PostgreSQL from 57,000 to 31,000 runs/s in one pair of runs (+2 µs server CPU and +45 bytes per event); '
-      + 'with `(query, id)` as well, 17,000-20,000 runs/s and +89 bytes. SQLite: +3 µs CPU per run for one. Not created: filters scan by id instead '
-      + '(see the read table above for what that costs).',
-    '- SQLite: multi-row `INSERT ... VALUES` of 100-500 rows (83,000-156,000 runs/s, 3.9-4.6 µs/run) beat a prepared single-row insert per run '
-      + '(66,000-96,000, 5.4-5.9 µs) and `json_each` (31,000-41,000, 12 µs). The log uses 150 rows (900 markers, under the classic 999).',
+    '- PostgreSQL, one statement per batch (ids from `nextval` in input order, `INSERT ... SELECT FROM unnest(...)`, catalog update, ids back) ' +
+      'against two round trips (`SELECT nextval() FROM generate_series(1, n)`, then the insert): ~16 µs client CPU per run for two trips against ~13 for one.',
+    '- Sending the ids back as one `string_agg` text instead of 5,000 rows: client CPU 13 → 9-11 µs/run. Sending the payloads as one newline-joined text ' +
+      '(`string_to_array`, JSON never holds a raw newline) instead of a `text[]` that postgres.js escapes element by element: 9-11 → 5-6 µs/run client, ' +
+      'server 5.3 → 4.1-4.6 µs/run; 45,000-71,000 runs/s against 31,000-51,000. A single JSON array parameter (`json_array_elements`) cost the least ' +
+      'client CPU (3.8-5.4 µs) but twice the server CPU (9-10 µs) and was slower.',
+    '- `synchronous_commit` off for the batch (set inside the statement with `set_config(..., true)`, as the contract says history writes do): ' +
+      '19,000 → 25,000-57,000 runs/s.',
+    '- A secondary index: `(key_name, id)` took PostgreSQL from 57,000 to 31,000 runs/s in one pair of runs (+2 µs server CPU and +45 bytes per event); ' +
+      'with `(query, id)` as well, 17,000-20,000 runs/s and +89 bytes. SQLite: +3 µs CPU per run for one. Not created: filters scan by id instead ' +
+      '(see the read table above for what that costs).',
+    '- SQLite: multi-row `INSERT ... VALUES` of 100-500 rows (83,000-156,000 runs/s, 3.9-4.6 µs/run) beat a prepared single-row insert per run ' +
+      '(66,000-96,000, 5.4-5.9 µs) and `json_each` (31,000-41,000, 12 µs). The log uses 150 rows (900 markers, under the classic 999).',
     '- Returning the rows: `{ ...run, id }` cost 2.6-8.5 µs per run on V8; `Object.assign({ id }, run)` 0.3-0.7 µs.',
-    '- Dropping one full-size SQLite segment (600 s at 20,000 runs/s: 12,000,000 events, a 2.9 GB file) took 2.9 s in a one-off run, '
-      + 'with the write lock held: at 20,000 runs/s that stalls the recorder long enough to pass its 10,000-run pending cap. '
-      + 'Shorter segments on SQLite (e.g. segmentS 60: ~0.3 s per drop) keep each stall under the cap.',
+    '- Dropping one full-size SQLite segment (600 s at 20,000 runs/s: 12,000,000 events, a 2.9 GB file) took 2.9 s in a one-off run, ' +
+      'with the write lock held: at 20,000 runs/s that stalls the recorder long enough to pass its 10,000-run pending cap. ' +
+      'Shorter segments on SQLite (e.g. segmentS 60: ~0.3 s per drop) keep each stall under the cap.',
     '',
   ];
   return lines.join('\n');

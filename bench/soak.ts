@@ -21,12 +21,22 @@ const metric = (text: string, outcome: string) => Number(text.match(new RegExp(`
 const home = mkdtempSync(join(tmpdir(), 'qag-soak-'));
 const g = await startGateway({ QUERYAPIGATE_HOME: home, QUERYAPIGATE_LOAD_EXAMPLES: '1' });
 try {
-  await g.api('POST', '/api/v1/queries', { name: 'film_pk', connection_name: 'examples', description: 'pk', publish: true,
-    sql: 'SELECT film_id, title FROM film WHERE film_id = :id', parameters: { id: { type: 'int', required: true } } });
+  await g.api('POST', '/api/v1/queries', {
+    name: 'film_pk',
+    connection_name: 'examples',
+    description: 'pk',
+    publish: true,
+    sql: 'SELECT film_id, title FROM film WHERE film_id = :id',
+    parameters: { id: { type: 'int', required: true } },
+  });
   const key = (await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'soak', queries: ['film_pk'], connections: [] })).secret;
   const url = new URL(g.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  let sent = 0, ok = 0, failed = 0, inFlight = 0, maxInFlight = 0;
+  let sent = 0,
+    ok = 0,
+    failed = 0,
+    inFlight = 0,
+    maxInFlight = 0;
   const call = () => {
     sent++;
     inFlight++;
@@ -57,7 +67,10 @@ try {
         resolve();
       }
     }, 10);
-    const sampler = setInterval(() => samples.push({ t: Math.round((Date.now() - start) / 1000), rss_mb: Math.round(rssMb(g.pid)), sent, in_flight: inFlight }), 1000);
+    const sampler = setInterval(
+      () => samples.push({ t: Math.round((Date.now() - start) / 1000), rss_mb: Math.round(rssMb(g.pid)), sent, in_flight: inFlight }),
+      1000,
+    );
   });
   while (inFlight > 0) await new Promise((r) => setTimeout(r, 50));
   agent.destroy();
@@ -66,25 +79,43 @@ try {
   const recorded = metric(m, 'recorded');
   const dropped = metric(m, 'dropped');
   const store = new Database(join(home, 'queryapigate.db'), { readonly: true });
-  const history = store.prepare(`SELECT (SELECT count(*) FROM run_history WHERE query_name = 'film_pk') AS rows,
-    (SELECT runs_recorded FROM saved_query_versions WHERE query_name = 'film_pk') AS counted`).get() as { rows: number; counted: number };
+  const history = store
+    .prepare(`SELECT (SELECT count(*) FROM run_history WHERE query_name = 'film_pk') AS rows,
+    (SELECT runs_recorded FROM saved_query_versions WHERE query_name = 'film_pk') AS counted`)
+    .get() as { rows: number; counted: number };
   store.close();
   const rss = samples.map((s) => s.rss_mb);
   const minute = (from: number, to: number) => {
     const xs = samples.filter((s) => s.t >= from && s.t < to).map((s) => s.rss_mb);
     return xs.length ? Math.round(xs.reduce((a, b) => a + b, 0) / xs.length) : null;
   };
-  const result = { rate, seconds, sent, ok, failed, recorded, dropped, runs_kept: recorded / ok, history_rows: history.rows,
-    history_runs_counted: history.counted, max_in_flight: maxInFlight,
-    rss_first_minute_mb: minute(0, 60), rss_last_minute_mb: minute(seconds - 60, seconds + 1), rss_min_mb: Math.min(...rss), rss_max_mb: Math.max(...rss),
-    loadavg: loadavg() };
+  const result = {
+    rate,
+    seconds,
+    sent,
+    ok,
+    failed,
+    recorded,
+    dropped,
+    runs_kept: recorded / ok,
+    history_rows: history.rows,
+    history_runs_counted: history.counted,
+    max_in_flight: maxInFlight,
+    rss_first_minute_mb: minute(0, 60),
+    rss_last_minute_mb: minute(seconds - 60, seconds + 1),
+    rss_min_mb: Math.min(...rss),
+    rss_max_mb: Math.max(...rss),
+    loadavg: loadavg(),
+  };
   console.log(JSON.stringify(result));
   const perMinute = Array.from({ length: Math.ceil(seconds / 60) }, (_, i) => `| ${i + 1} | ${minute(i * 60, (i + 1) * 60)} |`).join('\n');
   const md = `# Soak at a fixed rate (${today()})
 
 Made with \`node dist/bench/soak.js --rate ${rate} --seconds ${seconds}\`: an open-loop Node client sends ${rate} calls a second to a
 primary-key lookup on the bundled SQLite examples (one gateway process, default executors, SQLite store) for ${seconds} s,
-sampling the gateway's RSS every second. Load average at the end: ${loadavg().map((x) => x.toFixed(1)).join(' ')} on 2 cores.
+sampling the gateway's RSS every second. Load average at the end: ${loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')} on 2 cores.
 
 | Calls sent | 200 | failed | runs recorded | runs dropped | runs kept | history rows / runs counted | max in flight | RSS first minute | RSS last minute | RSS min-max |
 |---|---|---|---|---|---|---|---|---|---|---|

@@ -119,7 +119,11 @@ async function freshGateway(source: SourceName): Promise<{ g: Gateway; home: str
   const s = SOURCES[source];
   await g.api('POST', '/api/v1/connections', { ...s.connection, active: true });
   await g.api('POST', '/api/v1/queries', {
-    name: s.query, connection_name: s.connection.name, sql: SQL, description: `The ${N}-row export table`, publish: true,
+    name: s.query,
+    connection_name: s.connection.name,
+    sql: SQL,
+    description: `The ${N}-row export table`,
+    publish: true,
   });
   // One paged call opens the executor's pool for the source, so the baseline is a warmed process.
   const warm = await g.api('GET', `/q/${s.query}?page_size=2`);
@@ -150,14 +154,19 @@ class RssSampler {
   readonly samples: { t: number; mb: number }[] = [];
   private timer: NodeJS.Timeout;
   private readonly t0 = performance.now();
-  constructor(private pid: number, everyMs = 100) {
+  constructor(
+    private pid: number,
+    everyMs = 100,
+  ) {
     this.sample();
     this.timer = setInterval(() => this.sample(), everyMs);
   }
   private sample() {
     try {
       this.samples.push({ t: (performance.now() - this.t0) / 1000, mb: procStatus(this.pid).rssKb / 1024 });
-    } catch { /* the process is gone */ }
+    } catch {
+      /* the process is gone */
+    }
   }
   stop() {
     clearInterval(this.timer);
@@ -205,8 +214,17 @@ function readExport(url: string, slow?: { seconds: number; during: () => Promise
   return new Promise((resolve) => {
     const t0 = performance.now();
     const r: Read = {
-      status: 0, headersMs: NaN, ttfbMs: NaN, seconds: NaN, bytes: 0, lines: 0, complete: false,
-      firstLine: '', lastLine: '', aborted: false, error: null,
+      status: 0,
+      headersMs: NaN,
+      ttfbMs: NaN,
+      seconds: NaN,
+      bytes: 0,
+      lines: 0,
+      complete: false,
+      firstLine: '',
+      lastLine: '',
+      aborted: false,
+      error: null,
     };
     let head = '';
     let tail = Buffer.alloc(0);
@@ -251,17 +269,21 @@ function readExport(url: string, slow?: { seconds: number; during: () => Promise
       if (slow) {
         budget = 0;
         res.pause();
-        timers.push(setInterval(() => {
-          budget = SLOW_CHUNK;
-          res.resume();
-        }, SLOW_EVERY_MS));
+        timers.push(
+          setInterval(() => {
+            budget = SLOW_CHUNK;
+            res.resume();
+          }, SLOW_EVERY_MS),
+        );
         timers.push(setTimeout(() => void slow.during(), (slow.seconds * 1000) / 2));
-        timers.push(setTimeout(() => {
-          r.aborted = true;
-          r.firstLine = head.split('\n')[0].replace(/\r$/, '');
-          req.destroy();
-          finish(null);
-        }, slow.seconds * 1000));
+        timers.push(
+          setTimeout(() => {
+            r.aborted = true;
+            r.firstLine = head.split('\n')[0].replace(/\r$/, '');
+            req.destroy();
+            finish(null);
+          }, slow.seconds * 1000),
+        );
       }
     });
     req.on('error', (e) => finish(r.aborted ? null : String(e)));
@@ -280,7 +302,10 @@ function lastId(format: string, line: string): number | null {
 
 // ---------------------------------------------------------------- the statement, seen from the database
 
-interface Activity { pid: number; state: string }
+interface Activity {
+  pid: number;
+  state: string;
+}
 
 async function statementActivity(source: SourceName): Promise<Activity[]> {
   if (source === 'postgres') {
@@ -295,8 +320,11 @@ async function statementActivity(source: SourceName): Promise<Activity[]> {
   }
   const c = await mysql.createConnection(MY);
   try {
-    const [rows] = await c.query<RowDataPacket[]>(`SELECT ID AS pid, COMMAND AS command, STATE AS state FROM information_schema.PROCESSLIST
-      WHERE DB = ? AND ID <> CONNECTION_ID() AND INFO LIKE '%FROM export ORDER BY id%'`, [DB]);
+    const [rows] = await c.query<RowDataPacket[]>(
+      `SELECT ID AS pid, COMMAND AS command, STATE AS state FROM information_schema.PROCESSLIST
+      WHERE DB = ? AND ID <> CONNECTION_ID() AND INFO LIKE '%FROM export ORDER BY id%'`,
+      [DB],
+    );
     return rows.map((r) => ({ pid: Number(r.pid), state: `${r.command}${r.state ? ` / ${r.state}` : ''}` }));
   } finally {
     await c.end();
@@ -308,19 +336,59 @@ const running = (a: Activity[]) => a.filter((x) => x.state !== 'idle');
 // ---------------------------------------------------------------- the runs
 
 type ExportRow = {
-  kind: 'export'; rows_target: number; source: SourceName; format: string; status: number; rows: number; bytes: number;
-  complete: boolean; last_id: number | null; ttfb_ms: number; seconds: number; rows_per_s: number; mb_per_s: number;
-  startup_rss_mb: number; baseline_rss_mb: number; peak_rss_mb: number; peak_hwm_mb: number | null; end_rss_mb: number; gateway_cpu_s: number;
-  samples: number; error: string | null; gateway_errors: string[];
+  kind: 'export';
+  rows_target: number;
+  source: SourceName;
+  format: string;
+  status: number;
+  rows: number;
+  bytes: number;
+  complete: boolean;
+  last_id: number | null;
+  ttfb_ms: number;
+  seconds: number;
+  rows_per_s: number;
+  mb_per_s: number;
+  startup_rss_mb: number;
+  baseline_rss_mb: number;
+  peak_rss_mb: number;
+  peak_hwm_mb: number | null;
+  end_rss_mb: number;
+  gateway_cpu_s: number;
+  samples: number;
+  error: string | null;
+  gateway_errors: string[];
 };
 type SlowRow = {
-  kind: 'slow'; rows_target: number; source: SourceName; format: string; seconds: number; bytes: number; rows: number;
-  kb_per_s: number; startup_rss_mb: number; baseline_rss_mb: number; mb_per_min: number | null; first_rss_mb: number; last_rss_mb: number; min_rss_mb: number; max_rss_mb: number;
-  peak_hwm_mb: number | null; rss_by_second: number[]; during: Activity[]; after_abort: Activity[]; cleared_after_ms: number | null;
+  kind: 'slow';
+  rows_target: number;
+  source: SourceName;
+  format: string;
+  seconds: number;
+  bytes: number;
+  rows: number;
+  kb_per_s: number;
+  startup_rss_mb: number;
+  baseline_rss_mb: number;
+  mb_per_min: number | null;
+  first_rss_mb: number;
+  last_rss_mb: number;
+  min_rss_mb: number;
+  max_rss_mb: number;
+  peak_hwm_mb: number | null;
+  rss_by_second: number[];
+  during: Activity[];
+  after_abort: Activity[];
+  cleared_after_ms: number | null;
   gateway_errors: string[];
 };
 
-const gatewayErrors = (g: Gateway) => g.output().split('\n').filter((l) => /error|fail|warn/i.test(l)).slice(0, 10);
+const gatewayErrors = (g: Gateway) =>
+  g
+    .output()
+    .split('\n')
+    .filter((l) => /error|fail|warn/i.test(l))
+    .slice(0, 10);
 
 async function runExport(source: SourceName, format: string): Promise<ExportRow> {
   const { g, home, startupRss } = await freshGateway(source);
@@ -335,12 +403,28 @@ async function runExport(source: SourceName, format: string): Promise<ExportRow>
     const st = procStatus(g.pid);
     const rows = format === 'csv' ? Math.max(0, r.lines - 1) : r.lines;
     const row: ExportRow = {
-      kind: 'export', rows_target: N, source, format, status: r.status, rows, bytes: r.bytes, complete: r.complete,
-      last_id: lastId(format, r.lastLine), ttfb_ms: round(r.ttfbMs), seconds: round(r.seconds, 2),
-      rows_per_s: Math.round(rows / r.seconds), mb_per_s: round(r.bytes / 1e6 / r.seconds, 2),
-      startup_rss_mb: round(startupRss), baseline_rss_mb: round(baseline), peak_rss_mb: round(Math.max(...samples.map((s) => s.mb))),
-      peak_hwm_mb: hwm ? round(mb(st.hwmKb)) : null, end_rss_mb: round(mb(st.rssKb)), gateway_cpu_s: round(cpu, 2),
-      samples: samples.length, error: r.error, gateway_errors: gatewayErrors(g),
+      kind: 'export',
+      rows_target: N,
+      source,
+      format,
+      status: r.status,
+      rows,
+      bytes: r.bytes,
+      complete: r.complete,
+      last_id: lastId(format, r.lastLine),
+      ttfb_ms: round(r.ttfbMs),
+      seconds: round(r.seconds, 2),
+      rows_per_s: Math.round(rows / r.seconds),
+      mb_per_s: round(r.bytes / 1e6 / r.seconds, 2),
+      startup_rss_mb: round(startupRss),
+      baseline_rss_mb: round(baseline),
+      peak_rss_mb: round(Math.max(...samples.map((s) => s.mb))),
+      peak_hwm_mb: hwm ? round(mb(st.hwmKb)) : null,
+      end_rss_mb: round(mb(st.rssKb)),
+      gateway_cpu_s: round(cpu, 2),
+      samples: samples.length,
+      error: r.error,
+      gateway_errors: gatewayErrors(g),
     };
     if (r.status !== 200) row.error = `HTTP ${r.status}: ${r.firstLine.slice(0, 300)}`;
     return row;
@@ -358,7 +442,10 @@ async function runSlow(source: SourceName, format: string): Promise<SlowRow> {
     const sampler = new RssSampler(g.pid);
     let during: Activity[] = [];
     const r = await readExport(`${g.url}/q/${SOURCES[source].query}?stream=true&format=${format}`, {
-      seconds: slowSeconds, during: async () => { during = await statementActivity(source); },
+      seconds: slowSeconds,
+      during: async () => {
+        during = await statementActivity(source);
+      },
     });
     const samples = sampler.stop();
     const st = procStatus(g.pid);
@@ -379,12 +466,26 @@ async function runSlow(source: SourceName, format: string): Promise<SlowRow> {
     const span = steady.length > 1 ? steady[steady.length - 1].t - steady[0].t : 0;
     const lines = format === 'csv' ? Math.max(0, r.lines - 1) : r.lines;
     return {
-      kind: 'slow', rows_target: N, source, format, seconds: round(r.seconds, 2), bytes: r.bytes, rows: lines,
-      kb_per_s: Math.round(r.bytes / 1024 / r.seconds), startup_rss_mb: round(startupRss), baseline_rss_mb: round(baseline),
-      first_rss_mb: round(mbs[0]), last_rss_mb: round(mbs[mbs.length - 1]), min_rss_mb: round(Math.min(...mbs)),
-      max_rss_mb: round(Math.max(...mbs)), mb_per_min: span > 0 ? round(((mbs[mbs.length - 1] - mbs[0]) / span) * 60, 2) : null,
+      kind: 'slow',
+      rows_target: N,
+      source,
+      format,
+      seconds: round(r.seconds, 2),
+      bytes: r.bytes,
+      rows: lines,
+      kb_per_s: Math.round(r.bytes / 1024 / r.seconds),
+      startup_rss_mb: round(startupRss),
+      baseline_rss_mb: round(baseline),
+      first_rss_mb: round(mbs[0]),
+      last_rss_mb: round(mbs[mbs.length - 1]),
+      min_rss_mb: round(Math.min(...mbs)),
+      max_rss_mb: round(Math.max(...mbs)),
+      mb_per_min: span > 0 ? round(((mbs[mbs.length - 1] - mbs[0]) / span) * 60, 2) : null,
       peak_hwm_mb: hwm ? round(mb(st.hwmKb)) : null,
-      rss_by_second: Array.from(bySecond, (x) => x ?? NaN), during, after_abort: after, cleared_after_ms: clearedAfter,
+      rss_by_second: Array.from(bySecond, (x) => x ?? NaN),
+      during,
+      after_abort: after,
+      cleared_after_ms: clearedAfter,
       gateway_errors: gatewayErrors(g),
     };
   } finally {
@@ -399,8 +500,15 @@ console.log(`tables: ${N} rows`);
 const prep = { postgres: await preparePostgres(), mariadb: await prepareMariaDB() };
 console.log(JSON.stringify(prep));
 
-const CASES: [SourceName, string][] = [['postgres', 'csv'], ['postgres', 'ndjson'], ['mariadb', 'csv']];
-const SLOW: [SourceName, string][] = [['postgres', 'csv'], ['mariadb', 'csv']];
+const CASES: [SourceName, string][] = [
+  ['postgres', 'csv'],
+  ['postgres', 'ndjson'],
+  ['mariadb', 'csv'],
+];
+const SLOW: [SourceName, string][] = [
+  ['postgres', 'csv'],
+  ['mariadb', 'csv'],
+];
 const fresh: (ExportRow | SlowRow)[] = [];
 for (const [source, format] of CASES) {
   const row = await runExport(source, format);
@@ -417,16 +525,32 @@ const loadAfter = loadavg();
 // Results of other row counts run today stay in the folder (a quick and a full run side by side).
 const resultsFile = join(RESULTS, `streams-${today()}`, 'results.jsonl');
 type MetaRow = {
-  kind: 'meta'; rows_target: number; slow_seconds: number; at: string; loadavg_before: number[]; loadavg_after: number[];
-  tables: typeof prep; node: string;
+  kind: 'meta';
+  rows_target: number;
+  slow_seconds: number;
+  at: string;
+  loadavg_before: number[];
+  loadavg_after: number[];
+  tables: typeof prep;
+  node: string;
 };
 type ResultRow = ExportRow | SlowRow | MetaRow;
 const kept: ResultRow[] = existsSync(resultsFile)
-  ? readFileSync(resultsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ResultRow).filter((r) => r.rows_target !== N)
+  ? readFileSync(resultsFile, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as ResultRow)
+      .filter((r) => r.rows_target !== N)
   : [];
 const meta: MetaRow = {
-  kind: 'meta', rows_target: N, slow_seconds: slowSeconds, at: new Date().toISOString(), loadavg_before: loadBefore.map((x) => round(x, 2)),
-  loadavg_after: loadAfter.map((x) => round(x, 2)), tables: prep, node: process.version,
+  kind: 'meta',
+  rows_target: N,
+  slow_seconds: slowSeconds,
+  at: new Date().toISOString(),
+  loadavg_before: loadBefore.map((x) => round(x, 2)),
+  loadavg_after: loadAfter.map((x) => round(x, 2)),
+  tables: prep,
+  node: process.version,
 };
 const all: ResultRow[] = [...kept, meta, ...fresh].sort((a, b) => a.rows_target - b.rows_target);
 
@@ -435,25 +559,33 @@ function section(n: number): string {
   const m = all.find((r): r is MetaRow => r.kind === 'meta' && r.rows_target === n);
   const ex = all.filter((r): r is ExportRow => r.kind === 'export' && r.rows_target === n);
   const sl = all.filter((r): r is SlowRow => r.kind === 'slow' && r.rows_target === n);
-  let s = `## ${fmt(n)} rows (${m ? `${m.at.slice(0, 16).replace('T', ' ')} UTC, load average ${m.loadavg_before.join(' / ')} before, ` +
-    `${m.loadavg_after.join(' / ')} after` : 'no metadata'})\n\n`;
-  s += '| Source | Format | Rows | Complete | TTFB ms | Seconds | rows/s | MB/s | Baseline RSS MB | Peak RSS MB (sampled / VmHWM) | Peak - baseline MB | Gateway CPU s |\n';
+  let s = `## ${fmt(n)} rows (${
+    m
+      ? `${m.at.slice(0, 16).replace('T', ' ')} UTC, load average ${m.loadavg_before.join(' / ')} before, ` + `${m.loadavg_after.join(' / ')} after`
+      : 'no metadata'
+  })\n\n`;
+  s +=
+    '| Source | Format | Rows | Complete | TTFB ms | Seconds | rows/s | MB/s | Baseline RSS MB | Peak RSS MB (sampled / VmHWM) | Peak - baseline MB | Gateway CPU s |\n';
   s += '|---|---|---|---|---|---|---|---|---|---|---|---|\n';
   for (const r of ex) {
-    s += `| ${r.source} | ${r.format} | ${fmt(r.rows)} | ${yes(r.complete && r.rows === n && r.last_id === n)} | ${fmt(r.ttfb_ms)} | ${fmt(r.seconds, 1)} | ` +
+    s +=
+      `| ${r.source} | ${r.format} | ${fmt(r.rows)} | ${yes(r.complete && r.rows === n && r.last_id === n)} | ${fmt(r.ttfb_ms)} | ${fmt(r.seconds, 1)} | ` +
       `${fmt(r.rows_per_s)} | ${fmt(r.mb_per_s, 1)} | ${fmt(r.baseline_rss_mb, 1)} | ${fmt(r.peak_rss_mb, 1)} / ${r.peak_hwm_mb === null ? '-' : fmt(r.peak_hwm_mb, 1)} | ` +
       `${fmt(Math.max(r.peak_rss_mb, r.peak_hwm_mb ?? 0) - r.baseline_rss_mb, 1)} | ${fmt(r.gateway_cpu_s, 1)} |\n`;
   }
   const st = [...ex, ...sl].map((r) => r.startup_rss_mb);
-  if (st.length) s += `\nThe same processes just started (1.5 s after "listening", nothing called yet): ${fmt(Math.min(...st), 1)}-${fmt(Math.max(...st), 1)} MB RSS.\n`;
+  if (st.length)
+    s += `\nThe same processes just started (1.5 s after "listening", nothing called yet): ${fmt(Math.min(...st), 1)}-${fmt(Math.max(...st), 1)} MB RSS.\n`;
   const errs = ex.filter((r) => r.error || r.gateway_errors.length);
   for (const r of errs) s += `\n${r.source} ${r.format}: ${r.error ?? ''} ${r.gateway_errors.join(' | ')}\n`;
   s += `\nSlow reader (${SLOW_CHUNK / 1024} KB every ${SLOW_EVERY_MS} ms, aborted after ${m?.slow_seconds ?? '?'} s):\n\n`;
-  s += '| Source | Format | Seconds | Read MB | Rows read | KB/s | Baseline RSS MB | RSS at 1 s / last MB | RSS min / max from 1 s MB | Drift MB/min | VmHWM MB | Statement halfway | After abort | Gone after ms |\n';
+  s +=
+    '| Source | Format | Seconds | Read MB | Rows read | KB/s | Baseline RSS MB | RSS at 1 s / last MB | RSS min / max from 1 s MB | Drift MB/min | VmHWM MB | Statement halfway | After abort | Gone after ms |\n';
   s += '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
   for (const r of sl) {
     const act = (a: Activity[]) => (a.length ? a.map((x) => x.state || '?').join(', ') : 'none');
-    s += `| ${r.source} | ${r.format} | ${fmt(r.seconds, 1)} | ${fmt(r.bytes / 1e6, 1)} | ${fmt(r.rows)} | ${fmt(r.kb_per_s)} | ${fmt(r.baseline_rss_mb, 1)} | ` +
+    s +=
+      `| ${r.source} | ${r.format} | ${fmt(r.seconds, 1)} | ${fmt(r.bytes / 1e6, 1)} | ${fmt(r.rows)} | ${fmt(r.kb_per_s)} | ${fmt(r.baseline_rss_mb, 1)} | ` +
       `${fmt(r.first_rss_mb, 1)} / ${fmt(r.last_rss_mb, 1)} | ${fmt(r.min_rss_mb, 1)} / ${fmt(r.max_rss_mb, 1)} | ${r.mb_per_min === null ? '-' : fmt(r.mb_per_min, 2)} | ${r.peak_hwm_mb === null ? '-' : fmt(r.peak_hwm_mb, 1)} | ` +
       `${act(r.during)} | ${act(r.after_abort)} | ${r.cleared_after_ms === null ? '**still running after 10 s**' : fmt(r.cleared_after_ms)} |\n`;
   }

@@ -13,18 +13,23 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'serve') {
     const server = await startServer(config);
     const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`;
-    console.log(`QueryAPIGate listening on ${base} (store: ${config.databaseUrl ? 'PostgreSQL' : `SQLite in ${config.home}`}, ` +
-      `executors: ${config.workers || 'inline'})`);
+    console.log(
+      `QueryAPIGate listening on ${base} (store: ${config.databaseUrl ? 'PostgreSQL' : `SQLite in ${config.home}`}, ` +
+        `executors: ${config.workers || 'inline'})`,
+    );
     if (config.loadExamples) {
       console.log(`Try: curl -H 'X-API-Key: <example-partner key>' '${base}/q/example_film_lookup?film_id=7'`);
     }
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       process.once(signal, () => {
         console.log(`${signal}: finishing calls in flight, then stopping`);
-        server.stop().then(() => process.exit(0), (e) => {
-          console.error('shutdown failed:', e);
-          process.exit(1);
-        });
+        server.stop().then(
+          () => process.exit(0),
+          (e) => {
+            console.error('shutdown failed:', e);
+            process.exit(1);
+          },
+        );
       });
     }
     return;

@@ -32,8 +32,13 @@ export interface Reply {
 
 export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
   const home = mkdtempSync(join(tmpdir(), 'qag-test-'));
-  const config = loadConfig({ QUERYAPIGATE_HOME: home, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: ADMIN_KEY,
-    QUERYAPIGATE_HISTORY_FLUSH_INTERVAL: '0.05', ...env });
+  const config = loadConfig({
+    QUERYAPIGATE_HOME: home,
+    QUERYAPIGATE_PORT: '0',
+    QUERYAPIGATE_API_KEY: ADMIN_KEY,
+    QUERYAPIGATE_HISTORY_FLUSH_INTERVAL: '0.05',
+    ...env,
+  });
   const server = await startServer(config, () => undefined);
   const url = `http://127.0.0.1:${server.port}`;
   return {
@@ -48,8 +53,12 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
   };
 }
 
-export async function request(base: string, method: string, path: string,
-  opts: { body?: unknown; key?: string | null; headers?: Record<string, string> } = {}): Promise<Reply> {
+export async function request(
+  base: string,
+  method: string,
+  path: string,
+  opts: { body?: unknown; key?: string | null; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const headers: Record<string, string> = { ...opts.headers };
   const key = opts.key === undefined ? ADMIN_KEY : opts.key;
   if (key) headers['X-API-Key'] = key;

@@ -66,35 +66,62 @@ export interface Estate {
 // ---------------------------------------------------------------- the schema
 
 const TABLES: Array<[string, string]> = [
-  ['warehouse', `w_id INT NOT NULL, w_name VARCHAR(10), w_street_1 VARCHAR(20), w_street_2 VARCHAR(20),
+  [
+    'warehouse',
+    `w_id INT NOT NULL, w_name VARCHAR(10), w_street_1 VARCHAR(20), w_street_2 VARCHAR(20),
     w_city VARCHAR(20), w_state CHAR(2), w_zip CHAR(9), w_tax DECIMAL(4,4), w_ytd DECIMAL(12,2),
-    PRIMARY KEY (w_id)`],
-  ['district', `d_id INT NOT NULL, d_w_id INT NOT NULL, d_name VARCHAR(10), d_street_1 VARCHAR(20),
+    PRIMARY KEY (w_id)`,
+  ],
+  [
+    'district',
+    `d_id INT NOT NULL, d_w_id INT NOT NULL, d_name VARCHAR(10), d_street_1 VARCHAR(20),
     d_street_2 VARCHAR(20), d_city VARCHAR(20), d_state CHAR(2), d_zip CHAR(9), d_tax DECIMAL(4,4),
-    d_ytd DECIMAL(12,2), d_next_o_id INT, PRIMARY KEY (d_w_id, d_id)`],
-  ['customer', `c_id INT NOT NULL, c_d_id INT NOT NULL, c_w_id INT NOT NULL, c_first VARCHAR(16),
+    d_ytd DECIMAL(12,2), d_next_o_id INT, PRIMARY KEY (d_w_id, d_id)`,
+  ],
+  [
+    'customer',
+    `c_id INT NOT NULL, c_d_id INT NOT NULL, c_w_id INT NOT NULL, c_first VARCHAR(16),
     c_middle CHAR(2), c_last VARCHAR(16), c_street_1 VARCHAR(20), c_street_2 VARCHAR(20), c_city VARCHAR(20),
     c_state CHAR(2), c_zip CHAR(9), c_phone CHAR(16), c_since DATETIME, c_credit CHAR(2),
     c_credit_lim DECIMAL(12,2), c_discount DECIMAL(4,4), c_balance DECIMAL(12,2), c_ytd_payment DECIMAL(12,2),
     c_payment_cnt INT, c_delivery_cnt INT, c_data VARCHAR(500),
-    PRIMARY KEY (c_w_id, c_d_id, c_id), INDEX idx_customer (c_w_id, c_d_id, c_last, c_first)`],
-  ['history', `h_c_id INT NOT NULL, h_c_d_id INT NOT NULL, h_c_w_id INT NOT NULL, h_d_id INT NOT NULL,
+    PRIMARY KEY (c_w_id, c_d_id, c_id), INDEX idx_customer (c_w_id, c_d_id, c_last, c_first)`,
+  ],
+  [
+    'history',
+    `h_c_id INT NOT NULL, h_c_d_id INT NOT NULL, h_c_w_id INT NOT NULL, h_d_id INT NOT NULL,
     h_w_id INT NOT NULL, h_date DATETIME, h_amount DECIMAL(6,2), h_data VARCHAR(24),
-    INDEX idx_h_w_id (h_w_id, h_d_id), INDEX idx_h_c_w_id (h_c_w_id, h_c_d_id, h_c_id)`],
-  ['new_order', `no_o_id INT NOT NULL, no_d_id INT NOT NULL, no_w_id INT NOT NULL,
-    PRIMARY KEY (no_w_id, no_d_id, no_o_id)`],
-  ['orders', `o_id INT NOT NULL, o_d_id INT NOT NULL, o_w_id INT NOT NULL, o_c_id INT, o_entry_d DATETIME,
+    INDEX idx_h_w_id (h_w_id, h_d_id), INDEX idx_h_c_w_id (h_c_w_id, h_c_d_id, h_c_id)`,
+  ],
+  [
+    'new_order',
+    `no_o_id INT NOT NULL, no_d_id INT NOT NULL, no_w_id INT NOT NULL,
+    PRIMARY KEY (no_w_id, no_d_id, no_o_id)`,
+  ],
+  [
+    'orders',
+    `o_id INT NOT NULL, o_d_id INT NOT NULL, o_w_id INT NOT NULL, o_c_id INT, o_entry_d DATETIME,
     o_carrier_id INT, o_ol_cnt INT, o_all_local INT,
-    PRIMARY KEY (o_w_id, o_d_id, o_id), INDEX idx_order (o_w_id, o_d_id, o_c_id, o_id)`],
-  ['order_line', `ol_o_id INT NOT NULL, ol_d_id INT NOT NULL, ol_w_id INT NOT NULL, ol_number INT NOT NULL,
+    PRIMARY KEY (o_w_id, o_d_id, o_id), INDEX idx_order (o_w_id, o_d_id, o_c_id, o_id)`,
+  ],
+  [
+    'order_line',
+    `ol_o_id INT NOT NULL, ol_d_id INT NOT NULL, ol_w_id INT NOT NULL, ol_number INT NOT NULL,
     ol_i_id INT NOT NULL, ol_supply_w_id INT, ol_delivery_d DATETIME, ol_quantity INT, ol_amount DECIMAL(6,2),
-    ol_dist_info CHAR(24), PRIMARY KEY (ol_w_id, ol_d_id, ol_o_id, ol_number)`],
-  ['item', `i_id INT NOT NULL, i_im_id INT, i_name VARCHAR(24), i_price DECIMAL(5,2), i_data VARCHAR(50),
-    PRIMARY KEY (i_id)`],
-  ['stock', `s_i_id INT NOT NULL, s_w_id INT NOT NULL, s_quantity INT, s_dist_01 CHAR(24), s_dist_02 CHAR(24),
+    ol_dist_info CHAR(24), PRIMARY KEY (ol_w_id, ol_d_id, ol_o_id, ol_number)`,
+  ],
+  [
+    'item',
+    `i_id INT NOT NULL, i_im_id INT, i_name VARCHAR(24), i_price DECIMAL(5,2), i_data VARCHAR(50),
+    PRIMARY KEY (i_id)`,
+  ],
+  [
+    'stock',
+    `s_i_id INT NOT NULL, s_w_id INT NOT NULL, s_quantity INT, s_dist_01 CHAR(24), s_dist_02 CHAR(24),
     s_dist_03 CHAR(24), s_dist_04 CHAR(24), s_dist_05 CHAR(24), s_dist_06 CHAR(24), s_dist_07 CHAR(24),
     s_dist_08 CHAR(24), s_dist_09 CHAR(24), s_dist_10 CHAR(24), s_ytd INT, s_order_cnt INT, s_remote_cnt INT,
-    s_data VARCHAR(50), PRIMARY KEY (s_w_id, s_i_id)`],
+    s_data VARCHAR(50), PRIMARY KEY (s_w_id, s_i_id)`,
+  ],
 ];
 export const TABLE_NAMES = TABLES.map(([t]) => t);
 
@@ -184,7 +211,10 @@ class Inserter {
   #parts: string[] = [];
   #bytes = 0;
   #pending: Promise<unknown> = Promise.resolve();
-  constructor(private conn: mysql.Connection, private table: string) {}
+  constructor(
+    private conn: mysql.Connection,
+    private table: string,
+  ) {}
   /** Adds one row (its values already as SQL literals); sends a batch when it is full. */
   async add(values: string): Promise<void> {
     this.#parts.push(`(${values})`);
@@ -259,10 +289,27 @@ const loadCustomers: Loader = async ([conn], { warehouses, seed, scale }) => {
       for (let c = 1; c <= scale.customers; c++) {
         const last = lastName(c <= 1000 ? c - 1 : r.nurand(255, 0, 999, cLoad));
         const since = datetime(-86400 + c);
-        await cu.add([
-          c, d, w, q(r.astr(8, 16)), q('OE'), q(last), ...address(r), q(r.nstr(16, 16)),
-          since, q(r.next() < 0.1 ? 'BC' : 'GC'), '50000.00', r.dec(0, 0.5, 4), '-10.00', '10.00', 1, 0, q(r.astr(300, 500)),
-        ].join(','));
+        await cu.add(
+          [
+            c,
+            d,
+            w,
+            q(r.astr(8, 16)),
+            q('OE'),
+            q(last),
+            ...address(r),
+            q(r.nstr(16, 16)),
+            since,
+            q(r.next() < 0.1 ? 'BC' : 'GC'),
+            '50000.00',
+            r.dec(0, 0.5, 4),
+            '-10.00',
+            '10.00',
+            1,
+            0,
+            q(r.astr(300, 500)),
+          ].join(','),
+        );
         await hi.add([c, d, w, d, w, since, '10.00', q(r.astr(12, 24))].join(','));
       }
     }
@@ -292,9 +339,7 @@ const loadOrders: Loader = async ([conn], { warehouses, seed, scale }) => {
         const done = o <= delivered;
         await or.add([o, d, w, cust[o - 1], entry, done ? r.int(1, 10) : 'NULL', lines, 1].join(','));
         for (let l = 1; l <= lines; l++) {
-          await ol.add([
-            o, d, w, l, r.int(1, scale.items), w, done ? entry : 'NULL', 5, done ? '0.00' : r.dec(0.01, 9999.99, 2), q(r.astr(24, 24)),
-          ].join(','));
+          await ol.add([o, d, w, l, r.int(1, scale.items), w, done ? entry : 'NULL', 5, done ? '0.00' : r.dec(0.01, 9999.99, 2), q(r.astr(24, 24))].join(','));
         }
         if (!done) await no.add(`${o},${d},${w}`);
       }
@@ -307,8 +352,10 @@ const loadOrders: Loader = async ([conn], { warehouses, seed, scale }) => {
 };
 
 async function readMeta(conn: mysql.Connection, database: string): Promise<Record<string, unknown> | null> {
-  const [t] = await conn.query<mysql.RowDataPacket[]>(
-    'SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?', [database, 'qag_tpcc_meta']);
+  const [t] = await conn.query<mysql.RowDataPacket[]>('SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?', [
+    database,
+    'qag_tpcc_meta',
+  ]);
   if (!t.length) return null;
   const [rows] = await conn.query<mysql.RowDataPacket[]>(`SELECT * FROM \`${database}\`.qag_tpcc_meta WHERE complete = 1`);
   return rows[0] ?? null;
@@ -320,14 +367,25 @@ export async function ensureEstate(opts: EstateOptions): Promise<Estate> {
   const log = opts.log ?? ((l: string) => console.error(l));
   const { warehouses, seed, scale } = opts;
   if (!(Number.isInteger(warehouses) && warehouses >= 1)) throw new RangeError(`warehouses: expected a whole number >= 1, got ${warehouses}`);
-  const connect = () => mysql.createConnection({
-    host: target.host, port: target.port, user: target.user, password: target.password, multipleStatements: false,
-  });
+  const connect = () =>
+    mysql.createConnection({
+      host: target.host,
+      port: target.port,
+      user: target.user,
+      password: target.password,
+      multipleStatements: false,
+    });
   const admin = await connect();
   try {
     const meta = await readMeta(admin, target.database);
-    if (!opts.force && meta && meta.warehouses === warehouses && meta.seed === seed && meta.scale === scale.name &&
-        meta.generator_version === GENERATOR_VERSION) {
+    if (
+      !opts.force &&
+      meta &&
+      meta.warehouses === warehouses &&
+      meta.seed === seed &&
+      meta.scale === scale.name &&
+      meta.generator_version === GENERATOR_VERSION
+    ) {
       log(`tpcc: ${target.database} already holds ${warehouses} warehouse(s), seed ${seed}, ${scale.name} scale: kept`);
       return { warehouses, seed, scale, built: false, build_s: Number(meta.build_s), rows: JSON.parse(String(meta.rows_json)) };
     }
@@ -349,22 +407,37 @@ export async function ensureEstate(opts: EstateOptions): Promise<Estate> {
         await s.query('SET SESSION unique_checks = 0, foreign_key_checks = 0');
       }
       const o = { warehouses, seed, scale };
-      const chains: Loader[][] = [[loadItems, loadStock], [loadDistricts, loadCustomers, loadOrders]];
-      const counts = await Promise.all(chains.map(async (chain, i) => {
-        const out: Record<string, number> = {};
-        for (const load of chain) {
-          const t = performance.now();
-          const c = await load([sessions[i]], o);
-          log(`tpcc:   ${Object.entries(c).map(([k, n]) => `${k} ${n.toLocaleString('en-US')}`).join(', ')} (${((performance.now() - t) / 1000).toFixed(1)} s)`);
-          Object.assign(out, c);
-        }
-        return out;
-      }));
+      const chains: Loader[][] = [
+        [loadItems, loadStock],
+        [loadDistricts, loadCustomers, loadOrders],
+      ];
+      const counts = await Promise.all(
+        chains.map(async (chain, i) => {
+          const out: Record<string, number> = {};
+          for (const load of chain) {
+            const t = performance.now();
+            const c = await load([sessions[i]], o);
+            log(
+              `tpcc:   ${Object.entries(c)
+                .map(([k, n]) => `${k} ${n.toLocaleString('en-US')}`)
+                .join(', ')} (${((performance.now() - t) / 1000).toFixed(1)} s)`,
+            );
+            Object.assign(out, c);
+          }
+          return out;
+        }),
+      );
       const rows = Object.assign({}, ...counts) as Record<string, number>;
       await admin.query(`ANALYZE TABLE ${TABLE_NAMES.join(', ')}`);
       const build_s = Number(((performance.now() - t0) / 1000).toFixed(1));
-      await admin.query('INSERT INTO qag_tpcc_meta VALUES (?, ?, ?, ?, 1, ?, ?, NOW())',
-        [warehouses, seed, scale.name, GENERATOR_VERSION, build_s, JSON.stringify(rows)]);
+      await admin.query('INSERT INTO qag_tpcc_meta VALUES (?, ?, ?, ?, 1, ?, ?, NOW())', [
+        warehouses,
+        seed,
+        scale.name,
+        GENERATOR_VERSION,
+        build_s,
+        JSON.stringify(rows),
+      ]);
       log(`tpcc: built in ${build_s} s`);
       return { warehouses, seed, scale, built: true, build_s, rows };
     } finally {
@@ -392,11 +465,16 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     },
   });
   ensureEstate({
-    warehouses: Number(values.warehouses), seed: Number(values.seed), scale: values.small ? SCALES.small : SCALES.full,
+    warehouses: Number(values.warehouses),
+    seed: Number(values.seed),
+    scale: values.small ? SCALES.small : SCALES.full,
     force: values.force,
     target: { host: values.host!, port: Number(values.port), user: values.user!, password: values.password!, database: values.database! },
-  }).then((e) => console.log(JSON.stringify(e)), (e: unknown) => {
-    console.error(e instanceof Error ? e.message : e);
-    process.exitCode = 1;
-  });
+  }).then(
+    (e) => console.log(JSON.stringify(e)),
+    (e: unknown) => {
+      console.error(e instanceof Error ? e.message : e);
+      process.exitCode = 1;
+    },
+  );
 }

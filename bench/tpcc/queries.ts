@@ -26,4 +26,7 @@ WHERE d.d_w_id = :w_id AND d.d_id = :d_id AND s.s_quantity < :threshold`,
 } as const;
 
 export const ALLOWED_TABLES = ['customer', 'district', 'order_line', 'orders', 'stock'];
-export const MASK: MaskRule[] = [{ column: 'customer.c_last', action: 'hash' }, { column: '*.c_data', action: 'mask' }];
+export const MASK: MaskRule[] = [
+  { column: 'customer.c_last', action: 'hash' },
+  { column: '*.c_data', action: 'mask' },
+];

@@ -46,7 +46,11 @@ const target = DEFAULT_TARGET;
 
 type QueryName = keyof typeof SQL;
 const INT = { type: 'int', required: true };
-const PARAMS: Record<QueryName, string[]> = { customer: ['w_id', 'd_id', 'c_id'], order_status: ['w_id', 'd_id', 'c_id'], stock_level: ['w_id', 'd_id', 'threshold'] };
+const PARAMS: Record<QueryName, string[]> = {
+  customer: ['w_id', 'd_id', 'c_id'],
+  order_status: ['w_id', 'd_id', 'c_id'],
+  stock_level: ['w_id', 'd_id', 'threshold'],
+};
 
 // Random parameters, the same spread for wrk's URL patterns and the database-alone driver:
 // w_id 1..W (W <= 9), d_id 1..9 (district 10 is left out: the pattern language has no alternation),
@@ -55,7 +59,10 @@ if (warehouses > 9) throw new RangeError('--warehouses: at most 9 (the random UR
 const custDigits = String(scale.customers).length - 1; // 3000 -> 3 digits after the leading 1 or 2
 const cLo = 10 ** custDigits;
 const PATTERN = {
-  w_id: `[1-${warehouses}]`, d_id: '[1-9]', c_id: `[12][0-9]{${custDigits}}`, threshold: '1[0-9]',
+  w_id: `[1-${warehouses}]`,
+  d_id: '[1-9]',
+  c_id: `[12][0-9]{${custDigits}}`,
+  threshold: '1[0-9]',
 };
 const draw: Record<string, () => number> = {
   w_id: () => 1 + Math.floor(Math.random() * warehouses),
@@ -79,13 +86,25 @@ const CALLS: Array<{ call: string; query: QueryName; key: 'reader' | 'governed' 
 /** `:name` placeholders to `?` with the argument order (the gateway does the same on its side). */
 function positional(sql: string): { sql: string; names: string[] } {
   const names: string[] = [];
-  return { sql: sql.replace(/:([a-z_]+)/g, (_, n: string) => {
-    names.push(n);
-    return '?';
-  }), names };
+  return {
+    sql: sql.replace(/:([a-z_]+)/g, (_, n: string) => {
+      names.push(n);
+      return '?';
+    }),
+    names,
+  };
 }
 
-interface DbResult { callers: number; duration_s: number; requests: number; errors: number; rps: number; p50_ms: number; p99_ms: number; max_ms: number }
+interface DbResult {
+  callers: number;
+  duration_s: number;
+  requests: number;
+  errors: number;
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+}
 
 /** Closed loop: `callers` sessions each run the statement back to back for `s` seconds. */
 async function runDb(query: QueryName, callers: number, s: number): Promise<DbResult> {
@@ -94,36 +113,51 @@ async function runDb(query: QueryName, callers: number, s: number): Promise<DbRe
   try {
     // open every session and prepare the statement on it before the clock starts
     const conns = await Promise.all(Array.from({ length: callers }, () => pool.getConnection()));
-    await Promise.all(conns.map((c) => c.execute(sql, names.map((n) => draw[n]()))));
+    await Promise.all(
+      conns.map((c) =>
+        c.execute(
+          sql,
+          names.map((n) => draw[n]()),
+        ),
+      ),
+    );
     for (const c of conns) c.release();
     const lat: number[] = [];
     let errors = 0;
     const t0 = performance.now();
     const end = t0 + s * 1000;
-    await Promise.all(Array.from({ length: callers }, async () => {
-      const c = await pool.getConnection();
-      try {
-        while (performance.now() < end) {
-          const args = names.map((n) => draw[n]());
-          const t = performance.now();
-          try {
-            await c.execute(sql, args);
-            lat.push(performance.now() - t);
-          } catch {
-            errors++;
+    await Promise.all(
+      Array.from({ length: callers }, async () => {
+        const c = await pool.getConnection();
+        try {
+          while (performance.now() < end) {
+            const args = names.map((n) => draw[n]());
+            const t = performance.now();
+            try {
+              await c.execute(sql, args);
+              lat.push(performance.now() - t);
+            } catch {
+              errors++;
+            }
           }
+        } finally {
+          c.release();
         }
-      } finally {
-        c.release();
-      }
-    }));
+      }),
+    );
     const duration_s = (performance.now() - t0) / 1000;
     lat.sort((a, b) => a - b);
     const pct = (p: number) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))] : 0);
     const r3 = (n: number) => Number(n.toFixed(3));
     return {
-      callers, duration_s: r3(duration_s), requests: lat.length, errors, rps: Number((lat.length / duration_s).toFixed(1)),
-      p50_ms: r3(pct(50)), p99_ms: r3(pct(99)), max_ms: r3(lat[lat.length - 1] ?? 0),
+      callers,
+      duration_s: r3(duration_s),
+      requests: lat.length,
+      errors,
+      rps: Number((lat.length / duration_s).toFixed(1)),
+      p50_ms: r3(pct(50)),
+      p99_ms: r3(pct(99)),
+      max_ms: r3(lat[lat.length - 1] ?? 0),
     };
   } finally {
     await pool.end();
@@ -136,7 +170,9 @@ function mariadbPid(): number | null {
   for (const f of ['/var/run/mysqld/mysqld.pid', '/run/mysqld/mysqld.pid']) {
     try {
       return Number(readFileSync(f, 'utf8').trim());
-    } catch { /* next */ }
+    } catch {
+      /* next */
+    }
   }
   try {
     return Number(execFileSync('pidof', ['mariadbd'], { encoding: 'utf8' }).trim().split(/\s+/)[0]) || null;
@@ -151,7 +187,9 @@ function gitState(): string {
   try {
     const head = execFileSync('git', ['-C', repo, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     const dirty = execFileSync('git', ['-C', repo, 'status', '--porcelain', '--', 'src', 'workers'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
-      .split('\n').filter(Boolean).map((l) => l.slice(3));
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.slice(3));
     return dirty.length ? `${head} plus uncommitted changes to ${dirty.join(', ')}` : head;
   } catch {
     return process.env.QAG_BENCH_REF ?? 'unknown (not a git checkout; set QAG_BENCH_REF)';
@@ -171,7 +209,11 @@ async function call(g: Gateway, secret: string, path: string): Promise<{ status:
   const res = await fetch(g.url + path, { headers: { 'X-API-Key': secret } });
   const text = await res.text();
   let body: unknown = text;
-  try { body = JSON.parse(text); } catch { /* text */ }
+  try {
+    body = JSON.parse(text);
+  } catch {
+    /* text */
+  }
   return { status: res.status, body, rows: Array.isArray(body) ? body : [] };
 }
 
@@ -182,29 +224,47 @@ async function checkAnswers(g: Gateway, keys: Record<string, string>): Promise<v
     const [w, d, c] = [1, 3, 1234];
     const direct = async (q: QueryName, args: Record<string, number>) => {
       const p = positional(SQL[q]);
-      return (await db.execute<mysql.RowDataPacket[]>(p.sql, p.names.map((n) => args[n])))[0];
+      return (
+        await db.execute<mysql.RowDataPacket[]>(
+          p.sql,
+          p.names.map((n) => args[n]),
+        )
+      )[0];
     };
     const qs = `w_id=${w}&d_id=${d}&c_id=${c}`;
     const cust = await direct('customer', { w_id: w, d_id: d, c_id: c });
     const rc = await call(g, keys.reader, `/q/customer?${qs}`);
     const gc = await call(g, keys.governed, `/q/customer?${qs}`);
-    check(rc.status === 200 && rc.rows.length === 1 && rc.rows[0].c_last === cust[0].c_last && rc.rows[0].c_data === cust[0].c_data,
-      `customer, reader key: 200, the database's row (c_last ${cust[0].c_last})`);
-    check(gc.status === 200 && gc.rows.length === 1 && gc.rows[0].c_first === cust[0].c_first && gc.rows[0].c_last !== cust[0].c_last,
-      `customer, governed key: 200, c_last hashed (${String(gc.rows[0]?.c_last).slice(0, 24)}...)`);
+    check(
+      rc.status === 200 && rc.rows.length === 1 && rc.rows[0].c_last === cust[0].c_last && rc.rows[0].c_data === cust[0].c_data,
+      `customer, reader key: 200, the database's row (c_last ${cust[0].c_last})`,
+    );
+    check(
+      gc.status === 200 && gc.rows.length === 1 && gc.rows[0].c_first === cust[0].c_first && gc.rows[0].c_last !== cust[0].c_last,
+      `customer, governed key: 200, c_last hashed (${String(gc.rows[0]?.c_last).slice(0, 24)}...)`,
+    );
     const masked = String(gc.rows[0].c_data);
-    check(masked.length === cust[0].c_data.length && masked[0] === cust[0].c_data[0] && /^.\*+$/.test(masked),
-      `customer, governed key: c_data masked (${masked.slice(0, 12)}..., ${masked.length} chars)`);
+    check(
+      masked.length === cust[0].c_data.length && masked[0] === cust[0].c_data[0] && /^.\*+$/.test(masked),
+      `customer, governed key: c_data masked (${masked.slice(0, 12)}..., ${masked.length} chars)`,
+    );
 
     const os = await direct('order_status', { w_id: w, d_id: d, c_id: c });
     const ro = await call(g, keys.reader, `/q/order_status?${qs}&page_size=20`);
     const go = await call(g, keys.governed, `/q/order_status?${qs}&page_size=20`);
-    check(os.length >= 5 && ro.status === 200 && ro.rows.length === os.length && ro.rows[0].o_id === os[0].o_id,
-      `order_status, reader key: 200, ${os.length} lines of order ${os[0]?.o_id}, as the database`);
-    check(go.status === 200 && go.rows.length === os.length, `order_status, governed key: 200, ${Array.isArray(go.body) ? go.body.length : go.body} lines` +
-      (go.status === 200 ? '' : ` (got ${go.status} ${JSON.stringify(go.body)})`));
-    check(go.rows.every((r, i) => r.c_last === go.rows[0].c_last && r.c_last !== os[i].c_last && r.ol_i_id === os[i].ol_i_id &&
-      r.c_first === os[i].c_first), 'order_status, governed key: c_last hashed on every line, the other columns as the database');
+    check(
+      os.length >= 5 && ro.status === 200 && ro.rows.length === os.length && ro.rows[0].o_id === os[0].o_id,
+      `order_status, reader key: 200, ${os.length} lines of order ${os[0]?.o_id}, as the database`,
+    );
+    check(
+      go.status === 200 && go.rows.length === os.length,
+      `order_status, governed key: 200, ${Array.isArray(go.body) ? go.body.length : go.body} lines` +
+        (go.status === 200 ? '' : ` (got ${go.status} ${JSON.stringify(go.body)})`),
+    );
+    check(
+      go.rows.every((r, i) => r.c_last === go.rows[0].c_last && r.c_last !== os[i].c_last && r.ol_i_id === os[i].ol_i_id && r.c_first === os[i].c_first),
+      'order_status, governed key: c_last hashed on every line, the other columns as the database',
+    );
     check(go.rows[0].c_last === gc.rows[0].c_last, 'the hash of c_last is the same in both queries');
 
     const sl = await direct('stock_level', { w_id: w, d_id: d, threshold: 15 });
@@ -214,8 +274,12 @@ async function checkAnswers(g: Gateway, keys: Record<string, string>): Promise<v
     }
     // the allow-list is enforced: a table outside it is refused for the governed key
     await g.api('POST', '/api/v1/queries', {
-      name: 'item_probe', connection_name: 'tpcc', sql: 'SELECT i_id, i_name FROM item WHERE i_id = :i_id',
-      parameters: { i_id: INT }, description: 'allow-list probe', publish: true,
+      name: 'item_probe',
+      connection_name: 'tpcc',
+      sql: 'SELECT i_id, i_name FROM item WHERE i_id = :i_id',
+      parameters: { i_id: INT },
+      description: 'allow-list probe',
+      publish: true,
     });
     await g.api('PATCH', '/api/v1/api-keys/tpcc-governed', { queries: ['customer', 'order_status', 'stock_level', 'item_probe'] });
     const probe = await call(g, keys.governed, '/q/item_probe?i_id=1');
@@ -236,7 +300,7 @@ async function settledRunId(store: Database.Database): Promise<number> {
   // change for well over one interval
   let last = read();
   let since = performance.now();
-  for (const deadline = since + 15_000; performance.now() < deadline;) {
+  for (const deadline = since + 15_000; performance.now() < deadline; ) {
     await new Promise((r) => setTimeout(r, 300));
     const now = read();
     if (now !== last) {
@@ -291,21 +355,37 @@ async function main(): Promise<void> {
   let store: Database.Database | null = null;
   try {
     await g.api('POST', '/api/v1/connections', {
-      name: 'tpcc', db: 'mysql', host: target.host, port: target.port, database: target.database, user: target.user,
-      ...(target.password ? { password: target.password } : {}), active: true,
+      name: 'tpcc',
+      db: 'mysql',
+      host: target.host,
+      port: target.port,
+      database: target.database,
+      user: target.user,
+      ...(target.password ? { password: target.password } : {}),
+      active: true,
     });
     for (const q of Object.keys(SQL) as QueryName[]) {
       await g.api('POST', '/api/v1/queries', {
-        name: q, connection_name: 'tpcc', sql: SQL[q], description: `TPC-C ${q}`, publish: true,
+        name: q,
+        connection_name: 'tpcc',
+        sql: SQL[q],
+        description: `TPC-C ${q}`,
+        publish: true,
         parameters: Object.fromEntries(PARAMS[q].map((p) => [p, INT])),
       });
     }
     const queries = Object.keys(SQL);
     const keys = {
       reader: (await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'tpcc-reader', queries, connections: [] })).secret,
-      governed: (await g.api<{ secret: string }>('POST', '/api/v1/api-keys', {
-        name: 'tpcc-governed', queries, connections: [], allowed_tables: ALLOWED_TABLES, mask: MASK,
-      })).secret,
+      governed: (
+        await g.api<{ secret: string }>('POST', '/api/v1/api-keys', {
+          name: 'tpcc-governed',
+          queries,
+          connections: [],
+          allowed_tables: ALLOWED_TABLES,
+          mask: MASK,
+        })
+      ).secret,
     };
     console.error('tpcc: checking the answers');
     await checkAnswers(g, keys);
@@ -332,25 +412,54 @@ async function main(): Promise<void> {
           const cpu0 = dbBefore();
           const r = await runDb(cell.query, cell.callers, seconds);
           const dbCpu = cpu0 === null ? null : Number((processCpuSeconds(dbPid!) - cpu0).toFixed(2));
-          row = { kind: 'db', call: cell.call, callers: cell.callers, round, rps: r.rps, p50_ms: r.p50_ms, p99_ms: r.p99_ms,
-            requests: r.requests, non2xx: 0, errors: r.errors, cpu_s: null, calls_per_cpu_s: null, db_cpu_s: dbCpu,
-            runs_recorded: null, runs_kept_pct: null, loadavg1: Number(loadavg()[0].toFixed(2)) };
+          row = {
+            kind: 'db',
+            call: cell.call,
+            callers: cell.callers,
+            round,
+            rps: r.rps,
+            p50_ms: r.p50_ms,
+            p99_ms: r.p99_ms,
+            requests: r.requests,
+            non2xx: 0,
+            errors: r.errors,
+            cpu_s: null,
+            calls_per_cpu_s: null,
+            db_cpu_s: dbCpu,
+            runs_recorded: null,
+            runs_kept_pct: null,
+            loadavg1: Number(loadavg()[0].toFixed(2)),
+          };
         } else {
-          const opts = cell.kind === 'health'
-            ? { url: `${g.url}/health`, connections: cell.callers, pid: g.pid }
-            : { randRegexUrl: g.url + queryPattern(cell.query), connections: cell.callers, pid: g.pid,
-                headers: { 'X-API-Key': keys[cell.key] } };
+          const opts =
+            cell.kind === 'health'
+              ? { url: `${g.url}/health`, connections: cell.callers, pid: g.pid }
+              : { randRegexUrl: g.url + queryPattern(cell.query), connections: cell.callers, pid: g.pid, headers: { 'X-API-Key': keys[cell.key] } };
           await runLoad({ ...opts, duration: warm });
           const id0 = cell.kind === 'gateway' ? await settledRunId(store) : 0;
           const cpu0 = dbBefore();
           const r = await runLoad({ ...opts, duration: seconds });
           const dbCpu = cpu0 === null ? null : Number((processCpuSeconds(dbPid!) - cpu0).toFixed(2));
           const recorded = cell.kind === 'gateway' ? (await settledRunId(store)) - id0 : null;
-          row = { kind: cell.kind, call: cell.call, callers: cell.callers, round, rps: r.rps, p50_ms: r.p50_ms, p99_ms: r.p99_ms,
-            requests: r.requests, non2xx: r.non2xx, errors: r.errors, cpu_s: r.cpu_s,
-            calls_per_cpu_s: r.cpu_s ? Math.round(r.requests / r.cpu_s) : null, db_cpu_s: dbCpu,
-            runs_recorded: recorded, runs_kept_pct: recorded === null || !r.requests ? null : Number((100 * recorded / r.requests).toFixed(1)),
-            loadavg1: Number(loadavg()[0].toFixed(2)), load: r };
+          row = {
+            kind: cell.kind,
+            call: cell.call,
+            callers: cell.callers,
+            round,
+            rps: r.rps,
+            p50_ms: r.p50_ms,
+            p99_ms: r.p99_ms,
+            requests: r.requests,
+            non2xx: r.non2xx,
+            errors: r.errors,
+            cpu_s: r.cpu_s,
+            calls_per_cpu_s: r.cpu_s ? Math.round(r.requests / r.cpu_s) : null,
+            db_cpu_s: dbCpu,
+            runs_recorded: recorded,
+            runs_kept_pct: recorded === null || !r.requests ? null : Number(((100 * recorded) / r.requests).toFixed(1)),
+            loadavg1: Number(loadavg()[0].toFixed(2)),
+            load: r,
+          };
         }
         rows.push(row);
         const { load: _l, ...brief } = row;
@@ -385,16 +494,39 @@ function report(rows: Row[], estate: Estate, started: Date, git: string, gateway
     compact += `| per gateway CPU-second | ${med(one.map((r) => r.calls_per_cpu_s ?? 0))} | ${med(many.map((r) => r.calls_per_cpu_s ?? 0))} | |\n`;
   }
   const lk = (k: Row['kind'], call: string, n: number) => cell(k, call, n);
-  compact += `| p99, customer lookup | ${med(lk('gateway', 'Customer lookup', 1).map((r) => r.p99_ms), 2)} ms | ${med(lk('gateway', 'Customer lookup', 32).map((r) => r.p99_ms), 2)} ms | ${med(lk('db', 'customer', 32).map((r) => r.p99_ms), 2)} ms |\n`;
+  compact += `| p99, customer lookup | ${med(
+    lk('gateway', 'Customer lookup', 1).map((r) => r.p99_ms),
+    2,
+  )} ms | ${med(
+    lk('gateway', 'Customer lookup', 32).map((r) => r.p99_ms),
+    2,
+  )} ms | ${med(
+    lk('db', 'customer', 32).map((r) => r.p99_ms),
+    2,
+  )} ms |\n`;
 
-  let full = '| Call | Callers | req/s | p50 ms | p99 ms | gateway CPU-s | calls per gateway CPU-s | MariaDB CPU-s | non-2xx | runs kept |\n' +
+  let full =
+    '| Call | Callers | req/s | p50 ms | p99 ms | gateway CPU-s | calls per gateway CPU-s | MariaDB CPU-s | non-2xx | runs kept |\n' +
     '|---|---|---|---|---|---|---|---|---|---|\n';
   for (const callers of CALLERS) {
     for (const c of CALLS) {
       const rs = cell('gateway', c.call, callers);
       const kept = rs.map((r) => r.runs_kept_pct ?? 0);
-      full += `| ${c.call} | ${callers} | ${range(rs.map((r) => r.rps))} | ${range(rs.map((r) => r.p50_ms), 2)} | ${range(rs.map((r) => r.p99_ms), 2)} | ` +
-        `${range(rs.map((r) => r.cpu_s ?? 0), 2)} | ${range(rs.map((r) => r.calls_per_cpu_s ?? 0))} | ${range(rs.map((r) => r.db_cpu_s ?? 0), 2)} | ` +
+      full +=
+        `| ${c.call} | ${callers} | ${range(rs.map((r) => r.rps))} | ${range(
+          rs.map((r) => r.p50_ms),
+          2,
+        )} | ${range(
+          rs.map((r) => r.p99_ms),
+          2,
+        )} | ` +
+        `${range(
+          rs.map((r) => r.cpu_s ?? 0),
+          2,
+        )} | ${range(rs.map((r) => r.calls_per_cpu_s ?? 0))} | ${range(
+          rs.map((r) => r.db_cpu_s ?? 0),
+          2,
+        )} | ` +
         `${rs.reduce((a, r) => a + r.non2xx + r.errors, 0)} | ${pct(kept)} |\n`;
     }
   }
@@ -402,8 +534,18 @@ function report(rows: Row[], estate: Estate, started: Date, git: string, gateway
   for (const callers of CALLERS) {
     for (const q of ['customer', 'order_status', 'stock_level']) {
       const rs = cell('db', q, callers);
-      db += `| ${q} | ${callers} | ${range(rs.map((r) => r.rps))} | ${range(rs.map((r) => r.p50_ms), 3)} | ${range(rs.map((r) => r.p99_ms), 2)} | ` +
-        `${range(rs.map((r) => r.db_cpu_s ?? 0), 2)} | ${rs.reduce((a, r) => a + r.errors, 0)} |\n`;
+      db +=
+        `| ${q} | ${callers} | ${range(rs.map((r) => r.rps))} | ${range(
+          rs.map((r) => r.p50_ms),
+          3,
+        )} | ${range(
+          rs.map((r) => r.p99_ms),
+          2,
+        )} | ` +
+        `${range(
+          rs.map((r) => r.db_cpu_s ?? 0),
+          2,
+        )} | ${rs.reduce((a, r) => a + r.errors, 0)} |\n`;
     }
   }
   const h = cell('health', '/health', 32);
@@ -461,12 +603,19 @@ ${full}
 ## MariaDB alone, the same statements
 
 ${db}
-/health floor, 32 callers: ${h.length ? `${range(h.map((x) => x.rps))} req/s, p99 ${range(h.map((x) => x.p99_ms), 2)} ms` : 'not run'}.
+/health floor, 32 callers: ${
+    h.length
+      ? `${range(h.map((x) => x.rps))} req/s, p99 ${range(
+          h.map((x) => x.p99_ms),
+          2,
+        )} ms`
+      : 'not run'
+  }.
 `;
   console.log(`\n${md}\nwritten to ${writeResults('tpcc', rows, md)}`);
 }
 
 main().catch((e: unknown) => {
-  console.error(e instanceof Error ? e.stack ?? e.message : e);
+  console.error(e instanceof Error ? (e.stack ?? e.message) : e);
   process.exitCode = 1;
 });

@@ -11,24 +11,35 @@ import type { ApiRouter, ControlContext } from './routes.js';
 import { checkName, name, parseBody, RATE_LIMIT, readJson } from './validate.js';
 
 const names = v.array(v.string('must be text'), 'must be a list of names');
-const lowerNames = v.pipe(names, v.transform((a) => [...new Set(a.map((s) => s.toLowerCase()))].sort()));
+const lowerNames = v.pipe(
+  names,
+  v.transform((a) => [...new Set(a.map((s) => s.toLowerCase()))].sort()),
+);
 const rateLimit = v.pipe(v.string('must be text'), v.regex(RATE_LIMIT, 'must look like N/second, N/minute, N/hour or N/day'));
 const ipOrCidr = v.pipe(v.string('must be text'), v.check(validIpOrCidr, 'must be an IPv4 or IPv6 address or CIDR'));
 const date = v.pipe(v.string('must be text'), v.check(validDate, 'must be a date, YYYY-MM-DD'));
 
 const grants = {
   connections: v.optional(v.union([v.literal('*'), names], 'must be "*" or a list of connection names')),
-  queries: v.optional(v.union([
-    v.literal('*'),
-    v.array(v.union([v.string(), v.object({ name: v.string(), allow_writes: v.boolean() })]), 'must be names or {"name", "allow_writes"}'),
-  ], 'must be "*" or a list of query grants')),
+  queries: v.optional(
+    v.union(
+      [v.literal('*'), v.array(v.union([v.string(), v.object({ name: v.string(), allow_writes: v.boolean() })]), 'must be names or {"name", "allow_writes"}')],
+      'must be "*" or a list of query grants',
+    ),
+  ),
   allow_writes: v.optional(v.boolean('must be true or false')),
   allowed_write_ops: v.optional(v.nullable(lowerNames)),
   allowed_tables: v.optional(v.nullable(lowerNames)),
-  mask: v.optional(v.nullable(v.array(v.object({
-    column: v.pipe(v.string('must be text'), v.minLength(1)),
-    action: v.picklist(['hash', 'mask', 'null', 'drop'], 'must be hash, mask, null or drop'),
-  })))),
+  mask: v.optional(
+    v.nullable(
+      v.array(
+        v.object({
+          column: v.pipe(v.string('must be text'), v.minLength(1)),
+          action: v.picklist(['hash', 'mask', 'null', 'drop'], 'must be hash, mask, null or drop'),
+        }),
+      ),
+    ),
+  ),
   rate_limit: v.optional(v.nullable(rateLimit)),
   rate_limits: v.optional(v.nullable(v.record(v.string(), rateLimit))),
   allowed_ips: v.optional(v.nullable(v.array(ipOrCidr, 'must be a list of addresses'))),
@@ -36,7 +47,9 @@ const grants = {
   active: v.optional(v.boolean('must be true or false')),
 };
 const createSchema = v.object({ name, ...grants });
-const rotateSchema = v.object({ grace_seconds: v.optional(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0), v.maxValue(30 * 86400))) });
+const rotateSchema = v.object({
+  grace_seconds: v.optional(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0), v.maxValue(30 * 86400))),
+});
 const patchSchema = v.object(grants);
 
 function validIpOrCidr(s: string): boolean {
@@ -55,11 +68,22 @@ function validDate(s: string): boolean {
 
 export function keyView(k: KeyRow) {
   return {
-    name: k.name, connections: k.connections, queries: k.queries, allow_writes: k.allow_writes,
-    allowed_write_ops: k.allowed_write_ops, allowed_tables: k.allowed_tables, mask: k.mask, rate_limit: k.rate_limit,
-    rate_limits: k.rate_limits, allowed_ips: k.allowed_ips, expires_at: k.expires_at, active: k.active,
-    expired: keyExpired(k.expires_at, new Date()), created_at: k.created_at,
-    last_used_at: k.last_used_at, example: k.example,
+    name: k.name,
+    connections: k.connections,
+    queries: k.queries,
+    allow_writes: k.allow_writes,
+    allowed_write_ops: k.allowed_write_ops,
+    allowed_tables: k.allowed_tables,
+    mask: k.mask,
+    rate_limit: k.rate_limit,
+    rate_limits: k.rate_limits,
+    allowed_ips: k.allowed_ips,
+    expires_at: k.expires_at,
+    active: k.active,
+    expired: keyExpired(k.expires_at, new Date()),
+    created_at: k.created_at,
+    last_used_at: k.last_used_at,
+    example: k.example,
     // After a rotation with grace: until when the previous secret still works (null when it doesn't).
     previous_secret_valid_until: k.previous_until !== null && k.previous_until > Date.now() ? localTimestamp(new Date(k.previous_until)) : null,
   };
@@ -90,9 +114,25 @@ export function apiKeyRoutes(r: ApiRouter): void {
     const secret = generateSecret();
     const now = localTimestamp();
     const key: KeyRow = {
-      name: b.name, hash: hashSecret(secret), active: true, expires_at: null, example: false, created_at: now, updated_at: now,
-      last_used_at: null, connections: [], queries: [], allow_writes: false, allowed_write_ops: null, allowed_tables: null,
-      mask: null, rate_limit: null, rate_limits: null, allowed_ips: null, previous_until: null, via_previous: false,
+      name: b.name,
+      hash: hashSecret(secret),
+      active: true,
+      expires_at: null,
+      example: false,
+      created_at: now,
+      updated_at: now,
+      last_used_at: null,
+      connections: [],
+      queries: [],
+      allow_writes: false,
+      allowed_write_ops: null,
+      allowed_tables: null,
+      mask: null,
+      rate_limit: null,
+      rate_limits: null,
+      allowed_ips: null,
+      previous_until: null,
+      via_previous: false,
     };
     // Omitted connections means every connection, as the contract's key model says.
     key.connections = '*';

@@ -29,8 +29,16 @@ const isReference = (s: string | null) => !!s && /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$
 
 export function connectionSummary(c: ConnectionRow) {
   return {
-    name: c.name, db: c.db, active: c.active, host: c.host, port: c.port, database: c.database, user: c.user,
-    example: c.example, created_at: c.created_at, updated_at: c.updated_at,
+    name: c.name,
+    db: c.db,
+    active: c.active,
+    host: c.host,
+    port: c.port,
+    database: c.database,
+    user: c.user,
+    example: c.example,
+    created_at: c.created_at,
+    updated_at: c.updated_at,
   };
 }
 
@@ -46,9 +54,18 @@ export function connectionRoutes(r: ApiRouter): void {
     checkName(b.name);
     const now = localTimestamp();
     const row: ConnectionRow = {
-      name: b.name, db: b.db === 'postgresql' ? 'postgres' : b.db, active: b.active, host: b.host ?? null, port: b.port ?? null,
-      database: b.database ?? null, user: b.user ?? null, password: b.password ?? null, options: b.options ?? null,
-      example: false, created_at: now, updated_at: now,
+      name: b.name,
+      db: b.db === 'postgresql' ? 'postgres' : b.db,
+      active: b.active,
+      host: b.host ?? null,
+      port: b.port ?? null,
+      database: b.database ?? null,
+      user: b.user ?? null,
+      password: b.password ?? null,
+      options: b.options ?? null,
+      example: false,
+      created_at: now,
+      updated_at: now,
     };
     if (!(await ctx.store.putConnection(row, true))) throw new GatewayError('connection_exists', `Connection '${b.name}' already exists`);
     return jsonAnswer(201, connectionDetail(row));
@@ -56,27 +73,37 @@ export function connectionRoutes(r: ApiRouter): void {
 
   r.add('GET', '/api/v1/connections/:name', async (ctx, _req, [n]) => jsonAnswer(200, connectionDetail(await mustGet(ctx.store, n))));
 
-  r.add('PATCH', '/api/v1/connections/:name', async (ctx, req, [n]) => {
-    const b = parseBody(patchSchema, readJson(req.body));
-    const row = { ...(await mustGet(ctx.store, n)) };
-    if (b.db !== undefined) row.db = b.db === 'postgresql' ? 'postgres' : b.db;
-    if (b.active !== undefined) row.active = b.active;
-    for (const k of ['host', 'port', 'user', 'database', 'options'] as const) {
-      if (b[k] !== undefined) (row as Record<string, unknown>)[k] = b[k];
-    }
-    // Sending the mask back (or no password) keeps the stored one.
-    if (b.password !== undefined && b.password !== MASK) row.password = b.password;
-    row.updated_at = localTimestamp();
-    await ctx.store.putConnection(row, false);
-    return jsonAnswer(200, connectionDetail(row));
-  }, connectionChanged);
+  r.add(
+    'PATCH',
+    '/api/v1/connections/:name',
+    async (ctx, req, [n]) => {
+      const b = parseBody(patchSchema, readJson(req.body));
+      const row = { ...(await mustGet(ctx.store, n)) };
+      if (b.db !== undefined) row.db = b.db === 'postgresql' ? 'postgres' : b.db;
+      if (b.active !== undefined) row.active = b.active;
+      for (const k of ['host', 'port', 'user', 'database', 'options'] as const) {
+        if (b[k] !== undefined) (row as Record<string, unknown>)[k] = b[k];
+      }
+      // Sending the mask back (or no password) keeps the stored one.
+      if (b.password !== undefined && b.password !== MASK) row.password = b.password;
+      row.updated_at = localTimestamp();
+      await ctx.store.putConnection(row, false);
+      return jsonAnswer(200, connectionDetail(row));
+    },
+    connectionChanged,
+  );
 
-  r.add('DELETE', '/api/v1/connections/:name', async (ctx, req, [n]) => {
-    const b = parseBody(deleteSchema, readJson(req.body, false));
-    if (!b.reason?.trim()) throw new GatewayError('reason_required', 'Deleting a connection needs a "reason"');
-    if (!(await ctx.store.deleteConnection(n))) throw new GatewayError('connection_not_found', `Connection '${n}' not found`);
-    return jsonAnswer(204, null);
-  }, connectionChanged);
+  r.add(
+    'DELETE',
+    '/api/v1/connections/:name',
+    async (ctx, req, [n]) => {
+      const b = parseBody(deleteSchema, readJson(req.body, false));
+      if (!b.reason?.trim()) throw new GatewayError('reason_required', 'Deleting a connection needs a "reason"');
+      if (!(await ctx.store.deleteConnection(n))) throw new GatewayError('connection_not_found', `Connection '${n}' not found`);
+      return jsonAnswer(204, null);
+    },
+    connectionChanged,
+  );
 }
 
 /** A changed or deleted connection: executors also replace its pools. */

@@ -38,11 +38,23 @@ function checkVersion(b: VersionInput, author: string | null): VersionFields & {
   const { placeholders } = scanMarkers(b.sql);
   const { rules, errors } = normalizeParameters(b.parameters ?? {}, placeholders);
   if (Object.keys(errors).length) {
-    throw new GatewayError('invalid_body', `Invalid parameters: ${Object.entries(errors).map(([k, m]) => `${k}: ${m}`).join('; ')}`, { errors });
+    throw new GatewayError(
+      'invalid_body',
+      `Invalid parameters: ${Object.entries(errors)
+        .map(([k, m]) => `${k}: ${m}`)
+        .join('; ')}`,
+      { errors },
+    );
   }
   return {
-    uuid: randomUUID(), sql: b.sql, connection_name: b.connection_name ?? null, parameters: rules, description: b.description,
-    author: b.author ?? author, tags: b.tags ?? [], cache_ttl: b.cache_ttl ?? null,
+    uuid: randomUUID(),
+    sql: b.sql,
+    connection_name: b.connection_name ?? null,
+    parameters: rules,
+    description: b.description,
+    author: b.author ?? author,
+    tags: b.tags ?? [],
+    cache_ttl: b.cache_ttl ?? null,
   };
 }
 
@@ -55,21 +67,42 @@ function versionView(q: QueryRow, ver: VersionRow, runCount?: number) {
   const params: Record<string, unknown> = {};
   for (const [k, rule] of Object.entries(ver.parameters)) params[k] = toPublicRule(rule as ParamRule);
   return {
-    version: ver.version, status: status(q, ver), uuid: ver.uuid, author: ver.author, description: ver.description, tags: ver.tags,
-    query_type: 'sql', sql: ver.sql, connection_name: ver.connection_name, parameters: params,
-    placeholders: scanMarkers(ver.sql).placeholders, cache_ttl: ver.cache_ttl, created_at: ver.created_at,
-    last_modified_at: ver.last_modified_at, ...(runCount === undefined ? {} : { run_count: runCount }),
+    version: ver.version,
+    status: status(q, ver),
+    uuid: ver.uuid,
+    author: ver.author,
+    description: ver.description,
+    tags: ver.tags,
+    query_type: 'sql',
+    sql: ver.sql,
+    connection_name: ver.connection_name,
+    parameters: params,
+    placeholders: scanMarkers(ver.sql).placeholders,
+    cache_ttl: ver.cache_ttl,
+    created_at: ver.created_at,
+    last_modified_at: ver.last_modified_at,
+    ...(runCount === undefined ? {} : { run_count: runCount }),
   };
 }
 
 function summary(q: QueryRow) {
   const shown = q.versions.find((x) => x.version === q.published_version) ?? q.versions[q.versions.length - 1];
   return {
-    name: q.name, description: shown?.description ?? null, query_type: 'sql', connection_name: shown?.connection_name ?? null,
-    collection: q.collection, tags: shown?.tags ?? [], published_version: q.published_version,
+    name: q.name,
+    description: shown?.description ?? null,
+    query_type: 'sql',
+    connection_name: shown?.connection_name ?? null,
+    collection: q.collection,
+    tags: shown?.tags ?? [],
+    published_version: q.published_version,
     latest_version: q.versions.length ? q.versions[q.versions.length - 1].version : null,
-    has_draft: q.versions.some((x) => status(q, x) === 'draft'), version_count: q.versions.length, example: q.example,
-    endpoint: `/q/${q.name}`, created_at: q.created_at, updated_at: q.updated_at, cache_ttl: shown?.cache_ttl ?? null,
+    has_draft: q.versions.some((x) => status(q, x) === 'draft'),
+    version_count: q.versions.length,
+    example: q.example,
+    endpoint: `/q/${q.name}`,
+    created_at: q.created_at,
+    updated_at: q.updated_at,
+    cache_ttl: shown?.cache_ttl ?? null,
   };
 }
 

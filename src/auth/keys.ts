@@ -6,10 +6,7 @@ import { LRUCache } from 'lru-cache';
 import type { KeyRow } from '../store/types.js';
 
 /** Who is calling: the admin key, open mode (no keys configured), or a scoped key's row. */
-export type Caller =
-  | { kind: 'admin'; name: 'admin' }
-  | { kind: 'open'; name: '-' }
-  | { kind: 'key'; name: string; key: KeyRow };
+export type Caller = { kind: 'admin'; name: 'admin' } | { kind: 'open'; name: '-' } | { kind: 'key'; name: string; key: KeyRow };
 
 export const ADMIN: Caller = Object.freeze({ kind: 'admin', name: 'admin' });
 export const OPEN: Caller = Object.freeze({ kind: 'open', name: '-' });

@@ -85,9 +85,7 @@ export class RateLimits {
 
   #take(e: RateEntry, prefix: string, a: string, b: string): RateCheck | Promise<RateCheck> {
     const { limit, periodMs } = e.rate;
-    return this.#redis
-      ? this.#redis.take(prefix + a + b, limit, periodMs)
-      : this.#local.takeParts(prefix, a, b, limit, periodMs);
+    return this.#redis ? this.#redis.take(prefix + a + b, limit, periodMs) : this.#local.takeParts(prefix, a, b, limit, periodMs);
   }
 
   #entry(text: string): RateEntry | null {

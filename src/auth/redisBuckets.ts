@@ -54,9 +54,7 @@ export function openRedis(url: string, opts: { commandTimeoutMs?: number } = {})
     connectTimeout: 500,
     retryStrategy: (times: number) => Math.min(times * 100, 1000),
   };
-  const client = url.startsWith('unix://')
-    ? new RedisClient({ ...options, path: url.slice('unix://'.length) })
-    : new RedisClient(url, options);
+  const client = url.startsWith('unix://') ? new RedisClient({ ...options, path: url.slice('unix://'.length) }) : new RedisClient(url, options);
   client.on('error', () => undefined); // failures surface as fallbacks; an unhandled 'error' would only log
   return client;
 }

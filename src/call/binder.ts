@@ -2,13 +2,25 @@
 // checks and orders the caller's values, reporting every problem at once.
 import { GatewayError } from '../contract/errors.js';
 import { parseRule } from './paramRules.js';
-import { applyRules, coerceDefinition, coerceJson, coerceText, compilePattern, FAIL, isPlainObject, prepareCheck, put, TYPES, why,
-  type Check, type ParamRule, type ParamType } from './paramValues.js';
+import {
+  applyRules,
+  coerceDefinition,
+  coerceJson,
+  coerceText,
+  compilePattern,
+  FAIL,
+  isPlainObject,
+  prepareCheck,
+  put,
+  TYPES,
+  why,
+  type Check,
+  type ParamRule,
+  type ParamType,
+} from './paramValues.js';
 
 /** Where a call's values come from: query-string text, or a JSON body's already-typed values. */
-export type ParamSource =
-  | { kind: 'query'; get(name: string): string | undefined }
-  | { kind: 'json'; get(name: string): unknown };
+export type ParamSource = { kind: 'query'; get(name: string): string | undefined } | { kind: 'json'; get(name: string): unknown };
 
 /** Values in placeholder order (one per distinct placeholder), or throws GatewayError. */
 export type Binder = (source: ParamSource) => unknown[];

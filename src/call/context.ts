@@ -101,9 +101,9 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
         secret ??= config.maskKey
           ? Promise.resolve(Buffer.from(config.maskKey, 'utf8'))
           : store.readSecret('mask').then((s) => {
-            if (!s) throw new Error('the store has no mask secret');
-            return Buffer.from(s, 'hex');
-          });
+              if (!s) throw new Error('the store has no mask secret');
+              return Buffer.from(s, 'hex');
+            });
         return secret;
       },
     },

@@ -9,8 +9,15 @@ export interface SourceLabels {
   dialect: string;
 }
 
-export async function execute(m: Metrics, source: Source, text: string, values: unknown[], options: RunOptions,
-  labels: SourceLabels, key: string): Promise<ResultSet> {
+export async function execute(
+  m: Metrics,
+  source: Source,
+  text: string,
+  values: unknown[],
+  options: RunOptions,
+  labels: SourceLabels,
+  key: string,
+): Promise<ResultSet> {
   const started = performance.now();
   m.activeQueries.inc();
   let result: ResultSet;

@@ -235,12 +235,18 @@ export function formatDateTime(d: Date): string | null {
   const t = d.getTime();
   if (Number.isNaN(t)) return null;
   const y = d.getUTCFullYear();
-  const year =
-    y >= 1000 && y <= 9999
-      ? TWO_DIGITS[(y / 100) | 0] + TWO_DIGITS[y % 100]
-      : (y < 0 ? '-' : '') + String(Math.abs(y)).padStart(4, '0');
+  const year = y >= 1000 && y <= 9999 ? TWO_DIGITS[(y / 100) | 0] + TWO_DIGITS[y % 100] : (y < 0 ? '-' : '') + String(Math.abs(y)).padStart(4, '0');
   return (
-    year + '-' + TWO_DIGITS[d.getUTCMonth() + 1] + '-' + TWO_DIGITS[d.getUTCDate()] + ' ' +
-    TWO_DIGITS[d.getUTCHours()] + ':' + TWO_DIGITS[d.getUTCMinutes()] + ':' + TWO_DIGITS[d.getUTCSeconds()]
+    year +
+    '-' +
+    TWO_DIGITS[d.getUTCMonth() + 1] +
+    '-' +
+    TWO_DIGITS[d.getUTCDate()] +
+    ' ' +
+    TWO_DIGITS[d.getUTCHours()] +
+    ':' +
+    TWO_DIGITS[d.getUTCMinutes()] +
+    ':' +
+    TWO_DIGITS[d.getUTCSeconds()]
   );
 }

@@ -38,8 +38,14 @@ export function mayWrite(caller: Caller, queryName: string, serverAllows: boolea
   return k.allow_writes || (k.queries !== '*' && k.queries.some((g) => typeof g !== 'string' && g.name === queryName && g.allow_writes));
 }
 
-export async function governCall(g: Governance, plan: CallPlan, caller: Caller, queryName: string,
-  connection: ConnectionRow, source: Source): Promise<Governed> {
+export async function governCall(
+  g: Governance,
+  plan: CallPlan,
+  caller: Caller,
+  queryName: string,
+  connection: ConnectionRow,
+  source: Source,
+): Promise<Governed> {
   const { scan, analysis } = plan.inspection;
   const key = caller.kind === 'key' ? caller.key : null;
   checkStatement(scan, analysis, {
@@ -55,9 +61,7 @@ export async function governCall(g: Governance, plan: CallPlan, caller: Caller, 
   let traced = g.traces.get(slot);
   if (!traced) {
     const maskPlan = planMasks(analysis, known.schema, key.mask);
-    traced = maskPlan.actions.length
-      ? { masker: compileMasker(maskPlan, await g.maskSecret()), masked: maskPlan.masked }
-      : UNMASKED;
+    traced = maskPlan.actions.length ? { masker: compileMasker(maskPlan, await g.maskSecret()), masked: maskPlan.masked } : UNMASKED;
     g.traces.set(slot, traced);
   }
   return traced;

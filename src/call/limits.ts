@@ -22,7 +22,7 @@ export async function limitKey(limits: RateLimits, key: KeyRow, queryName: strin
     headers = headers ? headers.concat(h) : h;
     return c.allowed ? null : c;
   };
-  const refused = (await take(limits.checkKey(key.name, key.rate_limit)))
-    ?? (await take(limits.checkKeyQuery(key.name, queryName, key.rate_limits?.[queryName])));
+  const refused =
+    (await take(limits.checkKey(key.name, key.rate_limit))) ?? (await take(limits.checkKeyQuery(key.name, queryName, key.rate_limits?.[queryName])));
   return headers ? { headers, refused } : null;
 }

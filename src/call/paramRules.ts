@@ -1,13 +1,23 @@
 // In charge of a saved query's parameter definitions at save time: each name and rule checked, the
 // rules put in their long form (what the store keeps), and a rule as the API returns it.
-import { applyRules, coerceDefinition, compilePattern, FAIL, isFiniteNumber, isPlainObject, prepareCheck, put, TYPES, why,
-  type ParamRule, type ParamType } from './paramValues.js';
+import {
+  applyRules,
+  coerceDefinition,
+  compilePattern,
+  FAIL,
+  isFiniteNumber,
+  isPlainObject,
+  prepareCheck,
+  put,
+  TYPES,
+  why,
+  type ParamRule,
+  type ParamType,
+} from './paramValues.js';
 
 export const MAX_PATTERN_LENGTH = 500;
 const NAME_RE = /^[A-Za-z_]\w*$/;
-const RULE_KEYS = new Set([
-  'type', 'required', 'default', 'enum', 'min', 'max', 'min_length', 'max_length', 'pattern', 'description',
-]);
+const RULE_KEYS = new Set(['type', 'required', 'default', 'enum', 'min', 'max', 'min_length', 'max_length', 'pattern', 'description']);
 const ALLOWED_RULES = [...RULE_KEYS].sort().join(', ');
 
 /**
@@ -15,10 +25,7 @@ const ALLOWED_RULES = [...RULE_KEYS].sort().join(', ');
  * parameter must be one of them. Returns the rules in long form (type names `integer`, `number`,
  * `string`, `boolean` or null) and, per bad name, what is wrong. `input` null/undefined means none.
  */
-export function normalizeParameters(
-  input: unknown,
-  placeholders: string[],
-): { rules: Record<string, ParamRule>; errors: Record<string, string> } {
+export function normalizeParameters(input: unknown, placeholders: string[]): { rules: Record<string, ParamRule>; errors: Record<string, string> } {
   const rules: Record<string, ParamRule> = {};
   const errors: Record<string, string> = {};
   if (input === null || input === undefined) return { rules, errors };
@@ -44,7 +51,9 @@ export function normalizeParameters(
 export function parseRule(spec: unknown): ParamRule | string {
   if (typeof spec === 'string') spec = { type: spec };
   if (!isPlainObject(spec)) return "must be a type name such as 'int' or an object of rules";
-  const unknown = Object.keys(spec).filter((k) => !RULE_KEYS.has(k)).sort();
+  const unknown = Object.keys(spec)
+    .filter((k) => !RULE_KEYS.has(k))
+    .sort();
   if (unknown.length) return `has unknown rule(s): ${unknown.join(', ')} (allowed: ${ALLOWED_RULES})`;
 
   let type: ParamType = null;
@@ -108,9 +117,19 @@ export function parseRule(spec: unknown): ParamRule | string {
     if (spec.required === true) return "cannot be both 'required' and have a 'default'";
     let c = coerceDefinition(type, spec.default); // a null default fails here, as it should
     if (c !== FAIL) {
-      const check = prepareCheck({ type, required: false, enum: enumValues, min: spec.min as number | undefined,
-        max: spec.max as number | undefined, min_length: spec.min_length as number | undefined,
-        max_length: spec.max_length as number | undefined, pattern: spec.pattern as string | undefined }, pattern);
+      const check = prepareCheck(
+        {
+          type,
+          required: false,
+          enum: enumValues,
+          min: spec.min as number | undefined,
+          max: spec.max as number | undefined,
+          min_length: spec.min_length as number | undefined,
+          max_length: spec.max_length as number | undefined,
+          pattern: spec.pattern as string | undefined,
+        },
+        pattern,
+      );
       c = applyRules(check, c);
     }
     if (c === FAIL) return `has a 'default' that ${why}`;

@@ -24,7 +24,6 @@
 // - Lengths count code points, as Python's len() does. Patterns are JavaScript regular expressions
 //   (Unicode mode when they compile in it), anchored for a full match.
 
-
 export type ParamType = 'integer' | 'number' | 'string' | 'boolean' | null;
 
 export interface ParamRule {
@@ -39,7 +38,6 @@ export interface ParamRule {
   pattern?: string;
   description?: string;
 }
-
 
 // A Map, so names like 'constructor' are not found on a prototype.
 export const TYPES = new Map<string, Exclude<ParamType, null>>([
@@ -108,8 +106,14 @@ export function coerceText(type: ParamType, text: string): Coerced {
     case 'boolean':
       if (text.length <= 5) {
         switch (text.toLowerCase()) {
-          case 'true': case '1': case 'yes': return true;
-          case 'false': case '0': case 'no': return false;
+          case 'true':
+          case '1':
+          case 'yes':
+            return true;
+          case 'false':
+          case '0':
+          case 'no':
+            return false;
         }
       }
       return fail('must be true or false');

@@ -122,7 +122,8 @@ export function parseCall(req: Request): CallRequest {
   }
 
   const streamRaw = pick('stream');
-  const stream = streamRaw !== undefined && ['1', 'true', 'yes', 'on', true].includes(typeof streamRaw === 'string' ? streamRaw.toLowerCase() : streamRaw as boolean);
+  const stream =
+    streamRaw !== undefined && ['1', 'true', 'yes', 'on', true].includes(typeof streamRaw === 'string' ? streamRaw.toLowerCase() : (streamRaw as boolean));
 
   const connectionName = pick('connection_name');
   const page = pick('page');

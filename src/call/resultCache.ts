@@ -34,7 +34,9 @@ export function policyFingerprint(caller: Caller): string {
 }
 
 export function cacheKey(parts: unknown[]): string {
-  return createHash('sha256').update(JSON.stringify(parts, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify(parts, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)))
+    .digest('hex');
 }
 
 export function etagOf(body: string): string {

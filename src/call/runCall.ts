@@ -46,7 +46,11 @@ export async function runCall(ctx: CallContext, req: Request): Promise<Answer> {
       if (limit) {
         limitHeaders = limit.headers;
         if (limit.refused) {
-          return finish(errorAnswer('rate_limited', RATE_LIMIT_MESSAGES.key, req.requestId, { retry_after: limit.refused.retryAfterS }), limitHeaders, caller.name);
+          return finish(
+            errorAnswer('rate_limited', RATE_LIMIT_MESSAGES.key, req.requestId, { retry_after: limit.refused.retryAfterS }),
+            limitHeaders,
+            caller.name,
+          );
         }
       }
     }
@@ -66,11 +70,21 @@ export async function runCall(ctx: CallContext, req: Request): Promise<Answer> {
     const paging = parsePaging(call, ctx.config.maxPageSize);
 
     // Versions with a cache_ttl answer repeat calls without the database; hits are not runs.
-    const ttl = plan.write ? 0 : target.version.cache_ttl ?? 0;
+    const ttl = plan.write ? 0 : (target.version.cache_ttl ?? 0);
     let cached: string | null = null;
     if (ttl > 0) {
-      cached = cacheKey([target.query.name, target.version.version, target.version.uuid, connection.name, connection.updated_at, bound,
-        call.format, paging.page, paging.pageSize, policyFingerprint(caller)]);
+      cached = cacheKey([
+        target.query.name,
+        target.version.version,
+        target.version.uuid,
+        connection.name,
+        connection.updated_at,
+        bound,
+        call.format,
+        paging.page,
+        paging.pageSize,
+        policyFingerprint(caller),
+      ]);
       const hit = await ctx.results.get(cached);
       if (hit) {
         ctx.metrics.cacheHits.inc();
@@ -82,15 +96,31 @@ export async function runCall(ctx: CallContext, req: Request): Promise<Answer> {
     const labels = { connection: connection.name, dialect: source.dialect };
     const started = performance.now();
     const values = fillValues(plan, bound, paging.pageSize + 1, (paging.page - 1) * paging.pageSize);
-    const result = await execute(ctx.metrics, source, plan.pageable ? plan.pagedText : plan.text, values,
-      { timeoutMs: timeout * 1000, readOnly: !plan.write }, labels, caller.name);
+    const result = await execute(
+      ctx.metrics,
+      source,
+      plan.pageable ? plan.pagedText : plan.text,
+      values,
+      { timeoutMs: timeout * 1000, readOnly: !plan.write },
+      labels,
+      caller.name,
+    );
     const executed = performance.now();
     const shaped = shape(plan, result, paging, governed, call.format);
     const rendered = performance.now();
     ctx.metrics.rows.inc({ ...labels, key: caller.name }, shaped.rows);
     ctx.metrics.serialization.observe({ format: call.format }, (rendered - executed) / 1000);
-    record(ctx.runs, target, caller.name, req.requestId, shaped.rows, Math.round(executed - started),
-      Math.round((rendered - executed) * 10) / 10, governed.masked, null);
+    record(
+      ctx.runs,
+      target,
+      caller.name,
+      req.requestId,
+      shaped.rows,
+      Math.round(executed - started),
+      Math.round((rendered - executed) * 10) / 10,
+      governed.masked,
+      null,
+    );
     answer = { status: 200, headers: shaped.headers, body: shaped.body };
     if (cached) {
       const entry: CachedAnswer = { body: answer.body, headers: answer.headers, etag: etagOf(answer.body) };

@@ -57,6 +57,9 @@ export class SchemaCache {
 async function read(source: Source): Promise<KnownSchema> {
   const result = await source.run(schemaQuery(source.dialect), [], { timeoutMs: 30_000, readOnly: true });
   const schema = toSchema(result.rows);
-  const fingerprint = createHash('sha256').update(JSON.stringify([...schema])).digest('hex').slice(0, 16);
+  const fingerprint = createHash('sha256')
+    .update(JSON.stringify([...schema]))
+    .digest('hex')
+    .slice(0, 16);
   return { schema, fingerprint };
 }

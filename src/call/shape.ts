@@ -20,7 +20,16 @@ export function shape(plan: CallPlan, result: ResultSet, paging: Paging, governe
   if (hasMore) rows.length = paging.pageSize;
   let columns = result.columns;
   if (governed.masker && rows.length) ({ columns, rows } = governed.masker(columns, rows)); // before any rendering
-  const headers = ['Content-Type', CONTENT_TYPES.json, 'X-Page', String(paging.page), 'X-Page-Size', String(paging.pageSize), 'X-Has-More', hasMore ? 'true' : 'false'];
+  const headers = [
+    'Content-Type',
+    CONTENT_TYPES.json,
+    'X-Page',
+    String(paging.page),
+    'X-Page-Size',
+    String(paging.pageSize),
+    'X-Has-More',
+    hasMore ? 'true' : 'false',
+  ];
   if (plan.write) headers.push('X-Rows-Affected', String(result.rowCount));
   if (rows.length === 0) return { status: 200, headers, body: EMPTY_JSON, rows: 0 }; // the contract's empty answer, whatever the format
   headers[1] = CONTENT_TYPES[format];

@@ -35,8 +35,19 @@ export function checkStream(req: CallRequest, plan: CallPlan, port: MessagePort 
   return port;
 }
 
-export async function streamCall(ctx: CallContext, port: MessagePort, req: CallRequest, plan: CallPlan, source: Source,
-  values: unknown[], timeoutS: number, governed: Governed, target: Target, caller: string, requestId: string): Promise<Answer> {
+export async function streamCall(
+  ctx: CallContext,
+  port: MessagePort,
+  req: CallRequest,
+  plan: CallPlan,
+  source: Source,
+  values: unknown[],
+  timeoutS: number,
+  governed: Governed,
+  target: Target,
+  caller: string,
+  requestId: string,
+): Promise<Answer> {
   const post = (f: StreamFrame) => port.postMessage(f);
   let credits = WINDOW;
   let gone = false;
@@ -64,7 +75,9 @@ export async function streamCall(ctx: CallContext, port: MessagePort, req: CallR
     if (headed) return;
     headed = true;
     post({
-      t: 'head', status: 200, key: caller,
+      t: 'head',
+      status: 200,
+      key: caller,
       headers: ['Content-Type', CONTENT_TYPES[req.format], 'Content-Disposition', `attachment; filename="${target.query.name}.${req.format}"`],
     });
   };

@@ -26,11 +26,7 @@ export function channel(name: ChannelName, scope: string): BroadcastChannel {
  * after the first byte, which drops the connection). Each data frame waits for the acceptor's
  * credit, so a slow client holds the database cursor back instead of filling memory.
  */
-export type StreamFrame =
-  | { t: 'head'; status: number; headers: string[]; key: string }
-  | { t: 'data'; chunk: string }
-  | { t: 'end' }
-  | { t: 'fail' };
+export type StreamFrame = { t: 'head'; status: number; headers: string[]; key: string } | { t: 'data'; chunk: string } | { t: 'end' } | { t: 'fail' };
 
 /** The acceptor's answers: 'more' when a chunk is written, 'cancel' when the client went away. */
 export type StreamCredit = { t: 'more' } | { t: 'cancel' };
@@ -74,9 +70,7 @@ export interface RunBatch {
 
 // ---- Acceptor ↔ recorder thread: requests and replies over the worker's own port.
 
-export type RecorderRequest =
-  | { op: 'flush'; id: number }
-  | { op: 'stop'; id: number; executors: number };
+export type RecorderRequest = { op: 'flush'; id: number } | { op: 'stop'; id: number; executors: number };
 
 export type RecorderReply =
   | { kind: 'ready' }

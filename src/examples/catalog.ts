@@ -247,8 +247,7 @@ export const exampleQueries: ExampleQuery[] = [
   },
 ];
 
-const queriesIn = (collection: string) =>
-  exampleQueries.filter((q) => q.collection === collection).map((q) => q.name);
+const queriesIn = (collection: string) => exampleQueries.filter((q) => q.collection === collection).map((q) => q.name);
 
 export const exampleKeys: ExampleKey[] = [
   { name: 'example-reporting', collection: EXAMPLE_COLLECTIONS.reporting, rate_limit: '200/hour' },

@@ -18,16 +18,7 @@ import { localTimestamp } from '../store/store.js';
 
 export const EXAMPLES_DB_FILE = 'examples.db';
 
-export const EXAMPLE_CATEGORIES = [
-  'Action',
-  'Comedy',
-  'Documentary',
-  'Drama',
-  'Family',
-  'Sci-Fi',
-  'Horror',
-  'Animation',
-] as const;
+export const EXAMPLE_CATEGORIES = ['Action', 'Comedy', 'Documentary', 'Drama', 'Family', 'Sci-Fi', 'Horror', 'Animation'] as const;
 
 export const EXAMPLE_RATINGS = ['G', 'PG', 'PG-13', 'R', 'NC-17'] as const;
 
@@ -52,36 +43,164 @@ export function mulberry32(seed: number): () => number {
 }
 
 const ADJECTIVES = [
-  'Broken', 'Silent', 'Golden', 'Hidden', 'Crimson', 'Frozen', 'Midnight', 'Wild',
-  'Hollow', 'Electric', 'Lost', 'Burning', 'Distant', 'Velvet', 'Iron', 'Paper',
-  'Restless', 'Savage', 'Lucky', 'Secret', 'Shattered', 'Northern', 'Lonely', 'Cosmic',
+  'Broken',
+  'Silent',
+  'Golden',
+  'Hidden',
+  'Crimson',
+  'Frozen',
+  'Midnight',
+  'Wild',
+  'Hollow',
+  'Electric',
+  'Lost',
+  'Burning',
+  'Distant',
+  'Velvet',
+  'Iron',
+  'Paper',
+  'Restless',
+  'Savage',
+  'Lucky',
+  'Secret',
+  'Shattered',
+  'Northern',
+  'Lonely',
+  'Cosmic',
 ];
 const NOUNS = [
-  'Harbor', 'Empire', 'Garden', 'Horizon', 'Orchard', 'Signal', 'Canyon', 'River',
-  'Kingdom', 'Station', 'Mirror', 'Frontier', 'Lantern', 'Voyage', 'Compass', 'Island',
-  'Thunder', 'Parade', 'Circus', 'Meadow', 'Galaxy', 'Fortress', 'Melody', 'Shadow',
+  'Harbor',
+  'Empire',
+  'Garden',
+  'Horizon',
+  'Orchard',
+  'Signal',
+  'Canyon',
+  'River',
+  'Kingdom',
+  'Station',
+  'Mirror',
+  'Frontier',
+  'Lantern',
+  'Voyage',
+  'Compass',
+  'Island',
+  'Thunder',
+  'Parade',
+  'Circus',
+  'Meadow',
+  'Galaxy',
+  'Fortress',
+  'Melody',
+  'Shadow',
 ];
 const FIRST_NAMES = [
-  'Mary', 'Patricia', 'Linda', 'Barbara', 'Elizabeth', 'Jennifer', 'Maria', 'Susan',
-  'Margaret', 'Dorothy', 'Lisa', 'Nancy', 'Karen', 'Betty', 'Helen', 'Sandra',
-  'James', 'John', 'Robert', 'Michael', 'William', 'David', 'Richard', 'Charles',
-  'Joseph', 'Thomas', 'Daniel', 'Paul', 'Mark', 'George', 'Kenneth', 'Steven',
-  'Aiko', 'Lucas', 'Sofia', 'Mateo', 'Amara', 'Noah', 'Ingrid', 'Ravi',
+  'Mary',
+  'Patricia',
+  'Linda',
+  'Barbara',
+  'Elizabeth',
+  'Jennifer',
+  'Maria',
+  'Susan',
+  'Margaret',
+  'Dorothy',
+  'Lisa',
+  'Nancy',
+  'Karen',
+  'Betty',
+  'Helen',
+  'Sandra',
+  'James',
+  'John',
+  'Robert',
+  'Michael',
+  'William',
+  'David',
+  'Richard',
+  'Charles',
+  'Joseph',
+  'Thomas',
+  'Daniel',
+  'Paul',
+  'Mark',
+  'George',
+  'Kenneth',
+  'Steven',
+  'Aiko',
+  'Lucas',
+  'Sofia',
+  'Mateo',
+  'Amara',
+  'Noah',
+  'Ingrid',
+  'Ravi',
 ];
 const LAST_NAMES = [
-  'Smith', 'Johnson', 'Williams', 'Brown', 'Jones', 'Miller', 'Davis', 'Garcia',
-  'Rodriguez', 'Wilson', 'Martinez', 'Anderson', 'Taylor', 'Thomas', 'Hernandez', 'Moore',
-  'Martin', 'Jackson', 'Thompson', 'White', 'Lopez', 'Lee', 'Gonzalez', 'Harris',
-  'Clark', 'Lewis', 'Robinson', 'Walker', 'Perez', 'Hall', 'Young', 'Allen',
-  'Nakamura', 'Silva', 'Rossi', 'Novak', 'Okafor', 'Larsen', 'Patel', 'Dubois',
+  'Smith',
+  'Johnson',
+  'Williams',
+  'Brown',
+  'Jones',
+  'Miller',
+  'Davis',
+  'Garcia',
+  'Rodriguez',
+  'Wilson',
+  'Martinez',
+  'Anderson',
+  'Taylor',
+  'Thomas',
+  'Hernandez',
+  'Moore',
+  'Martin',
+  'Jackson',
+  'Thompson',
+  'White',
+  'Lopez',
+  'Lee',
+  'Gonzalez',
+  'Harris',
+  'Clark',
+  'Lewis',
+  'Robinson',
+  'Walker',
+  'Perez',
+  'Hall',
+  'Young',
+  'Allen',
+  'Nakamura',
+  'Silva',
+  'Rossi',
+  'Novak',
+  'Okafor',
+  'Larsen',
+  'Patel',
+  'Dubois',
 ];
 const PLACES: Array<[city: string, country: string]> = [
-  ['Lisbon', 'Portugal'], ['Porto', 'Portugal'], ['Madrid', 'Spain'], ['Seville', 'Spain'],
-  ['Lyon', 'France'], ['Paris', 'France'], ['Berlin', 'Germany'], ['Hamburg', 'Germany'],
-  ['Milan', 'Italy'], ['Rome', 'Italy'], ['Leeds', 'United Kingdom'], ['London', 'United Kingdom'],
-  ['Austin', 'United States'], ['Denver', 'United States'], ['Toronto', 'Canada'],
-  ['Osaka', 'Japan'], ['Sao Paulo', 'Brazil'], ['Lagos', 'Nigeria'], ['Pune', 'India'],
-  ['Oslo', 'Norway'], ['Prague', 'Czechia'], ['Melbourne', 'Australia'],
+  ['Lisbon', 'Portugal'],
+  ['Porto', 'Portugal'],
+  ['Madrid', 'Spain'],
+  ['Seville', 'Spain'],
+  ['Lyon', 'France'],
+  ['Paris', 'France'],
+  ['Berlin', 'Germany'],
+  ['Hamburg', 'Germany'],
+  ['Milan', 'Italy'],
+  ['Rome', 'Italy'],
+  ['Leeds', 'United Kingdom'],
+  ['London', 'United Kingdom'],
+  ['Austin', 'United States'],
+  ['Denver', 'United States'],
+  ['Toronto', 'Canada'],
+  ['Osaka', 'Japan'],
+  ['Sao Paulo', 'Brazil'],
+  ['Lagos', 'Nigeria'],
+  ['Pune', 'India'],
+  ['Oslo', 'Norway'],
+  ['Prague', 'Czechia'],
+  ['Melbourne', 'Australia'],
 ];
 const STREETS = ['Main St', 'Oak Ave', 'Harbor Rd', 'Station Sq', 'Mill Lane', 'Park Blvd', 'River Walk', 'High St'];
 const RENTAL_RATES = [0.99, 2.99, 4.99];
@@ -242,9 +361,7 @@ export function buildExamplesDb(file: string, opts: { seed?: number; today?: Dat
       };
 
       // address: stores, staff and customers each get one.
-      const insAddress = db.prepare(
-        'INSERT INTO address (address_id, address, city, country, postal_code, phone) VALUES (?, ?, ?, ?, ?, ?)',
-      );
+      const insAddress = db.prepare('INSERT INTO address (address_id, address, city, country, postal_code, phone) VALUES (?, ?, ?, ?, ?, ?)');
       let addressId = 0;
       const newAddress = (place?: [string, string]): [number, string] => {
         const [city, country] = place ?? pick(PLACES);
@@ -262,9 +379,7 @@ export function buildExamplesDb(file: string, opts: { seed?: number; today?: Dat
 
       // store + staff (two per store, the first one manages it)
       const insStore = db.prepare('INSERT INTO store (store_id, name, address_id, manager_staff_id) VALUES (?, ?, ?, ?)');
-      const insStaff = db.prepare(
-        'INSERT INTO staff (staff_id, first_name, last_name, email, store_id, address_id, active) VALUES (?, ?, ?, ?, ?, ?, 1)',
-      );
+      const insStaff = db.prepare('INSERT INTO staff (staff_id, first_name, last_name, email, store_id, address_id, active) VALUES (?, ?, ?, ?, ?, ?, 1)');
       const storePlaces: Array<[string, string]> = [
         ['Lisbon', 'Portugal'],
         ['Austin', 'United States'],
@@ -298,16 +413,7 @@ export function buildExamplesDb(file: string, opts: { seed?: number; today?: Dat
         const [addr, country] = newAddress();
         const store = int(1, EXAMPLE_COUNTS.store);
         customerStore.push(store);
-        insCustomer.run(
-          id,
-          store,
-          first,
-          last,
-          `${first}.${last}${id}@example.com`.toLowerCase(),
-          country,
-          addr,
-          at(int(366, 900) * DAY + int(0, DAY - 1)),
-        );
+        insCustomer.run(id, store, first, last, `${first}.${last}${id}@example.com`.toLowerCase(), country, addr, at(int(366, 900) * DAY + int(0, DAY - 1)));
       }
 
       // rental + payment, generated in chronological order (oldest first),
@@ -319,9 +425,7 @@ export function buildExamplesDb(file: string, opts: { seed?: number; today?: Dat
       const insRental = db.prepare(
         'INSERT INTO rental (rental_id, film_id, customer_id, staff_id, rental_date, return_date, amount) VALUES (?, ?, ?, ?, ?, ?, ?)',
       );
-      const insPayment = db.prepare(
-        'INSERT INTO payment (payment_id, rental_id, customer_id, amount, payment_date) VALUES (?, ?, ?, ?, ?)',
-      );
+      const insPayment = db.prepare('INSERT INTO payment (payment_id, rental_id, customer_id, amount, payment_date) VALUES (?, ?, ?, ?, ?)');
       for (let i = 0; i < offsets.length; i++) {
         const id = i + 1;
         const ago = offsets[i]!;

@@ -104,9 +104,12 @@ export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAna
     const name = tableName(tokens, 1);
     if (!name) throw new AnalysisError('TABLE without a table name', scan);
     q = {
-      k: 'select', ctes: [], from: [{ k: 'table', name, schema: null, alias: null, cols: null }],
+      k: 'select',
+      ctes: [],
+      from: [{ k: 'table', name, schema: null, alias: null, cols: null }],
       cols: [{ ex: { refs: [], subs: [], calls: [], opaque: false }, alias: null, star: { q: null }, implicitName: null }],
-      extra: [], into: false,
+      extra: [],
+      into: false,
     };
   } else {
     const parsed = parse(text, dialect, risks, scan);

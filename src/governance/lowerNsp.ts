@@ -47,7 +47,7 @@ function lowerCtes(withList: unknown): Cte[] {
   if (!Array.isArray(withList)) return [];
   return withList.map((w: Node) => {
     const stmt = ((w.stmt as Node | undefined)?.ast ?? w.stmt) as Node;
-    const cols = Array.isArray(w.columns) ? w.columns.map((c: unknown) => (lcIdent(c) ?? '?')) : null;
+    const cols = Array.isArray(w.columns) ? w.columns.map((c: unknown) => lcIdent(c) ?? '?') : null;
     return { name: lcIdent(w.name) ?? '?', cols, q: lowerNspStatement(stmt), recursive: !!w.recursive };
   });
 }

@@ -68,7 +68,14 @@ function lowerQuery(q: pg.SelectStatement | pg.WithStatementBinding): Query {
 function attachCtes(q: Query, ctes: Cte[]): Query {
   if (q.k === 'select' || q.k === 'setop' || q.k === 'write') return { ...q, ctes: [...ctes, ...q.ctes] };
   // VALUES under WITH: keep the CTEs' tables by wrapping in a select over it
-  return { k: 'select', ctes, from: [{ k: 'sub', q, alias: 'values', cols: null }], cols: [{ ex: emptyEx(), alias: null, star: { q: null }, implicitName: null }], extra: [], into: false };
+  return {
+    k: 'select',
+    ctes,
+    from: [{ k: 'sub', q, alias: 'values', cols: null }],
+    cols: [{ ex: emptyEx(), alias: null, star: { q: null }, implicitName: null }],
+    extra: [],
+    into: false,
+  };
 }
 
 function flattenUnion(q: pg.SelectFromUnion): Query[] {
@@ -146,9 +153,14 @@ function lowerWrite(w: pg.InsertStatement | pg.UpdateStatement | pg.DeleteStatem
   if (w.type === 'insert') {
     walk(w.onConflict, extra);
     return {
-      k: 'write', ctes, verb: 'insert',
+      k: 'write',
+      ctes,
+      verb: 'insert',
       targets: [{ name: lc(w.into.name), schema: w.into.schema ?? null, alias: w.into.alias ? lc(w.into.alias) : null }],
-      from: [], extra: [extra], source: lowerQuery(w.insert), returning,
+      from: [],
+      extra: [extra],
+      source: lowerQuery(w.insert),
+      returning,
     };
   }
   if (w.type === 'update') {
@@ -160,16 +172,26 @@ function lowerWrite(w: pg.InsertStatement | pg.UpdateStatement | pg.DeleteStatem
       if (w.from.join) walk(w.from.join, extra);
     }
     return {
-      k: 'write', ctes, verb: 'update',
+      k: 'write',
+      ctes,
+      verb: 'update',
       targets: [{ name: lc(w.table.name), schema: w.table.schema ?? null, alias: w.table.alias ? lc(w.table.alias) : null }],
-      from, extra: [extra], source: null, returning,
+      from,
+      extra: [extra],
+      source: null,
+      returning,
     };
   }
   walk(w.where, extra);
   return {
-    k: 'write', ctes, verb: 'delete',
+    k: 'write',
+    ctes,
+    verb: 'delete',
     targets: [{ name: lc(w.from.name), schema: w.from.schema ?? null, alias: w.from.alias ? lc(w.from.alias) : null }],
-    from: [], extra: [extra], source: null, returning,
+    from: [],
+    extra: [extra],
+    source: null,
+    returning,
   };
 }
 

@@ -75,10 +75,7 @@ function skipOpaque(sql: string, i: number, dialect: MarkerDialect | undefined):
     case QUOTE: {
       // postgres E'...' (not part of a longer word) honours backslash escapes
       const escaped =
-        dialect === 'mysql' ||
-        (dialect === 'postgres' &&
-          (sql.charCodeAt(i - 1) | 0x20) === 0x65 &&
-          !(i > 1 && isIdentChar(sql.charCodeAt(i - 2))));
+        dialect === 'mysql' || (dialect === 'postgres' && (sql.charCodeAt(i - 1) | 0x20) === 0x65 && !(i > 1 && isIdentChar(sql.charCodeAt(i - 2))));
       return endOfQuoted(sql, i, QUOTE, escaped);
     }
     case DQUOTE:

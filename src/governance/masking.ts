@@ -51,7 +51,10 @@ export function planMasks(a: StatementAnalysis | null, schema: Schema, rules: Ma
   }
   const planned = expand(a.outputs, schema);
   if (resultColumns && resultColumns.length !== planned.length) {
-    throw unresolvable(resultColumns[planned.length] ?? resultColumns[0] ?? '*', `the result has ${resultColumns.length} columns where the statement describes ${planned.length}`);
+    throw unresolvable(
+      resultColumns[planned.length] ?? resultColumns[0] ?? '*',
+      `the result has ${resultColumns.length} columns where the statement describes ${planned.length}`,
+    );
   }
   const actions: Array<MaskAction | null> = [];
   const masked: MaskPlan['masked'] = [];
@@ -90,7 +93,10 @@ function compileRule(rule: MaskRule): CompiledRule {
 }
 
 function glob(pattern: string): RegExp {
-  const body = pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*');
+  const body = pattern
+    .split('*')
+    .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*');
   return new RegExp(`^${body}$`);
 }
 
@@ -187,7 +193,10 @@ export function compileMasker(plan: MaskPlan, secret: Buffer): Masker {
   return (columns, rows) => {
     // The plan was traced before the statement ran; a result of another shape is refused, not guessed.
     if (columns.length !== actions.length) {
-      throw unresolvable(columns[actions.length] ?? columns[0] ?? '*', `the result has ${columns.length} columns where the statement describes ${actions.length}`);
+      throw unresolvable(
+        columns[actions.length] ?? columns[0] ?? '*',
+        `the result has ${columns.length} columns where the statement describes ${actions.length}`,
+      );
     }
     for (const row of rows) {
       for (let e = 0; e < edits.length; e++) {

@@ -49,16 +49,68 @@ const READ_VERBS = new Set(['select', 'with', 'show', 'describe', 'desc', 'expla
 
 /** Keywords that make an explained statement a write (the reference's `_WRITE_KEYWORDS`). */
 const WRITE_KEYWORDS = new Set([
-  'insert', 'update', 'delete', 'merge', 'replace', 'upsert', 'copy', 'create', 'drop', 'alter', 'truncate',
-  'attach', 'detach', 'grant', 'revoke', 'call', 'do', 'set', 'reset', 'install', 'load', 'vacuum',
-  'checkpoint', 'export', 'import', 'pragma',
+  'insert',
+  'update',
+  'delete',
+  'merge',
+  'replace',
+  'upsert',
+  'copy',
+  'create',
+  'drop',
+  'alter',
+  'truncate',
+  'attach',
+  'detach',
+  'grant',
+  'revoke',
+  'call',
+  'do',
+  'set',
+  'reset',
+  'install',
+  'load',
+  'vacuum',
+  'checkpoint',
+  'export',
+  'import',
+  'pragma',
 ]);
 
 /** EXPLAIN options skipped before the explained statement. */
 const EXPLAIN_OPTIONS = new Set([
-  'analyze', 'analyse', 'verbose', 'query', 'plan', 'pipeline', 'ast', 'syntax', 'estimate', 'extended',
-  'format', 'costs', 'buffers', 'timing', 'summary', 'settings', 'wal', 'generic_plan', 'memory', 'serialize',
-  'json', 'text', 'xml', 'yaml', 'tree', 'traditional', 'partitions', 'true', 'false', 'on', 'off', 'for',
+  'analyze',
+  'analyse',
+  'verbose',
+  'query',
+  'plan',
+  'pipeline',
+  'ast',
+  'syntax',
+  'estimate',
+  'extended',
+  'format',
+  'costs',
+  'buffers',
+  'timing',
+  'summary',
+  'settings',
+  'wal',
+  'generic_plan',
+  'memory',
+  'serialize',
+  'json',
+  'text',
+  'xml',
+  'yaml',
+  'tree',
+  'traditional',
+  'partitions',
+  'true',
+  'false',
+  'on',
+  'off',
+  'for',
   'connection',
 ]);
 
@@ -71,16 +123,45 @@ const INTO_OWNERS = new Set(['insert', 'replace', 'merge', 'ignore', 'low_priori
  */
 export const SESSION_OR_WRITE_FUNCTIONS = new Set([
   // postgres: settings, sequences, large objects, server signals, WAL, remote execution
-  'set_config', 'nextval', 'setval', 'lo_import', 'lo_export', 'lo_unlink', 'lo_create', 'lo_creat', 'lo_put',
-  'lo_from_bytea', 'lo_truncate', 'pg_terminate_backend', 'pg_cancel_backend', 'pg_reload_conf',
-  'pg_rotate_logfile', 'pg_promote', 'pg_switch_wal', 'pg_create_restore_point', 'pg_file_write',
-  'pg_file_rename', 'pg_file_unlink', 'pg_logical_emit_message', 'pg_create_logical_replication_slot',
-  'pg_create_physical_replication_slot', 'pg_drop_replication_slot', 'txid_current', 'pg_current_xact_id',
-  'dblink_exec', 'dblink_connect', 'dblink_connect_u', 'dblink_send_query', 'pg_import_system_collations',
+  'set_config',
+  'nextval',
+  'setval',
+  'lo_import',
+  'lo_export',
+  'lo_unlink',
+  'lo_create',
+  'lo_creat',
+  'lo_put',
+  'lo_from_bytea',
+  'lo_truncate',
+  'pg_terminate_backend',
+  'pg_cancel_backend',
+  'pg_reload_conf',
+  'pg_rotate_logfile',
+  'pg_promote',
+  'pg_switch_wal',
+  'pg_create_restore_point',
+  'pg_file_write',
+  'pg_file_rename',
+  'pg_file_unlink',
+  'pg_logical_emit_message',
+  'pg_create_logical_replication_slot',
+  'pg_create_physical_replication_slot',
+  'pg_drop_replication_slot',
+  'txid_current',
+  'pg_current_xact_id',
+  'dblink_exec',
+  'dblink_connect',
+  'dblink_connect_u',
+  'dblink_send_query',
+  'pg_import_system_collations',
   // sqlite (shell and extension functions)
-  'load_extension', 'writefile', 'edit',
+  'load_extension',
+  'writefile',
+  'edit',
   // mysql/mariadb user-defined escapes seen in the wild
-  'sys_exec', 'sys_eval',
+  'sys_exec',
+  'sys_eval',
 ]);
 
 /**
@@ -88,14 +169,41 @@ export const SESSION_OR_WRITE_FUNCTIONS = new Set([
  * inside the function), refused for keys with `allowed_tables` and untraceable for masking.
  */
 export const DATA_READING_FUNCTIONS = new Set([
-  'pg_read_file', 'pg_read_binary_file', 'pg_ls_dir', 'pg_stat_file', 'pg_ls_logdir', 'pg_ls_waldir',
-  'pg_ls_tmpdir', 'pg_ls_archive_statusdir', 'lo_get', 'loread', 'lo_open', 'dblink', 'dblink_get_result',
-  'dblink_fetch', 'query_to_xml', 'query_to_xmlschema', 'query_to_xml_and_xmlschema', 'table_to_xml',
-  'table_to_xmlschema', 'table_to_xml_and_xmlschema', 'cursor_to_xml', 'cursor_to_xmlschema',
-  'schema_to_xml', 'schema_to_xmlschema', 'schema_to_xml_and_xmlschema', 'database_to_xml',
-  'database_to_xmlschema', 'database_to_xml_and_xmlschema', 'ts_stat', 'ts_rewrite',
+  'pg_read_file',
+  'pg_read_binary_file',
+  'pg_ls_dir',
+  'pg_stat_file',
+  'pg_ls_logdir',
+  'pg_ls_waldir',
+  'pg_ls_tmpdir',
+  'pg_ls_archive_statusdir',
+  'lo_get',
+  'loread',
+  'lo_open',
+  'dblink',
+  'dblink_get_result',
+  'dblink_fetch',
+  'query_to_xml',
+  'query_to_xmlschema',
+  'query_to_xml_and_xmlschema',
+  'table_to_xml',
+  'table_to_xmlschema',
+  'table_to_xml_and_xmlschema',
+  'cursor_to_xml',
+  'cursor_to_xmlschema',
+  'schema_to_xml',
+  'schema_to_xmlschema',
+  'schema_to_xml_and_xmlschema',
+  'database_to_xml',
+  'database_to_xmlschema',
+  'database_to_xml_and_xmlschema',
+  'ts_stat',
+  'ts_rewrite',
   // sqlite (shell and virtual-table functions) and mysql
-  'readfile', 'fsdir', 'sqlite_dbpage', 'load_file',
+  'readfile',
+  'fsdir',
+  'sqlite_dbpage',
+  'load_file',
 ]);
 
 /** Reads data the statement does not name as a table: one of the above, or any dblink function. */
@@ -156,8 +264,7 @@ export function lex(sql: string, dialect: ScanDialect): Lexed {
     // literals and quoted names
     if (c === 0x27 /* ' */) {
       const escaped =
-        dialect === 'mysql' ||
-        (dialect === 'postgres' && i > 0 && (sql.charCodeAt(i - 1) | 0x20) === 0x65 && !(i > 1 && isIdentChar(sql.charCodeAt(i - 2))));
+        dialect === 'mysql' || (dialect === 'postgres' && i > 0 && (sql.charCodeAt(i - 1) | 0x20) === 0x65 && !(i > 1 && isIdentChar(sql.charCodeAt(i - 2))));
       const end = endOfQuoted(sql, i, 0x27, escaped);
       const text = sql.slice(i + 1, end - 1);
       if (text.includes('\\')) risks.backslashInString = true;

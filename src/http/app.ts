@@ -19,8 +19,14 @@ import { relayStream, wantsStream } from './streamRelay.js';
 
 export const VERSION = '0.1.0';
 
-export function buildApp(control: ControlContext, hub: EventHub, dispatcher: Dispatcher, limits: RateLimits, metrics: ProcessMetrics,
-  state: { draining: boolean }): uWS.TemplatedApp {
+export function buildApp(
+  control: ControlContext,
+  hub: EventHub,
+  dispatcher: Dispatcher,
+  limits: RateLimits,
+  metrics: ProcessMetrics,
+  state: { draining: boolean },
+): uWS.TemplatedApp {
   const m = metrics.metrics;
   /** Serve options per route: the request metrics carry the route's endpoint name. */
   const opts = (endpoint: string): ServeOptions => ({
@@ -67,8 +73,10 @@ export function buildApp(control: ControlContext, hub: EventHub, dispatcher: Dis
     const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip);
     if (!who) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
     if (hub.size >= control.config.eventsMaxStreams) {
-      return withHeaders(errorAnswer('too_many_streams', 'Too many open event streams on this server - try again shortly',
-        req.requestId, { retry_after: 5 }), ['Retry-After', '5']);
+      return withHeaders(errorAnswer('too_many_streams', 'Too many open event streams on this server - try again shortly', req.requestId, { retry_after: 5 }), [
+        'Retry-After',
+        '5',
+      ]);
     }
     const resume = req.lastEventId || new URLSearchParams(req.query).get('last_event_id') || '';
     if (resume && !/^\d{1,15}$/.test(resume)) return errorAnswer('invalid_request', 'Last-Event-ID must be an event id', req.requestId);
@@ -77,11 +85,13 @@ export function buildApp(control: ControlContext, hub: EventHub, dispatcher: Dis
   const notFound: Handler = (req) => errorAnswer('not_found', 'Not found', req.requestId);
 
   /** The server-wide limit per client address, checked before authentication on every route it covers. */
-  const limited = (h: Handler): Handler => (req) => {
-    const check = limits.checkClient(req.ip);
-    if (check === null) return h(req);
-    return check instanceof Promise ? check.then((c) => admit(c, req, h)) : admit(check, req, h);
-  };
+  const limited =
+    (h: Handler): Handler =>
+    (req) => {
+      const check = limits.checkClient(req.ip);
+      if (check === null) return h(req);
+      return check instanceof Promise ? check.then((c) => admit(c, req, h)) : admit(check, req, h);
+    };
   const admit = (c: RateCheck, req: Request, h: Handler): ReturnType<Handler> => {
     const headers = rateLimitHeaders(c, 'client');
     if (!c.allowed) {
@@ -95,11 +105,13 @@ export function buildApp(control: ControlContext, hub: EventHub, dispatcher: Dis
     const { contentType, body } = await metrics.scrape();
     return { status: 200, headers: ['Content-Type', contentType], body };
   };
-  const [healthOpts, metricsOpts, callOpts, apiOpts, unmatchedOpts, eventsOpts] =
-    ['health', 'metrics', 'run_named_query', 'api_v1', 'unmatched', 'events'].map(opts);
+  const [healthOpts, metricsOpts, callOpts, apiOpts, unmatchedOpts, eventsOpts] = ['health', 'metrics', 'run_named_query', 'api_v1', 'unmatched', 'events'].map(
+    opts,
+  );
   const limitedCall = limited(call);
   const limitedApi = limited(api);
-  return uWS.App()
+  return uWS
+    .App()
     .get('/health', (res, req) => serve(res, req, () => health, healthOpts))
     .get('/metrics', (res, req) => serve(res, req, scrape, metricsOpts))
     .get('/events', (res, req) => serve(res, req, limited(events), eventsOpts))
@@ -120,4 +132,3 @@ function healthBody(): Answer {
   const zone = Intl.DateTimeFormat().resolvedOptions().timeZone ?? null;
   return jsonAnswer(200, { status: 'ok', version: VERSION, time_zone: zone, utc_offset: offset });
 }
-

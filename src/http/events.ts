@@ -22,9 +22,8 @@ interface Subscriber {
 
 export function eventPayload(e: EventRow): string {
   const { id, query, version, connection_name, kind: _kind, ...entry } = e;
-  const payload = query === null
-    ? { type: 'adhoc_execution', connection_name, entry }
-    : { type: 'execution', filename: query, version, connection_name, entry };
+  const payload =
+    query === null ? { type: 'adhoc_execution', connection_name, entry } : { type: 'execution', filename: query, version, connection_name, entry };
   return `id: ${id}\ndata: ${JSON.stringify(payload)}\n\n`;
 }
 

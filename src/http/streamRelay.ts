@@ -48,15 +48,18 @@ export function relayStream(req: Request, dispatcher: Dispatcher): Promise<Answe
       } else if (out) apply(f);
       else early.push(f);
     });
-    dispatcher.run(task, [port2]).then((answer) => {
-      if (!answer.streamed) {
+    dispatcher.run(task, [port2]).then(
+      (answer) => {
+        if (!answer.streamed) {
+          port1.close();
+          resolve(answer); // refused before the first byte: an ordinary answer
+        }
+      },
+      (e) => {
         port1.close();
-        resolve(answer); // refused before the first byte: an ordinary answer
-      }
-    }, (e) => {
-      port1.close();
-      resolve(Promise.reject(e));
-    });
+        resolve(Promise.reject(e));
+      },
+    );
   });
 }
 

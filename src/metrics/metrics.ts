@@ -20,29 +20,77 @@ function declare(registry: Registry, readings: Readings) {
   const r = [registry];
   const { historyPending, rateLimitFallbacks } = readings;
   return {
-    requests: new Counter({ name: 'queryapigate_requests_total', help: 'HTTP requests answered', labelNames: ['method', 'endpoint', 'status', 'key'], registers: r }),
-    requestDuration: new Histogram({ name: 'queryapigate_request_duration_seconds', help: 'HTTP request duration', labelNames: ['method', 'endpoint'], buckets: BUCKETS, registers: r }),
-    queries: new Counter({ name: 'queryapigate_queries_total', help: 'Statements run on data sources', labelNames: ['connection', 'dialect', 'status', 'key'], registers: r }),
-    queryDuration: new Histogram({ name: 'queryapigate_query_duration_seconds', help: 'Statement duration', labelNames: ['connection', 'dialect'], buckets: BUCKETS, registers: r }),
-    rows: new Counter({ name: 'queryapigate_rows_returned_total', help: 'Rows returned to callers', labelNames: ['connection', 'dialect', 'key'], registers: r }),
-    serialization: new Histogram({ name: 'queryapigate_serialization_duration_seconds', help: 'Time spent rendering paged answers', labelNames: ['format'], buckets: BUCKETS, registers: r }),
+    requests: new Counter({
+      name: 'queryapigate_requests_total',
+      help: 'HTTP requests answered',
+      labelNames: ['method', 'endpoint', 'status', 'key'],
+      registers: r,
+    }),
+    requestDuration: new Histogram({
+      name: 'queryapigate_request_duration_seconds',
+      help: 'HTTP request duration',
+      labelNames: ['method', 'endpoint'],
+      buckets: BUCKETS,
+      registers: r,
+    }),
+    queries: new Counter({
+      name: 'queryapigate_queries_total',
+      help: 'Statements run on data sources',
+      labelNames: ['connection', 'dialect', 'status', 'key'],
+      registers: r,
+    }),
+    queryDuration: new Histogram({
+      name: 'queryapigate_query_duration_seconds',
+      help: 'Statement duration',
+      labelNames: ['connection', 'dialect'],
+      buckets: BUCKETS,
+      registers: r,
+    }),
+    rows: new Counter({
+      name: 'queryapigate_rows_returned_total',
+      help: 'Rows returned to callers',
+      labelNames: ['connection', 'dialect', 'key'],
+      registers: r,
+    }),
+    serialization: new Histogram({
+      name: 'queryapigate_serialization_duration_seconds',
+      help: 'Time spent rendering paged answers',
+      labelNames: ['format'],
+      buckets: BUCKETS,
+      registers: r,
+    }),
     historyRuns: new Counter({ name: 'queryapigate_history_runs_total', help: 'Runs by what became of them', labelNames: ['outcome'], registers: r }),
     historyPending: new Gauge({
-      name: 'queryapigate_history_pending', help: 'Runs waiting to be written', registers: r,
-      collect: historyPending && function (this: Gauge) { this.set(historyPending()); },
+      name: 'queryapigate_history_pending',
+      help: 'Runs waiting to be written',
+      registers: r,
+      collect:
+        historyPending &&
+        function (this: Gauge) {
+          this.set(historyPending());
+        },
     }),
     activeQueries: new Gauge({ name: 'queryapigate_active_queries', help: 'Statements running now', registers: r }),
     rateLimitRejections: new Counter({ name: 'queryapigate_rate_limit_rejections_total', help: 'Requests refused by a rate limit', registers: r }),
     rateLimitFallbacks: new Counter({
-      name: 'queryapigate_rate_limit_fallbacks_total', help: 'Rate checks counted locally because Redis failed', registers: r,
-      collect: rateLimitFallbacks && function (this: Counter) {
-        this.reset();
-        this.inc(rateLimitFallbacks());
-      },
+      name: 'queryapigate_rate_limit_fallbacks_total',
+      help: 'Rate checks counted locally because Redis failed',
+      registers: r,
+      collect:
+        rateLimitFallbacks &&
+        function (this: Counter) {
+          this.reset();
+          this.inc(rateLimitFallbacks());
+        },
     }),
     cacheHits: new Counter({ name: 'queryapigate_cache_hits_total', help: 'Answers served from the response cache', registers: r }),
     cacheMisses: new Counter({ name: 'queryapigate_cache_misses_total', help: 'Cacheable answers computed afresh', registers: r }),
-    streamExports: new Counter({ name: 'queryapigate_stream_exports_total', help: 'Streamed exports', labelNames: ['connection', 'dialect', 'status', 'key'], registers: r }),
+    streamExports: new Counter({
+      name: 'queryapigate_stream_exports_total',
+      help: 'Streamed exports',
+      labelNames: ['connection', 'dialect', 'status', 'key'],
+      registers: r,
+    }),
   };
 }
 
@@ -90,7 +138,13 @@ export function processMetrics(threads: number, scope: string, readings: Reading
       const got: MetricsSnapshot[] = [];
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 1000);
-        waiting.set(id, { got, done: () => { clearTimeout(timer); resolve(); } });
+        waiting.set(id, {
+          got,
+          done: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+        });
         channel.postMessage({ kind: 'collect', id } satisfies MetricsMessage);
         if (threads === 0) resolve();
       });

@@ -32,7 +32,10 @@ export class Recorder {
   #expiry: NodeJS.Timeout;
 
   /** `onEvents` is told of every batch of events once it is in the log (for /events). */
-  constructor(readonly settings: RecorderSettings, readonly onEvents: (rows: EventRow[]) => void = () => undefined) {
+  constructor(
+    readonly settings: RecorderSettings,
+    readonly onEvents: (rows: EventRow[]) => void = () => undefined,
+  ) {
     this.#channel = channel('runs', settings.home);
     this.#metrics = threadMetrics(true, settings.home, { historyPending: () => this.#queue.length });
     this.#store = attachStore(settings, { readonly: false, max: 2 });
@@ -45,10 +48,15 @@ export class Recorder {
     });
     this.#events.catch((e: Error) => console.error(`recorder: the event log could not be opened: ${e.message}`));
     // A changed QUERYAPIGATE_HISTORY_LIMIT re-slots the rings once, before the first write.
-    this.#writing = this.#store.resizeRings(settings.historyLimit).then(() => undefined,
-      (e: Error) => console.error(`recorder: history rings not resized: ${e.message}`));
+    this.#writing = this.#store.resizeRings(settings.historyLimit).then(
+      () => undefined,
+      (e: Error) => console.error(`recorder: history rings not resized: ${e.message}`),
+    );
     // Whole segments older than the retention are dropped; never row by row.
-    this.#expiry = setInterval(() => void this.#events.then((log) => log.expire()).catch((e: Error) => console.error(`recorder: expiry failed: ${e.message}`)), 60_000);
+    this.#expiry = setInterval(
+      () => void this.#events.then((log) => log.expire()).catch((e: Error) => console.error(`recorder: expiry failed: ${e.message}`)),
+      60_000,
+    );
   }
 
   take(m: RunBatch): void {
@@ -97,7 +105,6 @@ export class Recorder {
     if (n <= 0) return;
     this.#metrics.metrics.historyRuns.inc({ outcome: 'dropped' }, n);
   }
-
 
   /** Stops after every executor's final batch has arrived (or after a 5 s safety limit). */
   async close(executors: number): Promise<void> {

@@ -41,10 +41,7 @@ export function resolveEnvRefs<T>(value: T): T {
     return value.replace(ENV_REF, (_m, name: string) => {
       const v = process.env[name];
       if (v === undefined) {
-        throw new GatewayError(
-          'connection_misconfigured',
-          `Environment variable '${name}' referenced by the connection is not set`,
-        );
+        throw new GatewayError('connection_misconfigured', `Environment variable '${name}' referenced by the connection is not set`);
       }
       return v;
     }) as T;

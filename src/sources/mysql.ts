@@ -5,15 +5,7 @@
 import mysql from 'mysql2';
 import type { FieldPacket, Pool, PoolConnection, PoolOptions, ResultSetHeader } from 'mysql2';
 import { GatewayError } from '../contract/errors.js';
-import type {
-  BatchHandler,
-  ConnectionConfig,
-  ResultSet,
-  RunOptions,
-  Source,
-  SourceSettings,
-  StreamOptions,
-} from './types.js';
+import type { BatchHandler, ConnectionConfig, ResultSet, RunOptions, Source, SourceSettings, StreamOptions } from './types.js';
 import { connectionFailed, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams } from './errors.js';
 
 /**
@@ -88,9 +80,31 @@ const ER_QUERY_TIMEOUT = 3024; // MySQL max_execution_time
 
 /** Statements after which a write session is as it was; anything else closes the connection. */
 const CLEAN_VERBS = new Set([
-  'select', 'with', 'values', 'table', 'insert', 'update', 'delete', 'replace', 'create', 'alter', 'drop',
-  'truncate', 'rename', 'show', 'describe', 'desc', 'explain', 'analyze', 'optimize', 'check', 'repair',
-  'checksum', 'grant', 'revoke', 'flush',
+  'select',
+  'with',
+  'values',
+  'table',
+  'insert',
+  'update',
+  'delete',
+  'replace',
+  'create',
+  'alter',
+  'drop',
+  'truncate',
+  'rename',
+  'show',
+  'describe',
+  'desc',
+  'explain',
+  'analyze',
+  'optimize',
+  'check',
+  'repair',
+  'checksum',
+  'grant',
+  'revoke',
+  'flush',
 ]);
 const LEADING_WORD = /^(?:\s+|\/\*[\s\S]*?\*\/|(?:--\s|#)[^\n]*(?:\n|$)|\()*([A-Za-z]+)/;
 
@@ -271,14 +285,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
    * Runs the prepared statement unbuffered and hands its rows to onBatch in batches (see Decisions).
    * Never rejects: the outcome says how it ended and whether the connection may be reused.
    */
-  function pump(
-    c: PoolConnection,
-    text: string,
-    values: unknown[],
-    ms: number,
-    batchRows: number,
-    onBatch: BatchHandler,
-  ): Promise<Pumped> {
+  function pump(c: PoolConnection, text: string, values: unknown[], ms: number, batchRows: number, onBatch: BatchHandler): Promise<Pumped> {
     return new Promise((resolve) => {
       let shape: Shape | null = null;
       let resultIndex = -1;
@@ -595,7 +602,6 @@ function isCleanWrite(text: string): boolean {
   return CLEAN_VERBS.has(leadingWord(text));
 }
 
-
 function sslOption(ssl: unknown): PoolOptions['ssl'] {
   if (ssl === undefined || ssl === null || ssl === false) return undefined;
   if (ssl === true) return {};
@@ -632,8 +638,6 @@ function toCallError(err: unknown, ms: number, password: string): GatewayError {
   if (e.fatal === true || CONNECT_ERRNOS.has(errno) || typeof e.syscall === 'string') return connectionFailed(detail);
   return queryFailed(detail);
 }
-
-
 
 function detailOf(err: unknown, password: string): string {
   const e = err as { message?: unknown; code?: unknown } | null;

@@ -3,15 +3,7 @@
 
 import postgres from 'postgres';
 import { GatewayError } from '../contract/errors.js';
-import type {
-  BatchHandler,
-  ConnectionConfig,
-  ResultSet,
-  RunOptions,
-  Source,
-  SourceSettings,
-  StreamOptions,
-} from './types.js';
+import type { BatchHandler, ConnectionConfig, ResultSet, RunOptions, Source, SourceSettings, StreamOptions } from './types.js';
 import { connectionFailed, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams } from './errors.js';
 
 type Sql = postgres.Sql;
@@ -413,7 +405,6 @@ function load(c: Client): number {
   return c.streaming ? c.busy + STREAM_LOAD : c.busy;
 }
 
-
 function namesOf(columns: readonly { name: string }[] | undefined): string[] {
   if (!columns) return [];
   let names = columnNames.get(columns);
@@ -495,14 +486,7 @@ function serializeArray(x: unknown): string {
 function arrayElement(v: unknown): string {
   if (v === null || v === undefined) return 'NULL';
   if (Array.isArray(v)) return serializeArray(v);
-  const text =
-    v instanceof Date
-      ? v.toISOString()
-      : Buffer.isBuffer(v)
-        ? `\\x${v.toString('hex')}`
-        : typeof v === 'object'
-          ? JSON.stringify(v)
-          : String(v);
+  const text = v instanceof Date ? v.toISOString() : Buffer.isBuffer(v) ? `\\x${v.toString('hex')}` : typeof v === 'object' ? JSON.stringify(v) : String(v);
   return `"${text.replace(/[\\"]/g, '\\$&')}"`;
 }
 
@@ -557,6 +541,3 @@ function toCallError(err: unknown, ms: number, password: string): GatewayError {
   }
   return queryFailed(detail);
 }
-
-
-

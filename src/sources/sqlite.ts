@@ -5,15 +5,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { GatewayError } from '../contract/errors.js';
-import type {
-  BatchHandler,
-  ConnectionConfig,
-  ResultSet,
-  RunOptions,
-  Source,
-  SourceSettings,
-  StreamOptions,
-} from './types.js';
+import type { BatchHandler, ConnectionConfig, ResultSet, RunOptions, Source, SourceSettings, StreamOptions } from './types.js';
 import { connectionFailed, queryFailed, timeoutError, tooManyStreams } from './errors.js';
 
 const READ_ONLY_FILE = 'Only statements that read are allowed: SQLite connections are read-only';
@@ -214,7 +206,6 @@ function toCallError(err: unknown): GatewayError {
   }
   return queryFailed(detail);
 }
-
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

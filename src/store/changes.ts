@@ -33,9 +33,11 @@ export async function startChangeFeed(local: BroadcastChannel, opts: { databaseU
       everything();
     }
   };
-  const remote = opts.redisUrl ? await redisLink(opts.redisUrl, receive, everything)
-    : opts.databaseUrl ? await postgresLink(opts.databaseUrl, receive, everything)
-    : null;
+  const remote = opts.redisUrl
+    ? await redisLink(opts.redisUrl, receive, everything)
+    : opts.databaseUrl
+      ? await postgresLink(opts.databaseUrl, receive, everything)
+      : null;
   return {
     publish(m) {
       local.postMessage(m);

@@ -93,8 +93,8 @@ export class EventLog {
 
   // ── setup ─────────────────────────────────────────────────────────────────────────────────
   async #initSqlite(): Promise<void> {
-    const have = async () => (await this.#db.all<{ name: string }>(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('event_segments', 'event_ids')")).length === 2;
+    const have = async () =>
+      (await this.#db.all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('event_segments', 'event_ids')")).length === 2;
     if (await have()) return; // a read-only connection can open an existing log
     await this.#db.tx(async (t) => {
       await t.run(`CREATE TABLE IF NOT EXISTS event_segments (segment INTEGER PRIMARY KEY, table_name TEXT NOT NULL,
@@ -102,7 +102,8 @@ export class EventLog {
       await t.run('CREATE TABLE IF NOT EXISTS event_ids (id INTEGER PRIMARY KEY CHECK (id = 1), last_id INTEGER NOT NULL)');
       const history = await t.all("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'run_history'");
       const [seed] = await t.all<{ n: number | null }>(
-        `SELECT max(COALESCE((SELECT max(last_id) FROM event_segments), 0)${history.length ? ', COALESCE((SELECT max(event_id) FROM run_history), 0)' : ''}) AS n`);
+        `SELECT max(COALESCE((SELECT max(last_id) FROM event_segments), 0)${history.length ? ', COALESCE((SELECT max(event_id) FROM run_history), 0)' : ''}) AS n`,
+      );
       await t.run('INSERT OR IGNORE INTO event_ids (id, last_id) VALUES (1, ?)', [Number(seed.n ?? 0)]);
     });
   }
@@ -153,7 +154,8 @@ export class EventLog {
     return this.#db.tx(async (t) => {
       const now = this.#now();
       const [state] = await t.all<{ last_id: number; seg: number | null }>(
-        'SELECT (SELECT last_id FROM event_ids WHERE id = 1) AS last_id, (SELECT max(segment) FROM event_segments) AS seg');
+        'SELECT (SELECT last_id FROM event_ids WHERE id = 1) AS last_id, (SELECT max(segment) FROM event_segments) AS seg',
+      );
       // Store-wide, the segment never goes back: segments then never overlap in ids.
       const newest = state.seg === null ? -Infinity : Number(state.seg);
       const segment = Math.max(this.#segmentNow(now), newest);
@@ -161,28 +163,39 @@ export class EventLog {
       if (segment !== newest) {
         await t.run(`CREATE TABLE IF NOT EXISTS ${table} (id INTEGER PRIMARY KEY, executed_at TEXT NOT NULL, query TEXT,
           key_name TEXT, status TEXT NOT NULL, payload TEXT NOT NULL)`);
-        await t.run('INSERT OR IGNORE INTO event_segments (segment, table_name, first_id, last_id, created_ms, closed_ms) VALUES (?, ?, NULL, NULL, ?, ?)',
-          [segment, table, now, now]);
+        await t.run('INSERT OR IGNORE INTO event_segments (segment, table_name, first_id, last_id, created_ms, closed_ms) VALUES (?, ?, NULL, NULL, ?, ?)', [
+          segment,
+          table,
+          now,
+          now,
+        ]);
       }
       const first = Number(state.last_id) + 1;
       const ids = new Array<number>(runs.length);
       for (let i = 0; i < runs.length; i++) ids[i] = first + i;
       // Chunks of SQLITE_CHUNK rows, the rest in power-of-two pieces: a handful of statement shapes per table.
-      for (let at = 0; at < runs.length;) {
+      for (let at = 0; at < runs.length; ) {
         const left = runs.length - at;
         const n = nextPiece(left, SQLITE_CHUNK);
         const params = new Array<unknown>(n * 6);
         for (let i = 0, p = 0; i < n; i++) {
           const j = at + i;
-          params[p++] = ids[j]; params[p++] = cols.e[j]; params[p++] = cols.q[j];
-          params[p++] = cols.k[j]; params[p++] = cols.s[j]; params[p++] = cols.p[j];
+          params[p++] = ids[j];
+          params[p++] = cols.e[j];
+          params[p++] = cols.q[j];
+          params[p++] = cols.k[j];
+          params[p++] = cols.s[j];
+          params[p++] = cols.p[j];
         }
         await t.run(`INSERT INTO ${table} (${COLUMNS}) VALUES ${valuesList(n, 6)}`, params);
         at += n;
       }
       const last = first + runs.length - 1;
-      await t.run(`UPDATE event_segments SET first_id = COALESCE(first_id, ?), last_id = ?,
-        closed_ms = CASE WHEN closed_ms > ? THEN closed_ms ELSE ? END WHERE segment = ?`, [first, last, now, now, segment]);
+      await t.run(
+        `UPDATE event_segments SET first_id = COALESCE(first_id, ?), last_id = ?,
+        closed_ms = CASE WHEN closed_ms > ? THEN closed_ms ELSE ? END WHERE segment = ?`,
+        [first, last, now, now, segment],
+      );
       await t.run('UPDATE event_ids SET last_id = ? WHERE id = 1', [last]);
       return rowsOf(runs, ids);
     });
@@ -195,15 +208,16 @@ export class EventLog {
     for (let attempt = 0; ; attempt++) {
       await this.#ensurePgSegment(segment, now);
       try {
-        const ids = runs.length <= PG_CHUNK
-          ? await this.#insertPg(this.#db, segment, now, cols, 0, runs.length)
-          : await this.#db.tx(async (t) => {
-            const out: number[] = [];
-            for (let at = 0; at < runs.length; at += PG_CHUNK) {
-              out.push(...await this.#insertPg(t, segment, now, cols, at, Math.min(runs.length, at + PG_CHUNK)));
-            }
-            return out;
-          });
+        const ids =
+          runs.length <= PG_CHUNK
+            ? await this.#insertPg(this.#db, segment, now, cols, 0, runs.length)
+            : await this.#db.tx(async (t) => {
+                const out: number[] = [];
+                for (let at = 0; at < runs.length; at += PG_CHUNK) {
+                  out.push(...(await this.#insertPg(t, segment, now, cols, at, Math.min(runs.length, at + PG_CHUNK))));
+                }
+                return out;
+              });
         return rowsOf(runs, ids);
       } catch (e) {
         // The segment's table was dropped under us (only with clocks far apart): make it again, once.
@@ -236,7 +250,8 @@ export class EventLog {
        SELECT string_agg(id::text, ',' ORDER BY ord) AS ids FROM src`,
       whole
         ? [c.e, c.q, c.k, c.s, c.p.join('\n'), now, segment]
-        : [c.e.slice(from, to), c.q.slice(from, to), c.k.slice(from, to), c.s.slice(from, to), c.p.slice(from, to).join('\n'), now, segment]);
+        : [c.e.slice(from, to), c.q.slice(from, to), c.k.slice(from, to), c.s.slice(from, to), c.p.slice(from, to).join('\n'), now, segment],
+    );
     return r.ids.split(',').map(Number);
   }
 
@@ -248,8 +263,11 @@ export class EventLog {
       // Insert-only and dropped whole: no autovacuum work for them.
       await t.run(`CREATE TABLE IF NOT EXISTS ${table} (id BIGINT PRIMARY KEY, executed_at TEXT NOT NULL, query TEXT COLLATE "C",
         key_name TEXT COLLATE "C", status TEXT NOT NULL, payload TEXT NOT NULL) WITH (autovacuum_enabled = false)`);
-      await t.run(`INSERT INTO event_segments (segment, table_name, first_id, last_id, created_ms, closed_ms)
-        VALUES (?, ?, NULL, NULL, ?, ?) ON CONFLICT (segment) DO NOTHING`, [segment, table, now, now]);
+      await t.run(
+        `INSERT INTO event_segments (segment, table_name, first_id, last_id, created_ms, closed_ms)
+        VALUES (?, ?, NULL, NULL, ?, ?) ON CONFLICT (segment) DO NOTHING`,
+        [segment, table, now, now],
+      );
     });
     if (this.#ready.size > 64) this.#ready.clear();
     this.#ready.add(segment);
@@ -282,7 +300,9 @@ export class EventLog {
   async #readFrom(db: SqlDb, opts: EventReadOptions, limit: number): Promise<EventRow[]> {
     const after = opts.after ?? 0;
     const segments = await db.all<SegmentInfo>(
-      'SELECT segment, table_name, first_id, last_id, closed_ms FROM event_segments WHERE last_id > ? ORDER BY first_id, segment', [after]);
+      'SELECT segment, table_name, first_id, last_id, closed_ms FROM event_segments WHERE last_id > ? ORDER BY first_id, segment',
+      [after],
+    );
     const f = [opts.query ?? null, opts.key ?? null, opts.status ?? null, opts.since ?? null, opts.until ?? null];
     let rows: RawEvent[] = [];
     for (const s of segments) {
@@ -297,7 +317,8 @@ export class EventLog {
               AND (CAST(? AS TEXT) IS NULL OR status = ?) AND (CAST(? AS TEXT) IS NULL OR executed_at >= ?)
               AND (CAST(? AS TEXT) IS NULL OR executed_at < ?)
             ORDER BY id LIMIT ?`,
-          [after, bound, bound, f[0], f[0], f[1], f[1], f[2], f[2], f[3], f[3], f[4], f[4], limit]);
+          [after, bound, bound, f[0], f[0], f[1], f[1], f[2], f[2], f[3], f[3], f[4], f[4], limit],
+        );
       } catch (e) {
         if (db.dialect === 'sqlite' && /no such table/.test((e as Error).message)) continue; // expired meanwhile
         throw e;
@@ -316,8 +337,7 @@ export class EventLog {
   /** Drops every segment whose newest event is older than the retention (whole tables). Returns how many were dropped. */
   async expire(): Promise<number> {
     const cutoff = () => this.#now() - this.#retentionMs;
-    const due = await this.#db.all<{ segment: number }>(
-      'SELECT segment FROM event_segments WHERE closed_ms < ? ORDER BY segment', [cutoff()]);
+    const due = await this.#db.all<{ segment: number }>('SELECT segment FROM event_segments WHERE closed_ms < ? ORDER BY segment', [cutoff()]);
     let dropped = 0;
     for (const { segment } of due) {
       // One transaction per segment, so a writer waits for one DROP at most.
@@ -329,8 +349,7 @@ export class EventLog {
           const [r] = await t.all<{ t: string | null }>('SELECT to_regclass(?)::text AS t', [table]);
           if (r.t !== null) await t.run(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
         }
-        const rows = await t.all<{ closed_ms: number; table_name: string }>(
-          'SELECT closed_ms, table_name FROM event_segments WHERE segment = ?', [segment]);
+        const rows = await t.all<{ closed_ms: number; table_name: string }>('SELECT closed_ms, table_name FROM event_segments WHERE segment = ?', [segment]);
         if (!rows.length || !(Number(rows[0].closed_ms) < cutoff())) return false;
         await t.run(`DROP TABLE IF EXISTS ${rows[0].table_name}`);
         await t.run('DELETE FROM event_segments WHERE segment = ?', [segment]);
@@ -348,13 +367,15 @@ export class EventLog {
   async lastId(): Promise<number> {
     if (this.#db.dialect === 'sqlite') {
       const [r] = await this.#db.all<{ n: number | null }>(
-        'SELECT max(COALESCE((SELECT last_id FROM event_ids WHERE id = 1), 0), COALESCE((SELECT max(last_id) FROM event_segments), 0)) AS n');
+        'SELECT max(COALESCE((SELECT last_id FROM event_ids WHERE id = 1), 0), COALESCE((SELECT max(last_id) FROM event_segments), 0)) AS n',
+      );
       return Number(r.n ?? 0);
     }
     // The newest committed id; when every segment has expired, the sequence's position (no event is above it).
     const [r] = await this.#db.all<{ n: number | null }>(
       `SELECT COALESCE((SELECT max(last_id) FROM event_segments),
-                       (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM event_ids), 0) AS n`);
+                       (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM event_ids), 0) AS n`,
+    );
     return Number(r.n ?? 0);
   }
 }
@@ -410,4 +431,3 @@ function rowsOf(runs: RunRecord[], ids: number[]): EventRow[] {
 function toEvent(r: RawEvent): EventRow {
   return { id: Number(r.id), query: r.query, executed_at: r.executed_at, status: r.status, key_name: r.key_name, ...JSON.parse(r.payload) };
 }
-

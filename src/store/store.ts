@@ -5,9 +5,7 @@ import { join } from 'node:path';
 import type { EventRow } from '../contract/messages.js';
 import { migrate } from './migrations.js';
 import { nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
-import type {
-  ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, VersionFields, VersionRow,
-} from './types.js';
+import type { ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, VersionFields, VersionRow } from './types.js';
 
 export const STORE_FILE = 'queryapigate.db';
 
@@ -31,9 +29,7 @@ export async function openStore(where: StoreLocation): Promise<Store> {
 /** An executor's or the recorder's own connection to an existing, migrated store. */
 export function attachStore(where: StoreLocation, opts: { readonly: boolean; max?: number }): Store {
   return new Store(
-    where.databaseUrl
-      ? openPostgres(where.databaseUrl, { max: opts.max ?? 2 })
-      : openSqlite(join(where.home, STORE_FILE), { readonly: opts.readonly }),
+    where.databaseUrl ? openPostgres(where.databaseUrl, { max: opts.max ?? 2 }) : openSqlite(join(where.home, STORE_FILE), { readonly: opts.readonly }),
   );
 }
 
@@ -127,11 +123,23 @@ export class Store {
   async putConnection(c: ConnectionRow, isNew: boolean): Promise<boolean> {
     const details = JSON.stringify({ host: c.host, port: c.port, database: c.database, user: c.user, password: c.password, options: c.options });
     if (isNew) {
-      return (await this.db.run(`INSERT INTO connections (name, db, active, example, created_at, updated_at, details_json)
-        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`, [c.name, c.db, c.active ? 1 : 0, c.example ? 1 : 0, c.created_at, c.updated_at, details])) === 1;
+      return (
+        (await this.db.run(
+          `INSERT INTO connections (name, db, active, example, created_at, updated_at, details_json)
+        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`,
+          [c.name, c.db, c.active ? 1 : 0, c.example ? 1 : 0, c.created_at, c.updated_at, details],
+        )) === 1
+      );
     }
-    return (await this.db.run('UPDATE connections SET db = ?, active = ?, updated_at = ?, details_json = ? WHERE name = ?',
-      [c.db, c.active ? 1 : 0, c.updated_at, details, c.name])) === 1;
+    return (
+      (await this.db.run('UPDATE connections SET db = ?, active = ?, updated_at = ?, details_json = ? WHERE name = ?', [
+        c.db,
+        c.active ? 1 : 0,
+        c.updated_at,
+        details,
+        c.name,
+      ])) === 1
+    );
   }
 
   async deleteConnection(name: string): Promise<boolean> {
@@ -162,19 +170,31 @@ export class Store {
       `SELECT q.name, q.collection, q.example, q.published_version, q.created_at, q.updated_at,
               v.version, v.uuid, v.was_published, v.created_at AS v_created_at, v.last_modified_at, v.fields_json
          FROM saved_queries q LEFT JOIN saved_query_versions v ON v.query_name = q.name
-        WHERE q.name = ? ORDER BY v.version`, [name]);
+        WHERE q.name = ? ORDER BY v.version`,
+      [name],
+    );
     if (!rows.length) return null;
     const versions = rows[0].version === null ? [] : rows.map((r) => toVersion({ ...r, created_at: r.v_created_at } as VersionRecord));
     return toQuery(rows[0], versions);
   }
 
   /** Creates the query with its first version; false when the name is taken. */
-  async createQuery(q: { name: string; collection: string | null; example: boolean }, first: VersionFields & { uuid: string },
-    publish: boolean, now: string): Promise<boolean> {
+  async createQuery(
+    q: { name: string; collection: string | null; example: boolean },
+    first: VersionFields & { uuid: string },
+    publish: boolean,
+    now: string,
+  ): Promise<boolean> {
     return this.db.tx(async (t) => {
       if ((await t.all('SELECT 1 FROM saved_queries WHERE name = ?', [q.name])).length) return false;
-      await t.run('INSERT INTO saved_queries (name, collection, example, published_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
-        [q.name, q.collection, q.example ? 1 : 0, publish ? 1 : null, now, now]);
+      await t.run('INSERT INTO saved_queries (name, collection, example, published_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)', [
+        q.name,
+        q.collection,
+        q.example ? 1 : 0,
+        publish ? 1 : null,
+        now,
+        now,
+      ]);
       await insertVersion(t, q.name, 1, first, publish, now);
       return true;
     });
@@ -183,12 +203,17 @@ export class Store {
   /** Adds the next version; returns its number, or null when the query is gone. */
   async addVersion(name: string, fields: VersionFields & { uuid: string }, publish: boolean, now: string): Promise<number | null> {
     return this.db.tx(async (t) => {
-      const rows = await t.all<{ v: number | null }>('SELECT (SELECT MAX(version) FROM saved_query_versions WHERE query_name = ?) AS v FROM saved_queries WHERE name = ?', [name, name]);
+      const rows = await t.all<{ v: number | null }>(
+        'SELECT (SELECT MAX(version) FROM saved_query_versions WHERE query_name = ?) AS v FROM saved_queries WHERE name = ?',
+        [name, name],
+      );
       if (!rows.length) return null;
       const version = Number(rows[0].v ?? 0) + 1;
       await insertVersion(t, name, version, fields, publish, now);
-      await t.run(`UPDATE saved_queries SET updated_at = ?${publish ? ', published_version = ?' : ''} WHERE name = ?`,
-        publish ? [now, version, name] : [now, name]);
+      await t.run(
+        `UPDATE saved_queries SET updated_at = ?${publish ? ', published_version = ?' : ''} WHERE name = ?`,
+        publish ? [now, version, name] : [now, name],
+      );
       return version;
     });
   }
@@ -197,7 +222,11 @@ export class Store {
   async setPublished(name: string, version: number | null, now: string): Promise<boolean> {
     return this.db.tx(async (t) => {
       if (version !== null) {
-        const n = await t.run('UPDATE saved_query_versions SET was_published = 1, last_modified_at = ? WHERE query_name = ? AND version = ?', [now, name, version]);
+        const n = await t.run('UPDATE saved_query_versions SET was_published = 1, last_modified_at = ? WHERE query_name = ? AND version = ?', [
+          now,
+          name,
+          version,
+        ]);
         if (n !== 1) return false;
       }
       return (await t.run('UPDATE saved_queries SET published_version = ?, updated_at = ? WHERE name = ?', [version, now, name])) === 1;
@@ -210,8 +239,12 @@ export class Store {
       const rows = await t.all<{ fields_json: string }>('SELECT fields_json FROM saved_query_versions WHERE query_name = ? AND version = ?', [name, version]);
       if (!rows.length) return false;
       const fields = { ...JSON.parse(rows[0].fields_json), cache_ttl: ttl };
-      await t.run('UPDATE saved_query_versions SET fields_json = ?, last_modified_at = ? WHERE query_name = ? AND version = ?',
-        [JSON.stringify(fields), now, name, version]);
+      await t.run('UPDATE saved_query_versions SET fields_json = ?, last_modified_at = ? WHERE query_name = ? AND version = ?', [
+        JSON.stringify(fields),
+        now,
+        name,
+        version,
+      ]);
       return true;
     });
   }
@@ -225,8 +258,9 @@ export class Store {
   }
 
   async runCounts(name: string): Promise<Map<number, number>> {
-    const rows = await this.db.all<{ version: number; n: number }>(
-      'SELECT version, COUNT(*) AS n FROM run_history WHERE query_name = ? GROUP BY version', [name]);
+    const rows = await this.db.all<{ version: number; n: number }>('SELECT version, COUNT(*) AS n FROM run_history WHERE query_name = ? GROUP BY version', [
+      name,
+    ]);
     return new Map(rows.map((r) => [Number(r.version), Number(r.n)]));
   }
 
@@ -244,15 +278,19 @@ export class Store {
   async getKeyByHash(hash: string): Promise<KeyRow | null> {
     const rows = await this.db.all<KeyRecord>(
       'SELECT *, 0 AS via_previous FROM api_keys WHERE hash = ? UNION ALL SELECT *, 1 AS via_previous FROM api_keys WHERE previous_hash = ?',
-      [hash, hash]);
+      [hash, hash],
+    );
     return rows.length ? toKey(rows[0]) : null;
   }
 
   /** Replaces the key's secret; the old one stays valid until `previousUntil` (null: not at all). */
   async rotateKey(name: string, hash: string, previousUntil: number | null, now: string): Promise<boolean> {
-    return (await this.db.run(
-      'UPDATE api_keys SET previous_hash = CASE WHEN CAST(? AS TEXT) IS NULL THEN NULL ELSE hash END, previous_until = ?, hash = ?, updated_at = ? WHERE name = ?',
-      [previousUntil === null ? null : 'grace', previousUntil, hash, now, name])) === 1;
+    return (
+      (await this.db.run(
+        'UPDATE api_keys SET previous_hash = CASE WHEN CAST(? AS TEXT) IS NULL THEN NULL ELSE hash END, previous_until = ?, hash = ?, updated_at = ? WHERE name = ?',
+        [previousUntil === null ? null : 'grace', previousUntil, hash, now, name],
+      )) === 1
+    );
   }
 
   async countKeys(): Promise<number> {
@@ -262,18 +300,36 @@ export class Store {
 
   async putKey(k: KeyRow, isNew: boolean): Promise<boolean> {
     const grants: KeyGrants = {
-      connections: k.connections, queries: k.queries, allow_writes: k.allow_writes, allowed_write_ops: k.allowed_write_ops,
-      allowed_tables: k.allowed_tables, mask: k.mask, rate_limit: k.rate_limit, rate_limits: k.rate_limits, allowed_ips: k.allowed_ips,
+      connections: k.connections,
+      queries: k.queries,
+      allow_writes: k.allow_writes,
+      allowed_write_ops: k.allowed_write_ops,
+      allowed_tables: k.allowed_tables,
+      mask: k.mask,
+      rate_limit: k.rate_limit,
+      rate_limits: k.rate_limits,
+      allowed_ips: k.allowed_ips,
     };
     const details = JSON.stringify(grants);
     if (isNew) {
       // A taken name changes nothing (false); two creates at once cannot both pass a check made first.
-      return (await this.db.run(`INSERT INTO api_keys (name, hash, active, expires_at, example, created_at, updated_at, last_used_at, details_json)
+      return (
+        (await this.db.run(
+          `INSERT INTO api_keys (name, hash, active, expires_at, example, created_at, updated_at, last_used_at, details_json)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`,
-        [k.name, k.hash, k.active ? 1 : 0, k.expires_at, k.example ? 1 : 0, k.created_at, k.updated_at, k.last_used_at, details])) === 1;
+          [k.name, k.hash, k.active ? 1 : 0, k.expires_at, k.example ? 1 : 0, k.created_at, k.updated_at, k.last_used_at, details],
+        )) === 1
+      );
     }
-    return (await this.db.run('UPDATE api_keys SET active = ?, expires_at = ?, updated_at = ?, details_json = ? WHERE name = ?',
-      [k.active ? 1 : 0, k.expires_at, k.updated_at, details, k.name])) === 1;
+    return (
+      (await this.db.run('UPDATE api_keys SET active = ?, expires_at = ?, updated_at = ?, details_json = ? WHERE name = ?', [
+        k.active ? 1 : 0,
+        k.expires_at,
+        k.updated_at,
+        details,
+        k.name,
+      ])) === 1
+    );
   }
 
   async touchKeys(names: string[], at: string): Promise<void> {
@@ -307,9 +363,14 @@ export class Store {
       // One counter update per version, sent together (pipelined on PostgreSQL), in key order so two
       // instances sharing a store lock the counters in the same order and cannot deadlock.
       const groups = [...byVersion.entries()].sort((x, y) => (x[0] < y[0] ? -1 : 1)).map((e) => e[1]);
-      const counters = await Promise.all(groups.map((g) => t.all<{ n: number }>(
-        'UPDATE saved_query_versions SET runs_recorded = runs_recorded + ? WHERE query_name = ? AND version = ? RETURNING runs_recorded AS n',
-        [g.length, g[0].query, g[0].version])));
+      const counters = await Promise.all(
+        groups.map((g) =>
+          t.all<{ n: number }>(
+            'UPDATE saved_query_versions SET runs_recorded = runs_recorded + ? WHERE query_name = ? AND version = ? RETURNING runs_recorded AS n',
+            [g.length, g[0].query, g[0].version],
+          ),
+        ),
+      );
       // The kept runs as columns: query, version, slot, event id, executed_at, status, key, entry.
       const cols: unknown[][] = [[], [], [], [], [], [], [], []];
       groups.forEach((g, i) => {
@@ -329,7 +390,7 @@ export class Store {
         return n;
       }
       const writes: Promise<number>[] = [];
-      for (let at = 0; at < n;) {
+      for (let at = 0; at < n; ) {
         const rows = nextPiece(n - at, SQLITE_HISTORY_PIECE);
         const params = new Array<unknown>(rows * HISTORY_COLUMNS);
         for (let r = 0, p = 0; r < rows; r++) for (let c = 0; c < HISTORY_COLUMNS; c++) params[p++] = cols[c][at + r];
@@ -350,12 +411,15 @@ export class Store {
     return this.db.tx(async (t) => {
       const [ring] = await t.all<{ slots: number }>('SELECT slots FROM history_ring');
       if (ring && Number(ring.slots) === keep) return false;
-      await t.run(`UPDATE run_history SET slot = -1 - ((r.recorded - 1 - r.age) % ?)
+      await t.run(
+        `UPDATE run_history SET slot = -1 - ((r.recorded - 1 - r.age) % ?)
         FROM (SELECT h.query_name, h.version, h.slot, v.runs_recorded AS recorded,
                 ROW_NUMBER() OVER (PARTITION BY h.query_name, h.version ORDER BY h.event_id DESC) - 1 AS age
               FROM run_history h JOIN saved_query_versions v ON v.query_name = h.query_name AND v.version = h.version) r
         WHERE run_history.query_name = r.query_name AND run_history.version = r.version AND run_history.slot = r.slot
-          AND r.age < ?`, [keep, keep]);
+          AND r.age < ?`,
+        [keep, keep],
+      );
       await t.run('DELETE FROM run_history WHERE slot >= 0');
       await t.run('UPDATE run_history SET slot = -1 - slot');
       await t.run('DELETE FROM history_ring');
@@ -367,7 +431,10 @@ export class Store {
   async listHistory(f: HistoryFilter): Promise<HistoryEntry[]> {
     const where: string[] = [];
     const params: unknown[] = [];
-    const add = (clause: string, value: unknown) => { where.push(clause); params.push(value); };
+    const add = (clause: string, value: unknown) => {
+      where.push(clause);
+      params.push(value);
+    };
     if (f.query !== undefined) add('query_name = ?', f.query);
     if (f.version !== undefined) add('version = ?', f.version);
     if (f.status !== undefined) add('status = ?', f.status);
@@ -377,7 +444,9 @@ export class Store {
     if (f.before !== undefined) add('event_id < ?', f.before);
     params.push(f.limit);
     const rows = await this.db.all<{ id: number; entry_json: string }>(
-      `SELECT event_id AS id, entry_json FROM run_history ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY event_id DESC LIMIT ?`, params);
+      `SELECT event_id AS id, entry_json FROM run_history ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY event_id DESC LIMIT ?`,
+      params,
+    );
     return rows.map((r) => ({ id: Number(r.id), ...JSON.parse(r.entry_json) }));
   }
 }
@@ -407,38 +476,72 @@ function upsertHistorySqlite(rows: number): string {
 
 async function insertVersion(t: SqlDb, name: string, version: number, f: VersionFields & { uuid: string }, publish: boolean, now: string) {
   const fields: VersionFields = {
-    sql: f.sql, connection_name: f.connection_name, parameters: f.parameters, description: f.description,
-    author: f.author, tags: f.tags, cache_ttl: f.cache_ttl,
+    sql: f.sql,
+    connection_name: f.connection_name,
+    parameters: f.parameters,
+    description: f.description,
+    author: f.author,
+    tags: f.tags,
+    cache_ttl: f.cache_ttl,
   };
-  await t.run('INSERT INTO saved_query_versions (query_name, version, uuid, was_published, created_at, last_modified_at, fields_json) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    [name, version, f.uuid, publish ? 1 : 0, now, now, JSON.stringify(fields)]);
+  await t.run(
+    'INSERT INTO saved_query_versions (query_name, version, uuid, was_published, created_at, last_modified_at, fields_json) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    [name, version, f.uuid, publish ? 1 : 0, now, now, JSON.stringify(fields)],
+  );
 }
 
 function toConnection(r: ConnectionRecord): ConnectionRow {
   const d = JSON.parse(r.details_json);
   return {
-    name: r.name, db: r.db, active: bool(r.active), host: d.host ?? null, port: d.port ?? null, database: d.database ?? null,
-    user: d.user ?? null, password: d.password ?? null, options: d.options ?? null, example: bool(r.example),
-    created_at: r.created_at, updated_at: r.updated_at,
+    name: r.name,
+    db: r.db,
+    active: bool(r.active),
+    host: d.host ?? null,
+    port: d.port ?? null,
+    database: d.database ?? null,
+    user: d.user ?? null,
+    password: d.password ?? null,
+    options: d.options ?? null,
+    example: bool(r.example),
+    created_at: r.created_at,
+    updated_at: r.updated_at,
   };
 }
 
 function toVersion(r: VersionRecord): VersionRow {
-  return { ...JSON.parse(r.fields_json), version: Number(r.version), uuid: r.uuid, was_published: bool(r.was_published), created_at: r.created_at, last_modified_at: r.last_modified_at };
+  return {
+    ...JSON.parse(r.fields_json),
+    version: Number(r.version),
+    uuid: r.uuid,
+    was_published: bool(r.was_published),
+    created_at: r.created_at,
+    last_modified_at: r.last_modified_at,
+  };
 }
 
 function toQuery(r: QueryRecord, versions: VersionRow[]): QueryRow {
   return {
-    name: r.name, collection: r.collection ?? null, example: bool(r.example),
+    name: r.name,
+    collection: r.collection ?? null,
+    example: bool(r.example),
     published_version: r.published_version === null ? null : Number(r.published_version),
-    created_at: r.created_at, updated_at: r.updated_at, versions,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    versions,
   };
 }
 
 function toKey(r: KeyRecord): KeyRow {
   return {
-    ...JSON.parse(r.details_json), name: r.name, hash: r.hash, active: bool(r.active), expires_at: r.expires_at ?? null,
-    example: bool(r.example), created_at: r.created_at, updated_at: r.updated_at, last_used_at: r.last_used_at ?? null,
+    ...JSON.parse(r.details_json),
+    name: r.name,
+    hash: r.hash,
+    active: bool(r.active),
+    expires_at: r.expires_at ?? null,
+    example: bool(r.example),
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    last_used_at: r.last_used_at ?? null,
     previous_until: r.previous_until === null || r.previous_until === undefined ? null : Number(r.previous_until),
     via_previous: bool(r.via_previous),
   };

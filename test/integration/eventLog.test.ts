@@ -24,9 +24,18 @@ let seq = 0;
 function run(over: Partial<RunRecord> = {}): RunRecord {
   const n = ++seq;
   const base: RunRecord = {
-    query: `q${n % 3}`, version: 1 + (n % 2), kind: 'saved', executed_at: `2026-11-30 12:${String(Math.floor(n / 60) % 60).padStart(2, '0')}:${String(n % 60).padStart(2, '0')}`,
-    status: n % 5 === 0 ? 'error' : 'success', connection_name: 'warehouse', key_name: `key-${n % 4}`, request_id: `req-${n}`,
-    rows: n % 7, duration_ms: n % 13, serialization_ms: 0.5, transport: 'rest',
+    query: `q${n % 3}`,
+    version: 1 + (n % 2),
+    kind: 'saved',
+    executed_at: `2026-11-30 12:${String(Math.floor(n / 60) % 60).padStart(2, '0')}:${String(n % 60).padStart(2, '0')}`,
+    status: n % 5 === 0 ? 'error' : 'success',
+    connection_name: 'warehouse',
+    key_name: `key-${n % 4}`,
+    request_id: `req-${n}`,
+    rows: n % 7,
+    duration_ms: n % 13,
+    serialization_ms: 0.5,
+    transport: 'rest',
   };
   if (base.status === 'error') Object.assign(base, { error: 'boom "quoted"\nline 2 \\ backslash', code: 'query_failed', rows: null });
   return { ...base, ...over };
@@ -129,8 +138,10 @@ for (const make of [sqliteEngine, postgresEngine]) {
       const db = await engine.fresh(true);
       // Runs recorded before the event log existed: event ids must continue above them (contract §4.3, §7).
       for (let i = 0; i < 3; i++) {
-        await db.run('INSERT INTO run_history (query_name, version, slot, event_id, executed_at, status, key_name, entry_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-          ['q', 1, i, 40 + i, '2026-11-30 11:00:00', 'success', 'admin', '{}']);
+        await db.run(
+          'INSERT INTO run_history (query_name, version, slot, event_id, executed_at, status, key_name, entry_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+          ['q', 1, i, 40 + i, '2026-11-30 11:00:00', 'success', 'admin', '{}'],
+        );
       }
       const [{ n: historyMax }] = await db.all<{ n: number }>('SELECT max(event_id) AS n FROM run_history');
       const clock = new Clock();
@@ -161,7 +172,10 @@ for (const make of [sqliteEngine, postgresEngine]) {
       assert.ok(next.id > ids[ids.length - 1]);
       // Everything reads back, in order, field for field.
       const read = await readAll(again, 0, 4000);
-      assert.deepEqual(read.map((r) => r.id), [...ids, next.id]);
+      assert.deepEqual(
+        read.map((r) => r.id),
+        [...ids, next.id],
+      );
       assert.deepEqual(read.slice(0, all.length), all);
     });
 
@@ -171,21 +185,29 @@ for (const make of [sqliteEngine, postgresEngine]) {
       const log = await EventLog.open(db, { retentionS: 3600, segmentS: 10, now: clock.now });
       const all: EventRow[] = [];
       for (let i = 0; i < 40; i++) {
-        all.push(...await log.append(runs(1 + (i * 7) % 23)));
+        all.push(...(await log.append(runs(1 + ((i * 7) % 23)))));
         clock.advance(i % 3 === 0 ? 4 : 1.5); // lands on, before and after segment boundaries
       }
-      assert.ok(await engine.tables(db) >= 8, 'several segments were made');
+      assert.ok((await engine.tables(db)) >= 8, 'several segments were made');
       const ids = all.map((r) => r.id);
       assertIncreasing(ids, 'append order');
       for (const page of [1, 5, 17, 100, 10_000]) {
-        assert.deepEqual((await readAll(log, 0, page)).map((r) => r.id), ids, `page ${page}`);
+        assert.deepEqual(
+          (await readAll(log, 0, page)).map((r) => r.id),
+          ids,
+          `page ${page}`,
+        );
       }
       // Resuming after any id, including one at each segment's edge, gives exactly the rest.
       const segments = await db.all<{ first_id: number; last_id: number }>('SELECT first_id, last_id FROM event_segments ORDER BY segment');
       const starts = [0, ...segments.flatMap((s) => [Number(s.first_id), Number(s.last_id), Number(s.first_id) - 1]), ids[ids.length - 1], ids[13], ids[200]];
       for (const start of starts) {
         const rest = await readAll(log, start, 11);
-        assert.deepEqual(rest.map((r) => r.id), ids.filter((id) => id > start), `after ${start}`);
+        assert.deepEqual(
+          rest.map((r) => r.id),
+          ids.filter((id) => id > start),
+          `after ${start}`,
+        );
       }
       assert.deepEqual(await log.read({ after: ids[ids.length - 1], limit: 10 }), []);
     });
@@ -196,8 +218,8 @@ for (const make of [sqliteEngine, postgresEngine]) {
       const log = await EventLog.open(db, { retentionS: 3600, segmentS: 5, now: clock.now });
       const all: EventRow[] = [];
       for (let i = 0; i < 12; i++) {
-        all.push(...await log.append(runs(25)));
-        all.push(...await log.append([run({ query: null, kind: 'adhoc', key_name: null })]));
+        all.push(...(await log.append(runs(25))));
+        all.push(...(await log.append([run({ query: null, kind: 'adhoc', key_name: null })])));
         clock.advance(2);
       }
       const check = async (filter: Omit<EventReadOptions, 'limit' | 'after'>, keep: (r: EventRow) => boolean) => {
@@ -205,7 +227,11 @@ for (const make of [sqliteEngine, postgresEngine]) {
         assert.ok(want.length > 0 && want.length < all.length, `filter ${JSON.stringify(filter)} selects some`);
         assert.deepEqual(await readAll(log, 0, 7, filter), want, JSON.stringify(filter));
         const mid = all[Math.floor(all.length / 2)].id;
-        assert.deepEqual(await readAll(log, mid, 3, filter), want.filter((r) => r.id > mid), `${JSON.stringify(filter)} after ${mid}`);
+        assert.deepEqual(
+          await readAll(log, mid, 3, filter),
+          want.filter((r) => r.id > mid),
+          `${JSON.stringify(filter)} after ${mid}`,
+        );
       };
       await check({ query: 'q1' }, (r) => r.query === 'q1');
       await check({ key: 'key-2' }, (r) => r.key_name === 'key-2');
@@ -237,7 +263,8 @@ for (const make of [sqliteEngine, postgresEngine]) {
       const tablesBefore = await engine.tables(db);
       assert.ok(tablesBefore >= 6);
       const segments = await db.all<{ segment: number; closed_ms: number; last_id: number }>(
-        'SELECT segment, closed_ms, last_id FROM event_segments ORDER BY segment');
+        'SELECT segment, closed_ms, last_id FROM event_segments ORDER BY segment',
+      );
       const oldest = segments[0];
       // At the boundary (the oldest segment's newest event exactly retentionS old) nothing goes.
       clock.ms = Number(oldest.closed_ms) + retentionS * 1000;
@@ -255,13 +282,14 @@ for (const make of [sqliteEngine, postgresEngine]) {
         await log.expire();
         const ids = new Set((await readAll(log, 0, 1000)).map((r) => r.id));
         for (const w of written) {
-          if (clock.ms - w.at <= retentionS * 1000) for (const r of w.rows) assert.ok(ids.has(r.id), `event ${r.id} written ${(clock.ms - w.at) / 1000}s ago is kept`);
+          if (clock.ms - w.at <= retentionS * 1000)
+            for (const r of w.rows) assert.ok(ids.has(r.id), `event ${r.id} written ${(clock.ms - w.at) / 1000}s ago is kept`);
         }
       }
       // Long after: every segment gone, tables too, and ids keep counting up.
       const last = await log.lastId();
       clock.advance(retentionS + 100);
-      assert.ok(await log.expire() >= 1);
+      assert.ok((await log.expire()) >= 1);
       assert.equal(await engine.tables(db), 0);
       assert.deepEqual(await log.read({ limit: 10 }), []);
       assert.equal(await log.lastId(), last, 'the newest id survives its segment');
@@ -281,8 +309,14 @@ for (const make of [sqliteEngine, postgresEngine]) {
         clock.advance(3);
       }
       assertIncreasing(ids, 'alternating instances, one after another');
-      assert.deepEqual((await readAll(a, 0, 9)).map((r) => r.id), ids);
-      assert.deepEqual((await readAll(b, 0, 9)).map((r) => r.id), ids);
+      assert.deepEqual(
+        (await readAll(a, 0, 9)).map((r) => r.id),
+        ids,
+      );
+      assert.deepEqual(
+        (await readAll(b, 0, 9)).map((r) => r.id),
+        ids,
+      );
       assert.equal(await a.lastId(), ids[ids.length - 1]);
     });
 
@@ -305,11 +339,23 @@ for (const make of [sqliteEngine, postgresEngine]) {
         for (let i = 1; i < segments.length; i++) assert.ok(Number(segments[i].first_id) > Number(segments[i - 1].last_id));
       } else {
         // Each instance writes its own clock's segment: their id ranges interleave.
-        assert.ok(segments.some((s, i) => i > 0 && Number(s.first_id) < Number(segments[i - 1].last_id)), 'segments overlap');
+        assert.ok(
+          segments.some((s, i) => i > 0 && Number(s.first_id) < Number(segments[i - 1].last_id)),
+          'segments overlap',
+        );
       }
-      for (const page of [1, 4, 50, 1000]) assert.deepEqual((await readAll(a, 0, page)).map((r) => r.id), ids, `page ${page}`);
+      for (const page of [1, 4, 50, 1000])
+        assert.deepEqual(
+          (await readAll(a, 0, page)).map((r) => r.id),
+          ids,
+          `page ${page}`,
+        );
       for (const start of [ids[3], ids[30], ids[60]]) {
-        assert.deepEqual((await readAll(b, start, 6)).map((r) => r.id), ids.filter((id) => id > start), `after ${start}`);
+        assert.deepEqual(
+          (await readAll(b, start, 6)).map((r) => r.id),
+          ids.filter((id) => id > start),
+          `after ${start}`,
+        );
       }
     });
   });
@@ -327,19 +373,24 @@ describe('event log on postgres: concurrent appenders', () => {
       await EventLog.open(engine.another(), { retentionS: 3600, segmentS: 1, now: clock.now }),
     ];
     const mine: number[][] = [[], []];
-    await Promise.all(logs.map(async (log, which) => {
-      for (let i = 0; i < 30; i++) {
-        // Not awaited one by one: each instance also has appends queued behind each other.
-        const batches = await Promise.all([log.append(runs(40 + i)), log.append(runs(7))]);
-        for (const b of batches) mine[which].push(...b.map((r) => r.id));
-        clock.advance(0.35); // both instances cross segment boundaries while the other writes
-      }
-    }));
+    await Promise.all(
+      logs.map(async (log, which) => {
+        for (let i = 0; i < 30; i++) {
+          // Not awaited one by one: each instance also has appends queued behind each other.
+          const batches = await Promise.all([log.append(runs(40 + i)), log.append(runs(7))]);
+          for (const b of batches) mine[which].push(...b.map((r) => r.id));
+          clock.advance(0.35); // both instances cross segment boundaries while the other writes
+        }
+      }),
+    );
     for (const [which, ids] of mine.entries()) assertIncreasing(ids, `instance ${which}`);
     const every = [...mine[0], ...mine[1]];
     assert.equal(new Set(every).size, every.length, 'no id handed out twice');
     const read = (await readAll(logs[0], 0, 97)).map((r) => r.id);
-    assert.deepEqual(read, [...every].sort((x, y) => x - y));
+    assert.deepEqual(
+      read,
+      [...every].sort((x, y) => x - y),
+    );
     assert.equal(await logs[1].lastId(), Math.max(...every));
   });
 
@@ -355,6 +406,9 @@ describe('event log on postgres: concurrent appenders', () => {
     clock.advance(-31);
     const again = await a.append(runs(2));
     assert.ok(again[0].id > first[2].id);
-    assert.deepEqual((await readAll(b, 0, 10)).map((r) => r.id), again.map((r) => r.id));
+    assert.deepEqual(
+      (await readAll(b, 0, 10)).map((r) => r.id),
+      again.map((r) => r.id),
+    );
   });
 });

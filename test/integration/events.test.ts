@@ -17,8 +17,7 @@ interface RunEvent {
 }
 
 /** Reads an SSE stream until `until` says stop; returns the parsed events. */
-async function readEvents(s: TestServer, key: string, until: (events: RunEvent[]) => boolean,
-  headers: Record<string, string> = {}) {
+async function readEvents(s: TestServer, key: string, until: (events: RunEvent[]) => boolean, headers: Record<string, string> = {}) {
   const ctl = new AbortController();
   const res = await fetch(`${s.url}/events`, { headers: { 'X-API-Key': key, ...headers }, signal: ctl.signal });
   assert.equal(res.status, 200);
@@ -53,7 +52,8 @@ async function readEvents(s: TestServer, key: string, until: (events: RunEvent[]
 test('/events: per-key view, resume after Last-Event-ID exactly once, stream cap', async () => {
   const s = await startTestServer({ QUERYAPIGATE_WORKERS: '2', QUERYAPIGATE_LOAD_EXAMPLES: '1', QUERYAPIGATE_EVENTS_MAX_STREAMS: '2' });
   try {
-    const mk = async (name: string) => (await s.call('POST', '/api/v1/api-keys', { body: { name, queries: ['example_film_lookup'], connections: [] } })).json.secret;
+    const mk = async (name: string) =>
+      (await s.call('POST', '/api/v1/api-keys', { body: { name, queries: ['example_film_lookup'], connections: [] } })).json.secret;
     const a = await mk('a');
     const b = await mk('b');
     const call = (key: string, i: number) => s.call('GET', `/q/example_film_lookup?film_id=${(i % 50) + 1}`, { key, headers: { 'X-Request-Id': `ev-${i}` } });
@@ -73,7 +73,10 @@ test('/events: per-key view, resume after Last-Event-ID exactly once, stream cap
     const all = await adminLive;
     const mine = await aLive;
     assert.equal(all.length, 20);
-    assert.deepEqual(mine.map((e) => e.data.entry.key_name), Array(10).fill('a'));
+    assert.deepEqual(
+      mine.map((e) => e.data.entry.key_name),
+      Array(10).fill('a'),
+    );
     for (let i = 1; i < all.length; i++) assert.ok(all[i].id > all[i - 1].id, 'ids increase');
     assert.equal(all[0].data.type, 'execution');
     assert.equal(all[0].data.filename, 'example_film_lookup');
@@ -87,7 +90,10 @@ test('/events: per-key view, resume after Last-Event-ID exactly once, stream cap
     for (let i = 0; i < 10; i++) await call(a, 200 + i);
     const got = await resumed;
     assert.equal(got.length, 25);
-    assert.deepEqual(got.slice(0, 15).map((e) => e.id), all.slice(5).map((e) => e.id));
+    assert.deepEqual(
+      got.slice(0, 15).map((e) => e.id),
+      all.slice(5).map((e) => e.id),
+    );
     assert.equal(new Set(got.map((e) => e.id)).size, 25, 'no event twice');
 
     // Every run is in the event log, paged by id.
@@ -108,20 +114,31 @@ test('no run lost below capacity; runs above it are dropped and counted', async 
     const N = 300;
     const answers = await Promise.all(Array.from({ length: N }, (_, i) => s.call('GET', `/q/example_film_lookup?film_id=${(i % 60) + 1}`)));
     assert.ok(answers.every((r) => r.status === 200));
-    const events = await eventually(() => s.call('GET', '/api/v1/events?limit=1000'), (r) => r.json.items.length >= N);
+    const events = await eventually(
+      () => s.call('GET', '/api/v1/events?limit=1000'),
+      (r) => r.json.items.length >= N,
+    );
     assert.equal(events.json.items.length, N, 'one event per call');
     assert.equal(new Set(events.json.items.map((e: { id: number }) => e.id)).size, N);
   } finally {
     await s.stop();
   }
-  const tight = await startTestServer({ QUERYAPIGATE_WORKERS: '1', QUERYAPIGATE_LOAD_EXAMPLES: '1', QUERYAPIGATE_HISTORY_MAX_PENDING: '5',
-    QUERYAPIGATE_HISTORY_FLUSH_INTERVAL: '5' });
+  const tight = await startTestServer({
+    QUERYAPIGATE_WORKERS: '1',
+    QUERYAPIGATE_LOAD_EXAMPLES: '1',
+    QUERYAPIGATE_HISTORY_MAX_PENDING: '5',
+    QUERYAPIGATE_HISTORY_FLUSH_INTERVAL: '5',
+  });
   try {
     const N = 200;
     await Promise.all(Array.from({ length: N }, (_, i) => tight.call('GET', `/q/example_film_lookup?film_id=${(i % 60) + 1}`)));
-    const count = (text: string, outcome: string) => Number(text.match(new RegExp(`queryapigate_history_runs_total\\{outcome="${outcome}"\\} (\\d+)`))?.[1] ?? 0);
-    const m = await eventually(async () => (await tight.call('GET', '/metrics', { key: null })).text,
-      (t) => count(t, 'recorded') + count(t, 'dropped') >= N, 8000);
+    const count = (text: string, outcome: string) =>
+      Number(text.match(new RegExp(`queryapigate_history_runs_total\\{outcome="${outcome}"\\} (\\d+)`))?.[1] ?? 0);
+    const m = await eventually(
+      async () => (await tight.call('GET', '/metrics', { key: null })).text,
+      (t) => count(t, 'recorded') + count(t, 'dropped') >= N,
+      8000,
+    );
     assert.ok(count(m, 'dropped') > 0, 'some runs were dropped');
     assert.equal(count(m, 'recorded') + count(m, 'dropped'), N, 'every run is either recorded or counted as dropped');
   } finally {

@@ -56,7 +56,15 @@ for (const mode of MODES) {
         assert.equal(r.status, status, `${path}: ${r.text}`);
         return r.json;
       };
-      await post('/api/v1/connections', { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres', password: 'secret-pw' });
+      await post('/api/v1/connections', {
+        name: 'pg',
+        db: 'postgres',
+        host: '127.0.0.1',
+        port: 5432,
+        database: data.name,
+        user: 'postgres',
+        password: 'secret-pw',
+      });
       await post('/api/v1/connections', { name: 'dead', db: 'postgres', host: '127.0.0.1', port: 1, database: 'x', user: 'postgres' });
       await post('/api/v1/connections', { name: 'off', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres', active: false });
       const query = (name: string, sql: string, parameters: unknown = {}, extra: Record<string, unknown> = {}) =>
@@ -109,7 +117,7 @@ for (const mode of MODES) {
       assert.deepEqual(r.json, [{ id: 1, name: 'item 1', price: 1.5, created: '2026-01-03 03:04:05', meta: '{"n":1}', big: '9007199254740994', flag: false }]);
     });
 
-    test('paging stays inside the statement\'s own LIMIT', async () => {
+    test("paging stays inside the statement's own LIMIT", async () => {
       const sizes: number[] = [];
       const more: string[] = [];
       for (const page of [1, 2, 3]) {
@@ -120,7 +128,10 @@ for (const mode of MODES) {
       assert.deepEqual(sizes, [10, 10, 5]);
       assert.deepEqual(more, ['true', 'true', 'false']);
       const third = await q('/q/items?page=3&page_size=10');
-      assert.deepEqual(third.json.map((x: { id: number }) => x.id), [21, 22, 23, 24, 25]);
+      assert.deepEqual(
+        third.json.map((x: { id: number }) => x.id),
+        [21, 22, 23, 24, 25],
+      );
       const beyond = await recorded('/q/items?page=4&page_size=10');
       assert.equal(beyond.status, 200);
       assert.deepEqual(beyond.json, { message: 'No results returned' });
@@ -134,8 +145,14 @@ for (const mode of MODES) {
     test('formats: ndjson, csv and tsv', async () => {
       const nd = await recorded('/q/items?format=ndjson&page_size=3');
       assert.equal(nd.headers.get('content-type'), 'application/x-ndjson');
-      const lines = nd.text.trim().split('\n').map((l) => JSON.parse(l));
-      assert.deepEqual(lines.map((l) => l.id), [1, 2, 3]);
+      const lines = nd.text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      assert.deepEqual(
+        lines.map((l) => l.id),
+        [1, 2, 3],
+      );
       assert.equal(lines[2].name, 'quote "and", comma');
       const csv = await recorded('/q/items?format=csv&page_size=3');
       assert.match(csv.headers.get('content-type') ?? '', /^text\/csv/);
@@ -239,7 +256,9 @@ for (const mode of MODES) {
       assert.equal(r.json.code, 'query_timeout');
       const running = await eventually(
         () => data.sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%pg_sleep%' AND state = 'active' AND pid <> pg_backend_pid()`,
-        (rows) => rows[0].n === 0, 3000);
+        (rows) => rows[0].n === 0,
+        3000,
+      );
       assert.equal(running[0].n, 0);
       for (const bad of ['x', '0', '-1']) {
         const t = await recorded(`/q/slow?s=0&timeout=${bad}`);
@@ -250,8 +269,10 @@ for (const mode of MODES) {
     test('run history records runs with their request id, key and outcome', async () => {
       const ok = await q('/q/item?id=9', reader, { headers: { 'X-Request-Id': `hist-${mode.pgStore ? 'pg' : 'lite'}-1` } });
       assert.equal(ok.status, 200);
-      const h = await eventually(() => s.call('GET', '/api/v1/queries/item/history?limit=5'),
-        (r) => r.json.items.some((x: { request_id: string }) => x.request_id.startsWith('hist-')));
+      const h = await eventually(
+        () => s.call('GET', '/api/v1/queries/item/history?limit=5'),
+        (r) => r.json.items.some((x: { request_id: string }) => x.request_id.startsWith('hist-')),
+      );
       const entry = h.json.items.find((x: { request_id: string }) => x.request_id.startsWith('hist-'));
       assert.equal(entry.status, 'success');
       assert.equal(entry.key_name, 'reader');
@@ -279,7 +300,10 @@ for (const mode of MODES) {
     test('history keeps the newest runs per version', async () => {
       const limit = 50;
       for (let i = 0; i < limit + 10; i++) assert.equal((await q(`/q/item?id=${(i % 30) + 1}`)).status, 200);
-      const h = await eventually(() => s.call('GET', '/api/v1/history?query=item&version=1&limit=1000'), (r) => r.json.items.length >= limit);
+      const h = await eventually(
+        () => s.call('GET', '/api/v1/history?query=item&version=1&limit=1000'),
+        (r) => r.json.items.length >= limit,
+      );
       assert.equal(h.json.items.length, limit);
     });
   });

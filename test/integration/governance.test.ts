@@ -14,13 +14,20 @@ describe('governance on the examples (SQLite)', () => {
   before(async () => {
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '1', QUERYAPIGATE_LOAD_EXAMPLES: '1' });
     // As in the seed's walkthrough.
-    const g = await s.call('POST', '/api/v1/api-keys', { body: { name: 'bench-governed', queries: ['example_film_lookup', 'titles', 'films_and_customers'],
-      connections: [], allowed_tables: ['film', 'rental'], mask: [{ column: '*.title', action: 'hash' }] } });
+    const g = await s.call('POST', '/api/v1/api-keys', {
+      body: {
+        name: 'bench-governed',
+        queries: ['example_film_lookup', 'titles', 'films_and_customers'],
+        connections: [],
+        allowed_tables: ['film', 'rental'],
+        mask: [{ column: '*.title', action: 'hash' }],
+      },
+    });
     assert.equal(g.status, 201, g.text);
     governed = g.json.secret;
     plain = (await s.call('POST', '/api/v1/api-keys', { body: { name: 'plain', queries: ['example_film_lookup', 'titles'], connections: [] } })).json.secret;
     for (const [name, sql] of [
-      ['titles', 'SELECT f.film_id, upper(f.title) AS loud, f.title || \'!\' AS shout, f.rating FROM film f ORDER BY f.film_id LIMIT 25'],
+      ['titles', "SELECT f.film_id, upper(f.title) AS loud, f.title || '!' AS shout, f.rating FROM film f ORDER BY f.film_id LIMIT 25"],
       ['films_and_customers', 'SELECT c.first_name FROM customer c'],
     ]) {
       const r = await s.call('POST', '/api/v1/queries', { body: { name, sql, description: name, connection_name: 'examples', publish: true } });
@@ -88,16 +95,26 @@ describe('governance on PostgreSQL: writes and hidden writes', () => {
       return r.json;
     };
     await post('/api/v1/connections', { name: 'oltp', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres' });
-    const q = (name: string, sql: string, parameters = {}) => post('/api/v1/queries', { name, sql, parameters, connection_name: 'oltp', description: name, publish: true });
+    const q = (name: string, sql: string, parameters = {}) =>
+      post('/api/v1/queries', { name, sql, parameters, connection_name: 'oltp', description: name, publish: true });
     await q('deposit', 'UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid', { aid: 'int', delta: 'int' });
     await q('wipe', 'DELETE FROM pgbench_accounts WHERE aid = :aid', { aid: 'int' });
     await q('sneaky', 'WITH x AS (UPDATE pgbench_accounts SET abalance = 0 RETURNING aid) SELECT count(*) AS n FROM x');
     await q('peek', 'SELECT aid, abalance FROM pgbench_accounts WHERE aid = :aid', { aid: 'int' });
     await q('leak', 'SELECT a.aid, s.s FROM pgbench_accounts a, secrets s WHERE a.aid = 1');
-    secrets.writer = (await post('/api/v1/api-keys', { name: 'writer', queries: ['deposit', 'wipe'], connections: [], allow_writes: true, allowed_write_ops: ['update'] })).secret;
+    secrets.writer = (
+      await post('/api/v1/api-keys', { name: 'writer', queries: ['deposit', 'wipe'], connections: [], allow_writes: true, allowed_write_ops: ['update'] })
+    ).secret;
     secrets.reader = (await post('/api/v1/api-keys', { name: 'reader', queries: ['deposit', 'sneaky', 'peek', 'leak'], connections: [] })).secret;
-    secrets.governed = (await post('/api/v1/api-keys', { name: 'governed', queries: ['peek', 'leak'], connections: [],
-      allowed_tables: ['pgbench_accounts', 'pgbench_branches'], mask: [{ column: '*.abalance', action: 'hash' }] })).secret;
+    secrets.governed = (
+      await post('/api/v1/api-keys', {
+        name: 'governed',
+        queries: ['peek', 'leak'],
+        connections: [],
+        allowed_tables: ['pgbench_accounts', 'pgbench_branches'],
+        mask: [{ column: '*.abalance', action: 'hash' }],
+      })
+    ).secret;
   });
   after(async () => {
     await s.stop();
@@ -149,10 +166,24 @@ describe('governance on MariaDB syntax', () => {
       CREATE TABLE secret (id INT);`);
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '0' });
     await s.call('POST', '/api/v1/connections', { body: { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: db, user: 'root' } });
-    await s.call('POST', '/api/v1/queries', { body: { name: 'people', connection_name: 'my', description: 'p', publish: true,
-      sql: 'SELECT `c`.`c_id`, `c`.`c_last`, c.c_email FROM `customer` AS `c` ORDER BY c_id LIMIT 1, 2' } });
-    await s.call('POST', '/api/v1/queries', { body: { name: 'both', connection_name: 'my', description: 'b', publish: true,
-      sql: 'SELECT c_id FROM customer JOIN `secret` ON secret.id = customer.c_id' } });
+    await s.call('POST', '/api/v1/queries', {
+      body: {
+        name: 'people',
+        connection_name: 'my',
+        description: 'p',
+        publish: true,
+        sql: 'SELECT `c`.`c_id`, `c`.`c_last`, c.c_email FROM `customer` AS `c` ORDER BY c_id LIMIT 1, 2',
+      },
+    });
+    await s.call('POST', '/api/v1/queries', {
+      body: {
+        name: 'both',
+        connection_name: 'my',
+        description: 'b',
+        publish: true,
+        sql: 'SELECT c_id FROM customer JOIN `secret` ON secret.id = customer.c_id',
+      },
+    });
   });
   after(async () => {
     await s.stop();
@@ -161,11 +192,26 @@ describe('governance on MariaDB syntax', () => {
   });
 
   test('backticks and LIMIT m,n: masks and the table check apply', async () => {
-    const key = (await s.call('POST', '/api/v1/api-keys', { body: { name: 'm', queries: ['people', 'both'], connections: [],
-      allowed_tables: ['customer'], mask: [{ column: 'customer.c_email', action: 'mask' }, { column: '*.c_last', action: 'drop' }] } })).json.secret;
+    const key = (
+      await s.call('POST', '/api/v1/api-keys', {
+        body: {
+          name: 'm',
+          queries: ['people', 'both'],
+          connections: [],
+          allowed_tables: ['customer'],
+          mask: [
+            { column: 'customer.c_email', action: 'mask' },
+            { column: '*.c_last', action: 'drop' },
+          ],
+        },
+      })
+    ).json.secret;
     const r = await s.call('GET', '/q/people', { key });
     assert.equal(r.status, 200, r.text);
-    assert.deepEqual(r.json, [{ c_id: 2, c_email: 'a*@example.com' }, { c_id: 3, c_email: 'x@example.com' }]);
+    assert.deepEqual(r.json, [
+      { c_id: 2, c_email: 'a*@example.com' },
+      { c_id: 3, c_email: 'x@example.com' },
+    ]);
     const both = await s.call('GET', '/q/both', { key });
     assert.equal(both.json.code, 'table_not_allowed');
   });

@@ -38,15 +38,34 @@ function runs(query: string, version: number, n: number): EventRow[] {
   return Array.from({ length: n }, () => {
     const id = nextId++;
     return {
-      id, query, version, kind: 'saved', executed_at: NOW, status: id % 5 ? 'success' : 'error', connection_name: 'main',
-      key_name: `key-${id % 2}`, request_id: `r${id}`, rows: 1, duration_ms: 0.1, serialization_ms: 0, transport: 'rest',
+      id,
+      query,
+      version,
+      kind: 'saved',
+      executed_at: NOW,
+      status: id % 5 ? 'success' : 'error',
+      connection_name: 'main',
+      key_name: `key-${id % 2}`,
+      request_id: `r${id}`,
+      rows: 1,
+      duration_ms: 0.1,
+      serialization_ms: 0,
+      transport: 'rest',
     };
   });
 }
 
 async function addQuery(store: Store, name: string, versions = 1) {
-  const fields = (uuid: string) => ({ sql: 'SELECT 1', connection_name: 'main', parameters: {}, description: '', author: null,
-    tags: [], cache_ttl: null, uuid });
+  const fields = (uuid: string) => ({
+    sql: 'SELECT 1',
+    connection_name: 'main',
+    parameters: {},
+    description: '',
+    author: null,
+    tags: [],
+    cache_ttl: null,
+    uuid,
+  });
   assert.equal(await store.createQuery({ name, collection: null, example: false }, fields(`${name}-1`), true, NOW), true);
   for (let v = 2; v <= versions; v++) assert.equal(await store.addVersion(name, fields(`${name}-${v}`), true, NOW), v);
 }
@@ -55,7 +74,11 @@ async function addQuery(store: Store, name: string, versions = 1) {
 async function kept(store: Store, query: string, version: number): Promise<string[]> {
   return (await store.listHistory({ query, version, limit: 10_000 })).map((e) => e.request_id);
 }
-const newest = (all: EventRow[], keep: number) => all.slice(-keep).reverse().map((r) => r.request_id);
+const newest = (all: EventRow[], keep: number) =>
+  all
+    .slice(-keep)
+    .reverse()
+    .map((r) => r.request_id);
 
 interface Engine {
   name: string;
@@ -115,10 +138,25 @@ for (const engine of engines) {
       await store.resizeRings(keep);
       await addQuery(store, 'alpha', 2);
       await addQuery(store, 'beta');
-      const all = new Map<string, EventRow[]>([['alpha@1', []], ['alpha@2', []], ['beta@1', []]]);
+      const all = new Map<string, EventRow[]>([
+        ['alpha@1', []],
+        ['alpha@2', []],
+        ['beta@1', []],
+      ]);
       // Batches smaller than, equal to and larger than the ring, versions interleaved within a batch.
-      for (const sizes of [[1, 0, 2], [3, 4, 5], [12, 1, 0], [0, 7, 2], [5, 5, 5], [2, 0, 11]]) {
-        const targets = [['alpha', 1], ['alpha', 2], ['beta', 1]] as const;
+      for (const sizes of [
+        [1, 0, 2],
+        [3, 4, 5],
+        [12, 1, 0],
+        [0, 7, 2],
+        [5, 5, 5],
+        [2, 0, 11],
+      ]) {
+        const targets = [
+          ['alpha', 1],
+          ['alpha', 2],
+          ['beta', 1],
+        ] as const;
         const left = [...sizes];
         const batch: EventRow[] = [];
         while (left.some((n) => n > 0)) {
@@ -129,7 +167,11 @@ for (const engine of engines) {
         all.get('beta@1')!.push(...batch.filter((r) => r.query === 'beta'));
         seen.length = 0;
         const written = await store.writeRuns(batch, keep);
-        assert.equal(written, sizes.reduce((s, n) => s + Math.min(n, keep), 0), `rows written for batch ${sizes}`);
+        assert.equal(
+          written,
+          sizes.reduce((s, n) => s + Math.min(n, keep), 0),
+          `rows written for batch ${sizes}`,
+        );
         assert.ok(!seen.some((s) => /\bDELETE\b/i.test(s.text)), 'no DELETE on the write path');
         for (const [slot, list] of all) {
           const [q, v] = slot.split('@');
@@ -139,12 +181,26 @@ for (const engine of engines) {
       // Global reads stay newest first across versions, paged by the event-id cursor.
       const every = [...all.values()].flatMap((l) => l.slice(-keep)).sort((a, b) => b.id - a.id);
       const page1 = await store.listHistory({ limit: 4 });
-      assert.deepEqual(page1.map((e) => e.id), every.slice(0, 4).map((r) => r.id));
+      assert.deepEqual(
+        page1.map((e) => e.id),
+        every.slice(0, 4).map((r) => r.id),
+      );
       const page2 = await store.listHistory({ limit: 4, before: page1[3].id });
-      assert.deepEqual(page2.map((e) => e.id), every.slice(4, 8).map((r) => r.id));
-      assert.deepEqual((await store.listHistory({ query: 'beta', status: 'error', limit: 100 })).map((e) => e.request_id),
-        newest(all.get('beta@1')!, keep).filter((id) => Number(id.slice(1)) % 5 === 0));
-      assert.deepEqual(await store.runCounts('alpha'), new Map([[1, keep], [2, keep]]));
+      assert.deepEqual(
+        page2.map((e) => e.id),
+        every.slice(4, 8).map((r) => r.id),
+      );
+      assert.deepEqual(
+        (await store.listHistory({ query: 'beta', status: 'error', limit: 100 })).map((e) => e.request_id),
+        newest(all.get('beta@1')!, keep).filter((id) => Number(id.slice(1)) % 5 === 0),
+      );
+      assert.deepEqual(
+        await store.runCounts('alpha'),
+        new Map([
+          [1, keep],
+          [2, keep],
+        ]),
+      );
     });
 
     test('runs of a deleted query are skipped; others in the batch are kept', async () => {
@@ -187,7 +243,10 @@ for (const engine of engines) {
       await store.writeRuns(later.slice(2), 7);
       assert.deepEqual(await kept(store, 'q', 1), newest(all, 7));
       const slots = await db.all<{ slot: number }>('SELECT slot FROM run_history ORDER BY slot');
-      assert.deepEqual(slots.map((s) => Number(s.slot)), [0, 1, 2, 3, 4, 5, 6]);
+      assert.deepEqual(
+        slots.map((s) => Number(s.slot)),
+        [0, 1, 2, 3, 4, 5, 6],
+      );
     });
 
     test('a version-3 store: history rows carry over, counted, and the next runs overwrite the oldest', async () => {
@@ -197,7 +256,11 @@ for (const engine of engines) {
       await addQuery(store, 'old', 2);
       const insert = `INSERT INTO execution_history (query_name, version, executed_at, status, key_name, entry_json) VALUES (?, ?, ?, ?, ?, ?)`;
       const before: EventRow[] = [];
-      for (const [v, n] of [[1, 3], [2, 2], [1, 2]] as const) {
+      for (const [v, n] of [
+        [1, 3],
+        [2, 2],
+        [1, 2],
+      ] as const) {
         for (const r of runs('old', v, n)) {
           await db.run(insert, [r.query, r.version, r.executed_at, r.status, r.key_name, JSON.stringify(r)]);
           before.push(r);
@@ -206,9 +269,18 @@ for (const engine of engines) {
       await db.run(insert, [null, null, NOW, 'success', null, JSON.stringify(runs('x', 1, 1)[0])]); // no query: not history
       await migrate(db);
       const v1 = before.filter((r) => r.version === 1);
-      const fromOld = (await store.listHistory({ query: 'old', version: 1, limit: 100 }));
-      assert.deepEqual(fromOld.map((e) => e.request_id), newest(v1, 100));
-      assert.deepEqual(await store.runCounts('old'), new Map([[1, 5], [2, 2]]));
+      const fromOld = await store.listHistory({ query: 'old', version: 1, limit: 100 });
+      assert.deepEqual(
+        fromOld.map((e) => e.request_id),
+        newest(v1, 100),
+      );
+      assert.deepEqual(
+        await store.runCounts('old'),
+        new Map([
+          [1, 5],
+          [2, 2],
+        ]),
+      );
       const [counted] = await db.all<{ n: number }>("SELECT runs_recorded AS n FROM saved_query_versions WHERE query_name = 'old' AND version = 1");
       assert.equal(Number(counted.n), 5);
       // A limit of 4 at the first start: the newest 4 of version 1 stay, then new runs go round the ring.
@@ -234,7 +306,10 @@ describe('history ring on PostgreSQL: size and concurrent instances', () => {
       const size = async () => Number((await db.all<{ n: string }>("SELECT pg_relation_size('run_history') AS n"))[0].n);
       // 20 batches of 500 runs, each version getting 125 per batch: 10,000 runs, 200 kept.
       for (let b = 0; b < 20; b++) {
-        await store.writeRuns(['a', 'b', 'c', 'd'].flatMap((q) => runs(q, 1, 125)), 50);
+        await store.writeRuns(
+          ['a', 'b', 'c', 'd'].flatMap((q) => runs(q, 1, 125)),
+          50,
+        );
         if (b === 1) assert.ok((await size()) > 0);
       }
       const pages = (await size()) / 8192;
@@ -259,12 +334,25 @@ describe('history ring on PostgreSQL: size and concurrent instances', () => {
       await a.resizeRings(4);
       for (const q of ['m', 'n', 'o']) await addQuery(a, q);
       // Each round, the two instances send the versions in opposite orders.
-      const order = [['m', 'n', 'o'], ['o', 'n', 'm']];
+      const order = [
+        ['m', 'n', 'o'],
+        ['o', 'n', 'm'],
+      ];
       for (let round = 0; round < 30; round++) {
-        await Promise.all([a, b].map((st, i) => st.writeRuns(order[i].flatMap((q) => runs(q, 1, 3)), 4)));
+        await Promise.all(
+          [a, b].map((st, i) =>
+            st.writeRuns(
+              order[i].flatMap((q) => runs(q, 1, 3)),
+              4,
+            ),
+          ),
+        );
       }
       const counted = await one.all<{ n: number }>('SELECT runs_recorded AS n FROM saved_query_versions ORDER BY query_name');
-      assert.deepEqual(counted.map((r) => Number(r.n)), [180, 180, 180]);
+      assert.deepEqual(
+        counted.map((r) => Number(r.n)),
+        [180, 180, 180],
+      );
       for (const q of ['m', 'n', 'o']) assert.equal((await kept(a, q, 1)).length, 4);
     } finally {
       await one.close();
@@ -286,9 +374,15 @@ test('end to end: QUERYAPIGATE_HISTORY_LIMIT=3 keeps the newest 3 calls of a ver
     }
     const history = await srv.call('GET', `/api/v1/queries/${name}/history`);
     assert.equal(history.status, 200);
-    assert.deepEqual(history.json.items.map((e: { request_id: string }) => e.request_id), ids.slice(-3).reverse());
+    assert.deepEqual(
+      history.json.items.map((e: { request_id: string }) => e.request_id),
+      ids.slice(-3).reverse(),
+    );
     const after = await srv.call('GET', `/api/v1/queries/${name}`);
-    assert.deepEqual(after.json.versions.map((v: { run_count: number }) => v.run_count), [3]);
+    assert.deepEqual(
+      after.json.versions.map((v: { run_count: number }) => v.run_count),
+      [3],
+    );
   } finally {
     await srv.stop();
   }

@@ -12,12 +12,25 @@ test('SIGTERM: calls in flight finish, history is flushed, exit code 0', async (
   const home = mkdtempSync(join(tmpdir(), 'qag-life-'));
   const data = await scratchDatabase('qag_life');
   try {
-    const p = startProcess({ QUERYAPIGATE_HOME: home, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: ADMIN_KEY, QUERYAPIGATE_WORKERS: '1',
-      QUERYAPIGATE_HISTORY_FLUSH_INTERVAL: '30' });
+    const p = startProcess({
+      QUERYAPIGATE_HOME: home,
+      QUERYAPIGATE_PORT: '0',
+      QUERYAPIGATE_API_KEY: ADMIN_KEY,
+      QUERYAPIGATE_WORKERS: '1',
+      QUERYAPIGATE_HISTORY_FLUSH_INTERVAL: '30',
+    });
     const url = await p.listening;
     const ok = (r: { status: number; text: string }) => assert.ok(r.status < 300, r.text);
-    ok(await request(url, 'POST', '/api/v1/connections', { body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres' } }));
-    ok(await request(url, 'POST', '/api/v1/queries', { body: { name: 'nap', description: 'sleeps', connection_name: 'pg', sql: 'SELECT pg_sleep(0.7)::text AS slept', publish: true } }));
+    ok(
+      await request(url, 'POST', '/api/v1/connections', {
+        body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres' },
+      }),
+    );
+    ok(
+      await request(url, 'POST', '/api/v1/queries', {
+        body: { name: 'nap', description: 'sleeps', connection_name: 'pg', sql: 'SELECT pg_sleep(0.7)::text AS slept', publish: true },
+      }),
+    );
     const inFlight = request(url, 'GET', '/q/nap', { headers: { 'X-Request-Id': 'in-flight-1' } });
     await new Promise((r) => setTimeout(r, 200));
     p.child.kill('SIGTERM');

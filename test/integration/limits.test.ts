@@ -72,11 +72,12 @@ test('a key limit is shared by two processes through Redis', async () => {
     const bUrl = await b.listening;
     const N = 20;
     const key = await keyFor(a, { name: `shared-${process.pid}-${Date.now()}`, rate_limit: `${N}/hour` });
-    const calls = Array.from({ length: 3 * N }, (_, i) => i % 2
-      ? request(bUrl, 'GET', '/q/example_film_lookup?film_id=3', { key })
-      : a.call('GET', '/q/example_film_lookup?film_id=3', { key }));
+    const calls = Array.from({ length: 3 * N }, (_, i) =>
+      i % 2 ? request(bUrl, 'GET', '/q/example_film_lookup?film_id=3', { key }) : a.call('GET', '/q/example_film_lookup?film_id=3', { key }),
+    );
     const statuses = (await Promise.all(calls)).map((r) => r.status);
-    const fallbacks = async (url: string) => (await request(url, 'GET', '/metrics', { key: null })).text.match(/queryapigate_rate_limit_fallbacks_total (\d+)/)?.[1];
+    const fallbacks = async (url: string) =>
+      (await request(url, 'GET', '/metrics', { key: null })).text.match(/queryapigate_rate_limit_fallbacks_total (\d+)/)?.[1];
     assert.deepEqual([await fallbacks(a.url), await fallbacks(bUrl)], ['0', '0'], 'both processes counted in Redis');
     assert.equal(statuses.filter((x) => x === 200).length, N);
     assert.equal(statuses.filter((x) => x === 429).length, 2 * N);
@@ -93,7 +94,11 @@ test('the server-wide limit is per client address, before authentication, behind
   try {
     const from = (ip: string, key: string | null) => s.call('GET', '/q/anything', { key, headers: { 'X-Forwarded-For': ip } });
     const first = await Promise.all([1, 2, 3, 4].map(() => from('203.0.113.1', 'sk_wrong')));
-    assert.deepEqual(first.map((r) => r.status), [401, 401, 401, 429], 'key guessing is throttled too');
+    assert.deepEqual(
+      first.map((r) => r.status),
+      [401, 401, 401, 429],
+      'key guessing is throttled too',
+    );
     assert.equal(first[3].json.code, 'rate_limited');
     assert.equal(first[3].headers.get('x-ratelimit-limit'), '3');
     assert.equal(first[0].headers.get('x-ratelimit-remaining'), '2');

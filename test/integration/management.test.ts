@@ -17,7 +17,16 @@ describe('management API', () => {
 
   test('connections: create, list, get, patch, delete; passwords never returned', async () => {
     const created = await s.call('POST', '/api/v1/connections', {
-      body: { name: 'warehouse', db: 'postgres', host: 'db.internal', port: 5433, database: 'w', user: 'app', password: 'hunter2', options: { sslmode: 'require' } },
+      body: {
+        name: 'warehouse',
+        db: 'postgres',
+        host: 'db.internal',
+        port: 5433,
+        database: 'w',
+        user: 'app',
+        password: 'hunter2',
+        options: { sslmode: 'require' },
+      },
     });
     assert.equal(created.status, 201, created.text);
     assert.equal(created.json.password, '********');
@@ -27,7 +36,10 @@ describe('management API', () => {
     assert.equal(again.status, 409);
     assert.equal(again.json.code, 'connection_exists');
     const list = await s.call('GET', '/api/v1/connections');
-    assert.deepEqual(list.json.items.map((c: { name: string }) => c.name), ['warehouse']);
+    assert.deepEqual(
+      list.json.items.map((c: { name: string }) => c.name),
+      ['warehouse'],
+    );
     assert.equal(list.json.items[0].password, undefined);
     const patched = await s.call('PATCH', '/api/v1/connections/warehouse', { body: { port: 5434, password: '********', host: null } });
     assert.equal(patched.status, 200, patched.text);
@@ -65,8 +77,13 @@ describe('management API', () => {
 
   test('queries: create, version, publish, unpublish, delete', async () => {
     const create = await s.call('POST', '/api/v1/queries', {
-      body: { name: 'films', description: 'Films', connection_name: 'examples', sql: 'SELECT * FROM film WHERE film_id = :id AND rating = :rating',
-        parameters: { id: { type: 'int', min: 1 }, rating: { type: 'str', enum: ['G', 'PG'], default: 'G' } } },
+      body: {
+        name: 'films',
+        description: 'Films',
+        connection_name: 'examples',
+        sql: 'SELECT * FROM film WHERE film_id = :id AND rating = :rating',
+        parameters: { id: { type: 'int', min: 1 }, rating: { type: 'str', enum: ['G', 'PG'], default: 'G' } },
+      },
     });
     assert.equal(create.status, 201, create.text);
     assert.equal(create.json.published_version, null);
@@ -83,15 +100,23 @@ describe('management API', () => {
     assert.ok(unused.json.errors.ghost);
     const pub = await s.call('POST', '/api/v1/queries/films/publish', { body: { version: 1 } });
     assert.equal(pub.json.published_version, 1);
-    const v2 = await s.call('POST', '/api/v1/queries/films/versions', { body: { description: 'v2', sql: 'SELECT title FROM film WHERE film_id = :id', publish: true } });
+    const v2 = await s.call('POST', '/api/v1/queries/films/versions', {
+      body: { description: 'v2', sql: 'SELECT title FROM film WHERE film_id = :id', publish: true },
+    });
     assert.equal(v2.status, 201, v2.text);
     assert.equal(v2.json.published_version, 2);
-    assert.deepEqual(v2.json.versions.map((x: { status: string }) => x.status), ['previous', 'published']);
+    assert.deepEqual(
+      v2.json.versions.map((x: { status: string }) => x.status),
+      ['previous', 'published'],
+    );
     assert.equal(v2.json.versions[1].connection_name, 'examples');
     const one = await s.call('GET', '/api/v1/queries/films/versions/1');
     assert.equal(one.json.status, 'previous');
     const list = await s.call('GET', '/api/v1/queries?status=published');
-    assert.deepEqual(list.json.items.map((q: { name: string }) => q.name), ['films']);
+    assert.deepEqual(
+      list.json.items.map((q: { name: string }) => q.name),
+      ['films'],
+    );
     const unpub = await s.call('POST', '/api/v1/queries/films/unpublish');
     assert.equal(unpub.json.published_version, null);
     assert.equal((await s.call('DELETE', '/api/v1/queries/films')).status, 204);
@@ -100,8 +125,16 @@ describe('management API', () => {
 
   test('api keys: secret once, only its hash stored, patch, delete revokes', async () => {
     const created = await s.call('POST', '/api/v1/api-keys', {
-      body: { name: 'partner', queries: ['a', { name: 'b', allow_writes: true }], connections: [], allowed_tables: ['Film'],
-        allowed_ips: ['10.0.0.0/8', '::1'], rate_limit: '100/minute', expires_at: '2099-12-31', mask: [{ column: '*.title', action: 'hash' }] },
+      body: {
+        name: 'partner',
+        queries: ['a', { name: 'b', allow_writes: true }],
+        connections: [],
+        allowed_tables: ['Film'],
+        allowed_ips: ['10.0.0.0/8', '::1'],
+        rate_limit: '100/minute',
+        expires_at: '2099-12-31',
+        mask: [{ column: '*.title', action: 'hash' }],
+      },
     });
     assert.equal(created.status, 201, created.text);
     assert.match(created.json.secret, /^sk_[A-Za-z0-9_-]{43}$/);
@@ -111,7 +144,12 @@ describe('management API', () => {
     assert.equal(got.json.secret, undefined);
     assert.equal(got.json.rate_limit, '100/minute');
     assert.equal(got.json.expired, false);
-    for (const bad of [{ rate_limit: '5 per hour' }, { allowed_ips: ['300.1.1.1'] }, { expires_at: '2026-02-30' }, { mask: [{ column: 'x', action: 'shred' }] }]) {
+    for (const bad of [
+      { rate_limit: '5 per hour' },
+      { allowed_ips: ['300.1.1.1'] },
+      { expires_at: '2026-02-30' },
+      { mask: [{ column: 'x', action: 'shred' }] },
+    ]) {
       const r = await s.call('PATCH', '/api/v1/api-keys/partner', { body: bad });
       assert.equal(r.status, 400, JSON.stringify(bad));
     }

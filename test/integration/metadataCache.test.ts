@@ -16,7 +16,8 @@ test('with the cache on, a revoked key is refused at once by the same server', a
     for (let i = 0; i < 6; i++) assert.equal((await s.call('GET', '/q/example_film_lookup?film_id=1', { key })).status, 401);
     // A new published version is served at once too.
     await s.call('POST', '/api/v1/queries/example_film_lookup/versions', {
-      body: { description: 'v2', sql: 'SELECT film_id FROM film WHERE film_id = :film_id', parameters: { film_id: 'int' }, publish: true } });
+      body: { description: 'v2', sql: 'SELECT film_id FROM film WHERE film_id = :film_id', parameters: { film_id: 'int' }, publish: true },
+    });
     const admin = await s.call('GET', '/q/example_film_lookup?film_id=1');
     assert.deepEqual(admin.json, [{ film_id: 1 }]);
   } finally {

@@ -20,8 +20,9 @@ for (const workers of ['3', '0']) {
     try {
       const key = (await s.call('POST', '/api/v1/api-keys', { body: { name: 'm', queries: ['example_film_lookup'], connections: [] } })).json.secret;
       const N = 40;
-      const answers = await Promise.all(Array.from({ length: N }, (_, i) =>
-        s.call('GET', `/q/example_film_lookup?film_id=${i % 5 === 0 ? 'x' : (i % 60) + 1}`, { key })));
+      const answers = await Promise.all(
+        Array.from({ length: N }, (_, i) => s.call('GET', `/q/example_film_lookup?film_id=${i % 5 === 0 ? 'x' : (i % 60) + 1}`, { key })),
+      );
       const ok = answers.filter((a) => a.status === 200).length;
       assert.equal(ok, N - 8);
       const scrape = await s.call('GET', '/metrics', { key: null });
@@ -34,13 +35,21 @@ for (const workers of ['3', '0']) {
       assert.equal(sample(t, 'queryapigate_query_duration_seconds_count', { connection: 'examples' }), ok);
       assert.equal(sample(t, 'queryapigate_rows_returned_total', { key: 'm' }), ok);
       assert.equal(sample(t, 'queryapigate_active_queries'), 0);
-      for (const name of ['queryapigate_request_duration_seconds_bucket', 'queryapigate_serialization_duration_seconds_count',
-        'queryapigate_history_pending', 'queryapigate_rate_limit_rejections_total', 'queryapigate_rate_limit_fallbacks_total',
-        'queryapigate_cache_hits_total', 'queryapigate_cache_misses_total']) {
+      for (const name of [
+        'queryapigate_request_duration_seconds_bucket',
+        'queryapigate_serialization_duration_seconds_count',
+        'queryapigate_history_pending',
+        'queryapigate_rate_limit_rejections_total',
+        'queryapigate_rate_limit_fallbacks_total',
+        'queryapigate_cache_hits_total',
+        'queryapigate_cache_misses_total',
+      ]) {
         assert.ok(t.includes(name), name);
       }
-      const recorded = await eventually(async () => sample((await s.call('GET', '/metrics', { key: null })).text,
-        'queryapigate_history_runs_total', { outcome: 'recorded' }), (n) => n >= ok);
+      const recorded = await eventually(
+        async () => sample((await s.call('GET', '/metrics', { key: null })).text, 'queryapigate_history_runs_total', { outcome: 'recorded' }),
+        (n) => n >= ok,
+      );
       assert.equal(recorded, ok, 'validation failures are not runs');
     } finally {
       await s.stop();

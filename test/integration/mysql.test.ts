@@ -52,7 +52,12 @@ describe('mysql source (MariaDB)', () => {
 
   /** running(), given up to a second for a cancelled statement to leave the list: the server may still show it
    *  ('Writing to net') while it sends the error the client already has. A statement not cancelled stays for seconds. */
-  const runningAfterCancel = (marker: string) => eventually(() => running(marker), (rows) => rows.length === 0, 1000);
+  const runningAfterCancel = (marker: string) =>
+    eventually(
+      () => running(marker),
+      (rows) => rows.length === 0,
+      1000,
+    );
 
   async function connectionsToScratch(): Promise<number> {
     const [rows] = await admin.query<mysql.RowDataPacket[]>('SHOW FULL PROCESSLIST');
@@ -97,12 +102,34 @@ describe('mysql source (MariaDB)', () => {
   test('value types', async () => {
     const r = await src.run('SELECT * FROM kinds WHERE id = ?', [1], READ);
     assert.deepEqual(r.columns, [
-      'id', 'big', 'small', 'ubig', 'n', 'f', 'dbl', 'dt', 'dt3', 'ts', 'd', 'tm', 'tm3', 'b1', 'b8', 'b64', 'j',
-      'bl', 'bin', 'vb', 'ti', 'yr', 'txt', 'e', 'absent',
+      'id',
+      'big',
+      'small',
+      'ubig',
+      'n',
+      'f',
+      'dbl',
+      'dt',
+      'dt3',
+      'ts',
+      'd',
+      'tm',
+      'tm3',
+      'b1',
+      'b8',
+      'b64',
+      'j',
+      'bl',
+      'bin',
+      'vb',
+      'ti',
+      'yr',
+      'txt',
+      'e',
+      'absent',
     ]);
     assert.equal(r.rowCount, 1);
-    const [id, big, small, ubig, n, f, dbl, dt, dt3, ts, d, tm, tm3, b1, b8, b64, j, bl, bin, vb, ti, yr, txt, e, absent] =
-      r.rows[0]!;
+    const [id, big, small, ubig, n, f, dbl, dt, dt3, ts, d, tm, tm3, b1, b8, b64, j, bl, bin, vb, ti, yr, txt, e, absent] = r.rows[0]!;
     assert.equal(id, 1);
     assert.equal(big, '9007199254740993'); // beyond 2^53: exact, as a string
     assert.equal(small, 42); // a BIGINT that fits stays a number
@@ -194,7 +221,14 @@ describe('mysql source (MariaDB)', () => {
 
   test('CALL answers with its first result set', async () => {
     const r = await src.run('CALL two_sets(?)', [2], WRITE);
-    assert.deepEqual(r, { columns: ['id', 'name'], rows: [[1, 'item 1'], [2, 'item 2']], rowCount: 2 });
+    assert.deepEqual(r, {
+      columns: ['id', 'name'],
+      rows: [
+        [1, 'item 1'],
+        [2, 'item 2'],
+      ],
+      rowCount: 2,
+    });
   });
 
   test('a write that changes session state does not leak into later calls', async () => {
@@ -223,10 +257,7 @@ describe('mysql source (MariaDB)', () => {
 
     // Inside the paging wrapper, and a write (MariaDB limits every statement, not only SELECT).
     await rejectsWith(src.run(PAGED(`SELECT /* ${marker} */ SLEEP(5) AS s`), [11, 0], { timeoutMs: 250, readOnly: true }), 'query_timeout');
-    await rejectsWith(
-      src.run(`UPDATE /* ${marker} */ items SET qty = qty + SLEEP(5) WHERE id = ?`, [1], { timeoutMs: 250, readOnly: false }),
-      'query_timeout',
-    );
+    await rejectsWith(src.run(`UPDATE /* ${marker} */ items SET qty = qty + SLEEP(5) WHERE id = ?`, [1], { timeoutMs: 250, readOnly: false }), 'query_timeout');
     assert.deepEqual(await runningAfterCancel(marker), []);
     assert.deepEqual((await src.run('SELECT qty FROM items WHERE id = 1', [], READ)).rows, [[1]]);
   });
@@ -295,9 +326,7 @@ describe('mysql source (MariaDB)', () => {
     assert.ok(afterReads > base && afterReads <= base + 4, `sessions: ${base} before, ${afterReads} after`);
     // Reads and writes at once: a second pool of 4 for the writes.
     const mixed = await Promise.all(
-      ids.map((id) =>
-        id % 2 ? four.run('SELECT qty FROM items WHERE id = ?', [id], READ) : four.run('UPDATE items SET qty = qty WHERE id = ?', [id], WRITE),
-      ),
+      ids.map((id) => (id % 2 ? four.run('SELECT qty FROM items WHERE id = ?', [id], READ) : four.run('UPDATE items SET qty = qty WHERE id = ?', [id], WRITE))),
     );
     mixed.forEach((r, i) => {
       assert.equal(r.rowCount, 1, `call ${i}`);

@@ -123,8 +123,14 @@ test('two instances sharing a limit of N admit exactly N in total', async () => 
   const results = await Promise.all(calls);
   assert.equal(allowedCount(results), N);
   // Each token was handed out once: the remaining counts are exactly N-1 .. 0.
-  const remaining = results.filter((r) => r.allowed).map((r) => r.remaining).sort((x, y) => x - y);
-  assert.deepEqual(remaining, Array.from({ length: N }, (_, i) => i));
+  const remaining = results
+    .filter((r) => r.allowed)
+    .map((r) => r.remaining)
+    .sort((x, y) => x - y);
+  assert.deepEqual(
+    remaining,
+    Array.from({ length: N }, (_, i) => i),
+  );
   const refused = results.find((r) => !r.allowed)!;
   assert.deepEqual(refused, { allowed: false, limit: N, remaining: 0, retryAfterS: 72 });
   assert.equal(a.fallbacks + b.fallbacks, 0);
@@ -152,7 +158,10 @@ test('the script is sent again when Redis has forgotten it (NOSCRIPT)', async ()
   } as unknown as Redis;
   const limiter = new RedisRateLimiter(forgetful, new SharedRateLimiter(createLimiterMemory(1024)), { prefix: PREFIX });
   const results = await takeMany(limiter, 'k:noscript', 2, 3);
-  assert.deepEqual(results.map((r) => r.allowed), [true, true, false]);
+  assert.deepEqual(
+    results.map((r) => r.allowed),
+    [true, true, false],
+  );
   assert.equal(evals, 3);
   assert.equal(limiter.fallbacks, 0);
 });
@@ -202,7 +211,10 @@ test('a stalled Redis times out to local counting; the late scripts still count 
     assert.ok(await limiter.ready(5000));
     proxy.stall(true);
     const stalled = await takeMany(limiter, 'k:stall', 2, 3);
-    assert.deepEqual(stalled.map((r) => r.allowed), [true, true, false]);
+    assert.deepEqual(
+      stalled.map((r) => r.allowed),
+      [true, true, false],
+    );
     assert.equal(limiter.fallbacks, 3);
     proxy.stall(false);
     // Redis is tried again on the next call, and the three late scripts reached it before it:

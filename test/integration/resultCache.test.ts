@@ -12,9 +12,18 @@ for (const backend of ['memory', 'Redis']) {
     if (backend === 'Redis') env.QUERYAPIGATE_REDIS_URL = 'redis://127.0.0.1:6379';
     const s = await startTestServer(env);
     try {
-      await s.call('POST', '/api/v1/queries', { body: { name: 'cached_film', description: 'cached', connection_name: 'examples',
-        sql: 'SELECT film_id, title FROM film WHERE film_id = :id', parameters: { id: 'int' }, cache_ttl: 60, publish: true } });
-      const path = `/q/cached_film?id=${backend === 'Redis' ? 5 : 4}&page_size=${Date.now() % 1000 + 1}`; // fresh key per run
+      await s.call('POST', '/api/v1/queries', {
+        body: {
+          name: 'cached_film',
+          description: 'cached',
+          connection_name: 'examples',
+          sql: 'SELECT film_id, title FROM film WHERE film_id = :id',
+          parameters: { id: 'int' },
+          cache_ttl: 60,
+          publish: true,
+        },
+      });
+      const path = `/q/cached_film?id=${backend === 'Redis' ? 5 : 4}&page_size=${(Date.now() % 1000) + 1}`; // fresh key per run
       const miss = await s.call('GET', path);
       assert.equal(miss.status, 200, miss.text);
       assert.equal(miss.headers.get('x-cache'), 'MISS');

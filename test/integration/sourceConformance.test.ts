@@ -66,7 +66,9 @@ function mariadb(): DataSource {
     }),
     async peek(_s, id) {
       const [rows] = await admin.query<mysql.RowDataPacket[]>(
-        `SELECT (SELECT COUNT(*) FROM ${database}.items) AS count, name FROM ${database}.items WHERE id = ?`, [id]);
+        `SELECT (SELECT COUNT(*) FROM ${database}.items) AS count, name FROM ${database}.items WHERE id = ?`,
+        [id],
+      );
       return { count: Number(rows[0].count), name: rows[0].name };
     },
     deadDetail: /ECONNREFUSED/,
@@ -221,7 +223,7 @@ for (const source of [mariadb(), sqlite()]) {
           assert.equal(tooBig.json.code, 'param_invalid');
         });
 
-        test('paging stays inside the statement\'s own LIMIT', async () => {
+        test("paging stays inside the statement's own LIMIT", async () => {
           const sizes: number[] = [];
           const more: string[] = [];
           const ids: number[] = [];
@@ -235,7 +237,10 @@ for (const source of [mariadb(), sqlite()]) {
           }
           assert.deepEqual(sizes, [10, 10, 5]);
           assert.deepEqual(more, ['true', 'true', 'false']);
-          assert.deepEqual(ids, Array.from({ length: 25 }, (_, i) => i + 1));
+          assert.deepEqual(
+            ids,
+            Array.from({ length: 25 }, (_, i) => i + 1),
+          );
           const exact = await recorded('/q/items?page=5&page_size=5');
           assert.equal(exact.json.length, 5);
           assert.equal(exact.headers.get('x-has-more'), 'false'); // the 25th row ends the statement's window
@@ -253,8 +258,14 @@ for (const source of [mariadb(), sqlite()]) {
           const nd = await recorded('/q/items?format=ndjson&page_size=3');
           assert.equal(nd.headers.get('content-type'), 'application/x-ndjson');
           assert.equal(nd.headers.get('x-has-more'), 'true');
-          const lines = nd.text.trim().split('\n').map((l) => JSON.parse(l));
-          assert.deepEqual(lines.map((l) => l.id), [1, 2, 3]);
+          const lines = nd.text
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l));
+          assert.deepEqual(
+            lines.map((l) => l.id),
+            [1, 2, 3],
+          );
           assert.equal(lines[2].name, 'quote "and", comma');
           assert.equal(lines[0].big, '9007199254740994');
           const csv = await recorded('/q/items?format=csv&page_size=3');
@@ -385,8 +396,10 @@ for (const source of [mariadb(), sqlite()]) {
         test('run history of the shared call sequence', async () => {
           const marker = `end-${source.name}-${mode.pgStore ? 'pg' : 'lite'}-${mode.env.QUERYAPIGATE_WORKERS}`;
           assert.equal((await q('/q/item?id=9', reader, { headers: { 'X-Request-Id': marker } })).status, 200);
-          const h = await eventually(() => s.call('GET', '/api/v1/history?limit=1000'),
-            (r) => r.json.items.some((x: { request_id: string }) => x.request_id === marker));
+          const h = await eventually(
+            () => s.call('GET', '/api/v1/history?limit=1000'),
+            (r) => r.json.items.some((x: { request_id: string }) => x.request_id === marker),
+          );
           const items: Array<Record<string, unknown>> = h.json.items;
           assert.equal(items[0].request_id, marker, 'newest first');
           const runs = items.map((x) => [x.query, x.version, x.status, x.code ?? null, x.rows, x.key_name, x.connection_name]);
@@ -400,8 +413,14 @@ for (const source of [mariadb(), sqlite()]) {
           assert.ok(has(['by_big', 1, 'success', null, 1, 'reader', 'src']));
           assert.ok(has(['items', 1, 'success', null, 10, 'reader', 'src']));
           // Rejected before running (bad parameters, an unknown version, a forbidden key): not runs.
-          assert.deepEqual(runs.filter((r) => r[0] === 'item' && r[2] === 'error'), []);
-          assert.deepEqual(runs.filter((r) => r[5] === 'other' && r[0] !== 'by_name'), []);
+          assert.deepEqual(
+            runs.filter((r) => r[0] === 'item' && r[2] === 'error'),
+            [],
+          );
+          assert.deepEqual(
+            runs.filter((r) => r[5] === 'other' && r[0] !== 'by_name'),
+            [],
+          );
           assert.equal(runs.filter((r) => r[0] === 'items' && r[2] === 'error').length, 0);
         });
       });

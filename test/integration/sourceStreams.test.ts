@@ -60,7 +60,10 @@ function streamSuite(h: () => Harness): void {
     assert.equal(n, ROWS);
     assert.deepEqual(columns, whole.columns);
     assert.equal(sizes.length, ROWS / BATCH);
-    assert.ok(sizes.every((s) => s === BATCH), `batch sizes ${sizes.join(',')}`);
+    assert.ok(
+      sizes.every((s) => s === BATCH),
+      `batch sizes ${sizes.join(',')}`,
+    );
     assert.deepStrictEqual(got, whole.rows); // same values, same types, same order
     // A short last batch.
     const sizes2: number[] = [];
@@ -108,14 +111,23 @@ function streamSuite(h: () => Harness): void {
     assert.equal(batches, 3);
     const again = await src.run('SELECT 1 AS one', [], READ); // at once, on the freed connection
     assert.deepEqual(again.rows, [[1]]);
-    if (h().running) assert.equal(await eventually(() => h().running!(marker), (v) => v === 0), 0);
+    if (h().running)
+      assert.equal(
+        await eventually(
+          () => h().running!(marker),
+          (v) => v === 0,
+        ),
+        0,
+      );
     // An async throw too, and the source streams again afterwards.
     const late = new Error('late');
     caught = undefined;
-    await src.stream(h().all, [], stream(), async () => {
-      await sleep(1);
-      throw late;
-    }).catch((err: unknown) => (caught = err));
+    await src
+      .stream(h().all, [], stream(), async () => {
+        await sleep(1);
+        throw late;
+      })
+      .catch((err: unknown) => (caught = err));
     assert.equal(caught, late);
     assert.equal(await src.stream(h().all, [], stream(25_000), () => {}), ROWS);
   });
@@ -134,10 +146,11 @@ function streamSuite(h: () => Harness): void {
       }
     });
     await atFirst;
-    const runs = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => src.run(`SELECT ${i} AS i`, [], READ)),
+    const runs = await Promise.all(Array.from({ length: 12 }, (_, i) => src.run(`SELECT ${i} AS i`, [], READ)));
+    assert.deepEqual(
+      runs.map((r) => r.rows[0]![0]),
+      Array.from({ length: 12 }, (_, i) => i),
     );
-    assert.deepEqual(runs.map((r) => r.rows[0]![0]), Array.from({ length: 12 }, (_, i) => i));
     assert.equal(batches, 1, 'the stream stayed paused meanwhile');
     release();
     assert.equal(await streaming, ROWS);
@@ -154,9 +167,12 @@ function streamSuite(h: () => Harness): void {
   test('a write is refused: streams are read-only', async () => {
     const src = h().open();
     let called = false;
-    await rejectsWith(src.stream(h().write, [], { ...stream(), readOnly: false }, () => {
-      called = true;
-    }), 'read_only');
+    await rejectsWith(
+      src.stream(h().write, [], { ...stream(), readOnly: false }, () => {
+        called = true;
+      }),
+      'read_only',
+    );
     assert.equal(called, false);
   });
 
@@ -164,9 +180,19 @@ function streamSuite(h: () => Harness): void {
     const src = h().open(1);
     const marker = `qag_stall_${Date.now()}`;
     let batches = 0;
-    await rejectsWith(src.stream(h().stall(marker), [], stream(BATCH, h().stallMs), () => void batches++), 'query_timeout');
+    await rejectsWith(
+      src.stream(h().stall(marker), [], stream(BATCH, h().stallMs), () => void batches++),
+      'query_timeout',
+    );
     assert.ok(batches <= 1);
-    if (h().running) assert.equal(await eventually(() => h().running!(marker), (v) => v === 0), 0);
+    if (h().running)
+      assert.equal(
+        await eventually(
+          () => h().running!(marker),
+          (v) => v === 0,
+        ),
+        0,
+      );
     assert.deepEqual((await src.run('SELECT 1 AS one', [], READ)).rows, [[1]]);
     // The limit counts the database's time only: a reader slower than the limit in all is fine.
     let slow = 0;
@@ -200,7 +226,10 @@ function streamSuite(h: () => Harness): void {
       );
     }
     await Promise.all(started);
-    const e = await rejectsWith(src.stream(h().all, [], stream(), () => {}), 'unavailable');
+    const e = await rejectsWith(
+      src.stream(h().all, [], stream(), () => {}),
+      'unavailable',
+    );
     assert.equal(statusOf(e.code), 503);
     assert.deepEqual((await src.run('SELECT 2 AS two', [], READ)).rows, [[2]]);
     for (const r of releases) r();
@@ -235,8 +264,13 @@ describe('stream: postgres', () => {
   });
 
   const conn = (): ConnectionConfig => ({
-    name: 'pg', db: 'postgres', host: url.hostname, port: Number(url.port || 5432),
-    user: decodeURIComponent(url.username) || 'postgres', password: decodeURIComponent(url.password) || null, database: db.name,
+    name: 'pg',
+    db: 'postgres',
+    host: url.hostname,
+    port: Number(url.port || 5432),
+    user: decodeURIComponent(url.username) || 'postgres',
+    password: decodeURIComponent(url.password) || null,
+    database: db.name,
   });
 
   streamSuite(() => ({
@@ -252,10 +286,7 @@ describe('stream: postgres', () => {
     write: 'insert into big (id) values (-1)',
     empty: 'select id, label from big where id < 0',
     async running(m) {
-      const rows = await admin.unsafe(
-        "select pid from pg_stat_activity where state = 'active' and query like $1 and pid <> pg_backend_pid()",
-        [`%${m}%`],
-      );
+      const rows = await admin.unsafe("select pid from pg_stat_activity where state = 'active' and query like $1 and pid <> pg_backend_pid()", [`%${m}%`]);
       return rows.length;
     },
     maxStreams: 1,

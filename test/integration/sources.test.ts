@@ -99,7 +99,10 @@ describe('postgres source', () => {
     );
     const [texts, grid, docs, dates, bytes, bounded, empty, bools] = r.rows[0]!;
     assert.deepEqual(texts, ['a b', 'c"d', null, 'x\\y', '', 'NULL']);
-    assert.deepEqual(grid, [[1, 2], [3, 4]]);
+    assert.deepEqual(grid, [
+      [1, 2],
+      [3, 4],
+    ]);
     assert.deepEqual(docs, [{ k: 1 }, null]);
     assert.deepEqual(dates, ['2024-01-02']);
     assert.ok(Array.isArray(bytes) && Buffer.isBuffer(bytes[0]));
@@ -107,8 +110,20 @@ describe('postgres source', () => {
     assert.deepEqual(bounded, [5, 6]);
     assert.deepEqual(empty, []);
     assert.deepEqual(bools, [true, false]);
-    const bound = await src.run('select $1::int[] as a, $2::text[] as b', [[1, 2, null], ['a"b', 'c\\d', null]], READ);
-    assert.deepEqual(bound.rows, [[[1, 2, null], ['a"b', 'c\\d', null]]]);
+    const bound = await src.run(
+      'select $1::int[] as a, $2::text[] as b',
+      [
+        [1, 2, null],
+        ['a"b', 'c\\d', null],
+      ],
+      READ,
+    );
+    assert.deepEqual(bound.rows, [
+      [
+        [1, 2, null],
+        ['a"b', 'c\\d', null],
+      ],
+    ]);
   });
 
   test('a 1 ms session limit does not take the process down', async () => {
@@ -127,18 +142,9 @@ describe('postgres source', () => {
   });
 
   test('parameters: $1 reused, strings for typed parameters', async () => {
-    const r = await src.run(
-      'select count(*) from items where id = $1 or parent = $1',
-      ['3'],
-      READ,
-    );
+    const r = await src.run('select count(*) from items where id = $1 or parent = $1', ['3'], READ);
     assert.deepEqual(r.rows, [[50]]); // 3, 13, ..., 493: id 3 is also one of parent 3's
-    const t = await src.run('select $1::int + $1::int as s, $2::bool as yes, $3::jsonb as doc, $4::date as d', [
-      '21',
-      'true',
-      '{"k":1}',
-      '2024-03-01',
-    ], READ);
+    const t = await src.run('select $1::int + $1::int as s, $2::bool as yes, $3::jsonb as doc, $4::date as d', ['21', 'true', '{"k":1}', '2024-03-01'], READ);
     assert.deepEqual(t.columns, ['s', 'yes', 'doc', 'd']);
     assert.deepEqual(t.rows, [[42, true, { k: 1 }, '2024-03-01']]);
     const nulls = await src.run('select $1::text is null', [null], READ);

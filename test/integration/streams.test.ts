@@ -24,9 +24,17 @@ describe('streamed exports', () => {
     my = await mysql.createConnection({ host: '127.0.0.1', user: 'root', multipleStatements: true });
     await my.query(`CREATE DATABASE ${myDb}; USE ${myDb};
       CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(40), amount DECIMAL(10,2), at DATETIME);`);
-    const values = Array.from({ length: ROWS }, (_, k) => `(${k + 1}, 'row ${k + 1}, "q"', ${((k + 1) / 7).toFixed(2)}, '2026-01-01 00:00:00' + INTERVAL ${k + 1} MINUTE)`);
+    const values = Array.from(
+      { length: ROWS },
+      (_, k) => `(${k + 1}, 'row ${k + 1}, "q"', ${((k + 1) / 7).toFixed(2)}, '2026-01-01 00:00:00' + INTERVAL ${k + 1} MINUTE)`,
+    );
     await my.query(`INSERT INTO t VALUES ${values.join(',')}`);
-    s = await startTestServer({ QUERYAPIGATE_WORKERS: '2', QUERYAPIGATE_LOAD_EXAMPLES: '1', QUERYAPIGATE_MAX_PAGE_SIZE: '100000', QUERYAPIGATE_STREAM_MAX_ROWS: '0' });
+    s = await startTestServer({
+      QUERYAPIGATE_WORKERS: '2',
+      QUERYAPIGATE_LOAD_EXAMPLES: '1',
+      QUERYAPIGATE_MAX_PAGE_SIZE: '100000',
+      QUERYAPIGATE_STREAM_MAX_ROWS: '0',
+    });
     const post = async (path: string, body: unknown) => assert.ok((await s.call('POST', path, { body })).status < 300);
     await post('/api/v1/connections', { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: pg.name, user: 'postgres' });
     await post('/api/v1/connections', { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: myDb, user: 'root' });
@@ -35,8 +43,13 @@ describe('streamed exports', () => {
       ['my_rows', 'my', 'SELECT id, name, amount, at FROM t ORDER BY id'],
       ['lite_rows', 'examples', 'SELECT rental_id, rental_date, return_date, amount FROM rental ORDER BY rental_id LIMIT 5000'],
       ['pg_big', 'pg', 'SELECT id, pad FROM big ORDER BY id'],
-    ]) await post('/api/v1/queries', { name, connection_name: conn, sql, description: name, publish: true });
-    masked = (await s.call('POST', '/api/v1/api-keys', { body: { name: 'masked', queries: ['pg_rows'], connections: [], mask: [{ column: '*.email', action: 'mask' }] } })).json.secret;
+    ])
+      await post('/api/v1/queries', { name, connection_name: conn, sql, description: name, publish: true });
+    masked = (
+      await s.call('POST', '/api/v1/api-keys', {
+        body: { name: 'masked', queries: ['pg_rows'], connections: [], mask: [{ column: '*.email', action: 'mask' }] },
+      })
+    ).json.secret;
   });
   after(async () => {
     await s.stop();
@@ -61,7 +74,10 @@ describe('streamed exports', () => {
 
   test('masking applies to every streamed row', async () => {
     const r = await s.call('GET', '/q/pg_rows?stream=true&format=ndjson', { key: masked });
-    const rows = r.text.trim().split('\n').map((l) => JSON.parse(l));
+    const rows = r.text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.equal(rows.length, ROWS);
     for (const row of rows) assert.match(row.email, /^u\**@example\.com$/);
     assert.doesNotMatch(r.text, /u\d+@example\.com/);
@@ -98,12 +114,18 @@ describe('streamed exports', () => {
       req.on('error', () => undefined);
     });
     const active = await eventually(
-      () => pg.sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${pg.name} AND query LIKE '%FROM big%' AND state = 'active' AND pid <> pg_backend_pid()`,
-      (r) => r[0].n === 0, 5000);
+      () =>
+        pg.sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${pg.name} AND query LIKE '%FROM big%' AND state = 'active' AND pid <> pg_backend_pid()`,
+      (r) => r[0].n === 0,
+      5000,
+    );
     assert.equal(active[0].n, 0, 'the cursor was closed on the server');
     const after = await s.call('GET', '/q/pg_rows?page_size=1');
     assert.equal(after.status, 200);
-    const h = await eventually(() => s.call('GET', '/api/v1/queries/pg_big/history?limit=1'), (r) => r.json.items.length > 0);
+    const h = await eventually(
+      () => s.call('GET', '/api/v1/queries/pg_big/history?limit=1'),
+      (r) => r.json.items.length > 0,
+    );
     assert.equal(h.json.items[0].status, 'error');
     assert.ok(h.json.items[0].rows > 0, 'the run records the rows sent');
   });
@@ -112,7 +134,9 @@ describe('streamed exports', () => {
 test('QUERYAPIGATE_STREAM_MAX_ROWS ends a stream with a visible truncation line', async () => {
   const s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_LOAD_EXAMPLES: '1', QUERYAPIGATE_STREAM_MAX_ROWS: '1500' });
   try {
-    await s.call('POST', '/api/v1/queries', { body: { name: 'all', connection_name: 'examples', sql: 'SELECT rental_id FROM rental ORDER BY rental_id', description: 'a', publish: true } });
+    await s.call('POST', '/api/v1/queries', {
+      body: { name: 'all', connection_name: 'examples', sql: 'SELECT rental_id FROM rental ORDER BY rental_id', description: 'a', publish: true },
+    });
     const nd = await s.call('GET', '/q/all?stream=true&format=ndjson');
     const lines = nd.text.trim().split('\n');
     assert.equal(lines.length, 1501);

@@ -54,9 +54,18 @@ before(async () => {
   };
   await ok('/api/v1/connections', { name: 'tpcc', db: 'mysql', host: '127.0.0.1', port: 3306, database: DB, user: 'root' });
   for (const [name, sql] of Object.entries(SQL)) await ok('/api/v1/queries', { name, sql, connection_name: 'tpcc', description: name, publish: true });
-  governed = (await ok('/api/v1/api-keys', { name: 'tpcc-governed', queries: Object.keys(SQL), connections: [],
-    allowed_tables: ['customer', 'district', 'order_line', 'orders', 'stock'],
-    mask: [{ column: 'customer.c_last', action: 'hash' }, { column: '*.c_data', action: 'mask' }] })).secret;
+  governed = (
+    await ok('/api/v1/api-keys', {
+      name: 'tpcc-governed',
+      queries: Object.keys(SQL),
+      connections: [],
+      allowed_tables: ['customer', 'district', 'order_line', 'orders', 'stock'],
+      mask: [
+        { column: 'customer.c_last', action: 'hash' },
+        { column: '*.c_data', action: 'mask' },
+      ],
+    })
+  ).secret;
 });
 
 after(async () => {
@@ -78,7 +87,13 @@ test("order_status: the newest order's lines, each with the same hashed c_last",
   const lookup = (await s.call('GET', '/q/customer?w_id=1&d_id=1&c_id=7', { key: governed })).json[0];
   const r = await s.call('GET', '/q/order_status?w_id=1&d_id=1&c_id=7', { key: governed });
   assert.equal(r.status, 200, r.text);
-  assert.deepEqual(r.json.map((l: { o_id: number; ol_number: number }) => [l.o_id, l.ol_number]), [[3, 1], [3, 2]]);
+  assert.deepEqual(
+    r.json.map((l: { o_id: number; ol_number: number }) => [l.o_id, l.ol_number]),
+    [
+      [3, 1],
+      [3, 2],
+    ],
+  );
   for (const line of r.json) assert.equal(line.c_last, lookup.c_last);
   assert.doesNotMatch(r.text, /BARBARABLE/);
 });

@@ -6,13 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { buildExamplesDb, EXAMPLES_DB_FILE, formatLocal, mulberry32 } from '../../src/examples/dataset.js';
-import {
-  EXAMPLE_CONNECTION,
-  exampleKeys,
-  exampleQueries,
-  exampleRoles,
-  type ExampleQuery,
-} from '../../src/examples/catalog.js';
+import { EXAMPLE_CONNECTION, exampleKeys, exampleQueries, exampleRoles, type ExampleQuery } from '../../src/examples/catalog.js';
 
 const TODAY = new Date(2025, 5, 15, 14, 30, 0); // local time
 
@@ -62,13 +56,26 @@ const EXPECTED_COLUMNS: Record<string, string[]> = {
   example_kpi_overdue: ['overdue_rentals', 'oldest_rental_date'],
   example_recent_rentals: ['rental_id', 'rental_date', 'title', 'customer_name', 'amount', 'currently_rented'],
   example_all_rentals: [
-    'rental_id', 'rental_date', 'return_date', 'film_id', 'title', 'category', 'rating',
-    'customer_id', 'customer_name', 'email', 'country', 'payment_id', 'amount', 'payment_date',
-    'staff_id', 'staff_name', 'store_id', 'store_name',
+    'rental_id',
+    'rental_date',
+    'return_date',
+    'film_id',
+    'title',
+    'category',
+    'rating',
+    'customer_id',
+    'customer_name',
+    'email',
+    'country',
+    'payment_id',
+    'amount',
+    'payment_date',
+    'staff_id',
+    'staff_name',
+    'store_id',
+    'store_name',
   ],
-  example_film_lookup: [
-    'film_id', 'title', 'category', 'rating', 'length', 'rentals_last_30_days', 'currently_rented',
-  ],
+  example_film_lookup: ['film_id', 'title', 'category', 'rating', 'length', 'rentals_last_30_days', 'currently_rented'],
   example_film_search: ['film_id', 'title', 'category', 'rating', 'length', 'rental_rate'],
 };
 EXPECTED_COLUMNS.example_rentals_since = EXPECTED_COLUMNS.example_all_rentals!;
@@ -138,10 +145,7 @@ test('dataset shape: categories, ratings, dates before today, payments 1:1', () 
       const now = formatLocal(TODAY);
       const yearAgo = formatLocal(new Date(TODAY.getTime() - 366 * 86_400_000));
       assert.ok(hi <= now && lo >= yearAgo, `${lo} .. ${hi}`);
-      assert.equal(
-        db.prepare('SELECT COUNT(*) FROM rental r JOIN payment p ON p.rental_id = r.rental_id AND p.amount = r.amount').pluck().get(),
-        20000,
-      );
+      assert.equal(db.prepare('SELECT COUNT(*) FROM rental r JOIN payment p ON p.rental_id = r.rental_id AND p.amount = r.amount').pluck().get(), 20000);
       assert.equal(db.prepare('SELECT COUNT(*) FROM rental WHERE return_date < rental_date').pluck().get(), 0);
       assert.equal(db.prepare('SELECT COUNT(*) FROM rental WHERE return_date > ?').pluck().get(now), 0);
     } finally {
@@ -186,9 +190,7 @@ test('catalog: collections, keys, parameter declarations', () => {
   assert.deepEqual(p('example_film_lookup'), {
     film_id: { type: 'integer', min: 1, required: true, description: 'The film id' },
   });
-  assert.deepEqual((p('example_top_films').category as { enum: string[] }).enum, [
-    'Action', 'Comedy', 'Documentary', 'Drama', 'Family', 'Sci-Fi',
-  ]);
+  assert.deepEqual((p('example_top_films').category as { enum: string[] }).enum, ['Action', 'Comedy', 'Documentary', 'Drama', 'Family', 'Sci-Fi']);
   const since = p('example_rentals_since').since as { pattern: string; default: string };
   assert.ok(new RegExp(`^(?:${since.pattern})$`).test(since.default));
   assert.equal(exampleRoles[0]!.name, 'example-executive');

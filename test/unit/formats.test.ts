@@ -1,16 +1,7 @@
 // Tests for result serialisation: JSON, NDJSON, CSV, TSV, column names, value rules, empty results.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  CONTENT_TYPES,
-  EMPTY_JSON,
-  compileWriter,
-  formatDateTime,
-  jsonValue,
-  textValue,
-  uniqueColumnNames,
-  writeEmpty,
-} from '../../src/call/formats.js';
+import { CONTENT_TYPES, EMPTY_JSON, compileWriter, formatDateTime, jsonValue, textValue, uniqueColumnNames, writeEmpty } from '../../src/call/formats.js';
 
 const WEIRD = [
   'plain',
@@ -41,7 +32,10 @@ test('JSON: a bare array of objects in column order', () => {
 test('JSON: weird strings survive a round trip', () => {
   const write = compileWriter(['s'], 'json');
   const body = write(WEIRD.map((s) => [s]));
-  assert.deepEqual(JSON.parse(body), WEIRD.map((s) => ({ s })));
+  assert.deepEqual(
+    JSON.parse(body),
+    WEIRD.map((s) => ({ s })),
+  );
   // every string is escaped by JSON.stringify: quotes, control characters and lone surrogates
   assert.ok(body.includes('"say \\"hi\\""'));
   assert.ok(body.includes('"line\\nbreak"'));
@@ -85,8 +79,7 @@ test('value rules in JSON', async (t) => {
     ['Uint8Array', new Uint8Array([0x68, 0x69]), '"hi"'],
     ['object', { a: 1, b: [true, null] }, JSON.stringify('{"a":1,"b":[true,null]}')],
     ['array', [1, 'x'], JSON.stringify('[1,"x"]')],
-    ['nested bigint and Date', { n: 2n ** 60n, d: new Date(Date.UTC(2020, 0, 1)) },
-      JSON.stringify('{"n":"1152921504606846976","d":"2020-01-01 00:00:00"}')],
+    ['nested bigint and Date', { n: 2n ** 60n, d: new Date(Date.UTC(2020, 0, 1)) }, JSON.stringify('{"n":"1152921504606846976","d":"2020-01-01 00:00:00"}')],
     ['null-prototype object', Object.assign(Object.create(null), { a: 1 }), JSON.stringify('{"a":1}')],
     ['class instance with toString', new URL('http://x.test/a'), '"http://x.test/a"'],
   ];
@@ -114,13 +107,22 @@ test('duplicate column names', () => {
 
 test('NDJSON: one object per line, trailing newline', () => {
   const write = compileWriter(['a', 'b'], 'ndjson');
-  assert.equal(write([[1, 'x'], [2, 'line\nbreak']]), '{"a":1,"b":"x"}\n{"a":2,"b":"line\\nbreak"}\n');
+  assert.equal(
+    write([
+      [1, 'x'],
+      [2, 'line\nbreak'],
+    ]),
+    '{"a":1,"b":"x"}\n{"a":2,"b":"line\\nbreak"}\n',
+  );
   assert.equal(write([]), '');
   assert.equal(write.head, '');
   assert.equal(write.contentType, 'application/x-ndjson');
   const lines = write(WEIRD.map((s, i) => [i, s])).split('\n');
   assert.equal(lines.pop(), '');
-  assert.deepEqual(lines.map((l) => JSON.parse(l).b), WEIRD);
+  assert.deepEqual(
+    lines.map((l) => JSON.parse(l).b),
+    WEIRD,
+  );
 });
 
 test('CSV: header, CRLF, RFC 4180 quoting', async (t) => {
@@ -162,13 +164,25 @@ test('CSV: header, CRLF, RFC 4180 quoting', async (t) => {
   });
   await t.test('chunk gives rows without the header', () => {
     const write = compileWriter(['a', 'b'], 'csv');
-    assert.equal(write.head + write.chunk([[1, 2]]) + write.chunk([[3, 4]]), write([[1, 2], [3, 4]]));
+    assert.equal(
+      write.head + write.chunk([[1, 2]]) + write.chunk([[3, 4]]),
+      write([
+        [1, 2],
+        [3, 4],
+      ]),
+    );
   });
 });
 
 test('TSV: tab-delimited, quoted like Python csv with a tab delimiter', () => {
   const write = compileWriter(['a', 'b'], 'tsv');
-  assert.equal(write([['x\ty', 'p,q'], ['say "hi"', 'l\nm']]), 'a\tb\r\n"x\ty"\tp,q\r\n"say ""hi"""\t"l\nm"\r\n');
+  assert.equal(
+    write([
+      ['x\ty', 'p,q'],
+      ['say "hi"', 'l\nm'],
+    ]),
+    'a\tb\r\n"x\ty"\tp,q\r\n"say ""hi"""\t"l\nm"\r\n',
+  );
   assert.equal(write.contentType, 'text/tab-separated-values; charset=utf-8');
 });
 

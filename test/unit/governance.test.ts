@@ -80,12 +80,20 @@ const CORPUS: LineageCase[] = [
   { sql: 'SELECT e.salary, m.salary AS boss FROM employees e JOIN employees m ON m.id = e.manager_id', tables: ['employees'], masks: 'n n' },
   { sql: 'SELECT name, row_number() OVER (PARTITION BY dept ORDER BY salary DESC) AS rnk FROM employees', tables: ['employees'], masks: '- n' },
   { sql: 'SELECT dept, sum(salary) OVER (PARTITION BY dept) AS s FROM employees', tables: ['employees'], masks: '- n' },
-  { sql: 'SELECT dept, avg(id) OVER (PARTITION BY dept ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS a FROM employees', tables: ['employees'], masks: '- -' },
+  {
+    sql: 'SELECT dept, avg(id) OVER (PARTITION BY dept ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS a FROM employees',
+    tables: ['employees'],
+    masks: '- -',
+  },
   { sql: "SELECT CASE WHEN email LIKE '%@x.com' THEN 'x' ELSE 'other' END AS domain FROM customers", tables: ['customers'], masks: 'h' },
   { sql: 'SELECT CASE WHEN c.id > 10 THEN c.phone ELSE c.name END AS contact FROM customers c', tables: ['customers'], masks: 'm' },
   { sql: 'SELECT COALESCE(phone, email) AS reach FROM customers', tables: ['customers'], masks: 'm' },
   { sql: 'SELECT COALESCE(national_id, email) AS ident FROM customers', tables: ['customers'], masks: 'd' },
-  { sql: 'SELECT CAST(total AS DECIMAL(10,2)) AS t, CAST(email AS CHAR(20)) AS e FROM orders o JOIN customers c ON c.id = o.customer_id', tables: ['customers', 'orders'], masks: '- h' },
+  {
+    sql: 'SELECT CAST(total AS DECIMAL(10,2)) AS t, CAST(email AS CHAR(20)) AS e FROM orders o JOIN customers c ON c.id = o.customer_id',
+    tables: ['customers', 'orders'],
+    masks: '- h',
+  },
   { sql: 'SELECT national_id, name FROM customers', tables: ['customers'], masks: 'd -' },
   { sql: 'SELECT count(*) AS n FROM customers', tables: ['customers'], masks: '-' },
   { sql: 'SELECT count(email) AS n FROM customers', tables: ['customers'], masks: 'h' },
@@ -106,16 +114,22 @@ const CORPUS: LineageCase[] = [
   { sql: 'SELECT * FROM customers WHERE id > :after ORDER BY id LIMIT :n', tables: ['customers'], masks: STAR_CUSTOMERS },
   {
     sql: 'WITH RECURSIVE chain(id, manager_id, name) AS (SELECT id, manager_id, name FROM employees WHERE id = 1 UNION ALL SELECT e.id, e.manager_id, e.name FROM employees e JOIN chain ch ON e.manager_id = ch.id) SELECT name FROM chain',
-    tables: ['employees'], masks: '-',
+    tables: ['employees'],
+    masks: '-',
   },
   {
     sql: 'WITH RECURSIVE chain(id, pay) AS (SELECT id, salary FROM employees WHERE id = 1 UNION ALL SELECT e.id, e.salary FROM employees e JOIN chain ch ON e.manager_id = ch.id) SELECT pay FROM chain',
-    tables: ['employees'], masks: 'n',
+    tables: ['employees'],
+    masks: 'n',
   },
   { sql: "SELECT 1 AS one, 'x' AS two", tables: [], masks: '- -' },
   { sql: 'SELECT name FROM customers_view', tables: ['customers_view'], masks: { refused: 'mask_unresolvable' } },
   { sql: 'SELECT v.* FROM customers_view v', tables: ['customers_view'], masks: { refused: 'mask_unresolvable' } },
-  { sql: 'SELECT c.name, v.x FROM customers c JOIN customers_view v ON v.id = c.id', tables: ['customers', 'customers_view'], masks: { refused: 'mask_unresolvable' } },
+  {
+    sql: 'SELECT c.name, v.x FROM customers c JOIN customers_view v ON v.id = c.id',
+    tables: ['customers', 'customers_view'],
+    masks: { refused: 'mask_unresolvable' },
+  },
   // writes: tables include the target; RETURNING is traced like a select list
   { sql: 'INSERT INTO orders (customer_id, total) VALUES (:c, :t)', tables: ['orders'], masks: '' },
   { sql: 'UPDATE customers SET phone = NULL WHERE id = :id', tables: ['customers'], masks: '' },
@@ -125,8 +139,18 @@ const CORPUS: LineageCase[] = [
   { sql: 'INSERT INTO orders (customer_id, total) VALUES (1, 2) RETURNING id, total', only: ['postgres'], tables: ['orders'], masks: '- -' },
   { sql: "UPDATE customers SET name = 'x' WHERE id = 1 RETURNING email", only: ['postgres'], tables: ['customers'], masks: 'h' },
   { sql: 'DELETE FROM customers c WHERE c.id = 1 RETURNING c.*', only: ['postgres'], tables: ['customers'], masks: STAR_CUSTOMERS },
-  { sql: 'SELECT c.name, o.total FROM customers c CROSS JOIN LATERAL (SELECT total FROM orders WHERE orders.customer_id = c.id ORDER BY total DESC LIMIT 1) o', only: ['postgres'], tables: ['customers', 'orders'], masks: '- -' },
-  { sql: 'SELECT c.name, o.phone FROM customers c CROSS JOIN LATERAL (SELECT phone FROM orders WHERE orders.customer_id = c.id LIMIT 1) o', only: ['postgres'], tables: ['customers', 'orders'], masks: '- m' },
+  {
+    sql: 'SELECT c.name, o.total FROM customers c CROSS JOIN LATERAL (SELECT total FROM orders WHERE orders.customer_id = c.id ORDER BY total DESC LIMIT 1) o',
+    only: ['postgres'],
+    tables: ['customers', 'orders'],
+    masks: '- -',
+  },
+  {
+    sql: 'SELECT c.name, o.phone FROM customers c CROSS JOIN LATERAL (SELECT phone FROM orders WHERE orders.customer_id = c.id LIMIT 1) o',
+    only: ['postgres'],
+    tables: ['customers', 'orders'],
+    masks: '- m',
+  },
   { sql: 'SELECT g FROM generate_series(1, 10) g', only: ['postgres'], tables: [], masks: '-' },
   { sql: 'SELECT * FROM generate_series(1, 10) AS g(n)', only: ['postgres'], tables: [], masks: '-' },
   { sql: 'SELECT u.x FROM customers c, unnest(ARRAY[c.email, c.name]) AS u(x)', only: ['postgres'], tables: ['customers'], masks: 'h' },
@@ -149,7 +173,12 @@ const CORPUS: LineageCase[] = [
   { sql: 'SELECT IFNULL(phone, name) AS reach FROM `customers` WHERE id = :id', only: ['mysql'], tables: ['customers'], masks: 'm' },
   { sql: 'DESCRIBE customers', only: ['mysql'], tables: ['customers'], masks: { refused: 'mask_unresolvable' } },
   { sql: 'SHOW COLUMNS FROM orders', only: ['mysql'], tables: ['orders'], masks: { refused: 'mask_unresolvable' } },
-  { sql: 'UPDATE customers c JOIN orders o ON o.customer_id = c.id SET c.name = o.status WHERE o.total > 10', only: ['mysql'], tables: ['customers', 'orders'], masks: '' },
+  {
+    sql: 'UPDATE customers c JOIN orders o ON o.customer_id = c.id SET c.name = o.status WHERE o.total > 10',
+    only: ['mysql'],
+    tables: ['customers', 'orders'],
+    masks: '',
+  },
   { sql: 'DELETE c FROM customers c JOIN orders o ON o.customer_id = c.id', only: ['mysql'], tables: ['customers', 'orders'], masks: '' },
   { sql: 'REPLACE INTO orders (id, status) VALUES (1, :s)', only: ['mysql'], tables: ['orders'], masks: '' },
 ];
@@ -177,10 +206,13 @@ for (const dialect of ['postgres', 'mysql'] as SqlDialect[]) {
           assert.ok(plan.actions.length === 0 || plan.actions.length === width, `plan width ${plan.actions.length}`);
         } else {
           const code = c.masks.refused;
-          assert.throws(() => planMasks(a, SCHEMA, RULES), (e: unknown) => {
-            const err = e as GatewayError;
-            return err.code === code && statusOf(err.code) === 403;
-          });
+          assert.throws(
+            () => planMasks(a, SCHEMA, RULES),
+            (e: unknown) => {
+              const err = e as GatewayError;
+              return err.code === code && statusOf(err.code) === 403;
+            },
+          );
           // without rules nothing is traced and nothing refused
           assert.deepEqual(planMasks(a, SCHEMA, []), { actions: [], masked: [] });
         }
@@ -204,7 +236,10 @@ test('sqlite statements: pgsql-ast-parser, with node-sql-parser for SQLite-only 
   // [bracketed] names are read by neither parser: refused, never guessed
   const r = inspectStatement('SELECT [title] FROM [film]', 'sqlite');
   assert.equal(r.analysis, null);
-  assert.throws(() => checkTables(r.analysis, ['film']), (e: unknown) => (e as GatewayError).code === 'table_check_failed');
+  assert.throws(
+    () => checkTables(r.analysis, ['film']),
+    (e: unknown) => (e as GatewayError).code === 'table_check_failed',
+  );
 });
 
 test('hidden writes are refused as read_only; reads stay reads', () => {
@@ -226,16 +261,20 @@ test('hidden writes are refused as read_only; reads stay reads', () => {
   ];
   for (const [dialect, sql, why] of writes) {
     const r = inspectStatement(sql, dialect);
-    assert.throws(() => checkReadOnly(r.scan, false), (e: unknown) => {
-      const err = e as GatewayError;
-      return err.code === 'read_only' && statusOf(err.code) === 403 && err.message.includes(why);
-    }, `${sql}`);
+    assert.throws(
+      () => checkReadOnly(r.scan, false),
+      (e: unknown) => {
+        const err = e as GatewayError;
+        return err.code === 'read_only' && statusOf(err.code) === 403 && err.message.includes(why);
+      },
+      `${sql}`,
+    );
     assert.doesNotThrow(() => checkReadOnly(r.scan, true), sql);
   }
   const reads: Array<[SqlDialect, string]> = [
     ['postgres', 'SELECT * FROM orders FOR UPDATE'],
     ['postgres', 'SELECT * FROM orders FOR NO KEY UPDATE'],
-    ['postgres', "SELECT 'delete from x; update y' AS s, \"update\" FROM t"],
+    ['postgres', 'SELECT \'delete from x; update y\' AS s, "update" FROM t'],
     ['postgres', 'SELECT 1 -- insert into x\n'],
     ['postgres', "SELECT replace(name, 'a', 'b') FROM customers"],
     ['postgres', 'EXPLAIN ANALYZE SELECT * FROM customers'],
@@ -254,10 +293,13 @@ test('multiple statements: 400 multiple_statements', () => {
   for (const sql of ['SELECT 1; SELECT 2', 'SELECT 1; DELETE FROM t']) {
     const r = inspectStatement(sql, 'postgres');
     assert.equal(r.analysis, null);
-    assert.throws(() => checkReadOnly(r.scan, true), (e: unknown) => {
-      const err = e as GatewayError;
-      return err.code === 'multiple_statements' && statusOf(err.code) === 400;
-    });
+    assert.throws(
+      () => checkReadOnly(r.scan, true),
+      (e: unknown) => {
+        const err = e as GatewayError;
+        return err.code === 'multiple_statements' && statusOf(err.code) === 400;
+      },
+    );
   }
   assert.equal(scanStatement("SELECT ';' ; -- done", 'postgres').statements, 1);
 });
@@ -265,15 +307,21 @@ test('multiple statements: 400 multiple_statements', () => {
 test('allowed_write_ops counts writes hidden in CTEs', () => {
   const a = analyzeStatement('WITH d AS (DELETE FROM orders RETURNING id) INSERT INTO orders (id) SELECT id FROM d', 'postgres');
   assert.deepEqual(a.writeVerbs, ['delete', 'insert']);
-  assert.throws(() => checkWriteOps(a, ['insert']), (e: unknown) => {
-    const err = e as GatewayError;
-    return err.code === 'write_op_not_allowed' && err.message.includes('insert');
-  });
+  assert.throws(
+    () => checkWriteOps(a, ['insert']),
+    (e: unknown) => {
+      const err = e as GatewayError;
+      return err.code === 'write_op_not_allowed' && err.message.includes('insert');
+    },
+  );
   assert.doesNotThrow(() => checkWriteOps(a, ['INSERT', 'delete']));
   assert.doesNotThrow(() => checkWriteOps(a, null));
   assert.doesNotThrow(() => checkWriteOps(analyzeStatement('SELECT 1', 'postgres'), []));
   const into = analyzeStatement('SELECT id INTO backup FROM customers', 'postgres');
-  assert.throws(() => checkWriteOps(into, ['insert']), (e: unknown) => (e as GatewayError).code === 'write_op_not_allowed');
+  assert.throws(
+    () => checkWriteOps(into, ['insert']),
+    (e: unknown) => (e as GatewayError).code === 'write_op_not_allowed',
+  );
   assert.doesNotThrow(() => checkWriteOps(into, ['select into']));
 });
 
@@ -322,16 +370,25 @@ test('allowed_tables decisions', () => {
   for (const dialect of ['postgres', 'mysql', 'sqlite'] as const) {
     assert.equal(decide('UPDATE film SET title = (SELECT pw FROM secret LIMIT 1)', ['film'], dialect), 'table_not_allowed', dialect);
   }
-  assert.equal(decide('UPDATE film SET title = (SELECT pw FROM secret LIMIT 1) WHERE film_id IN (SELECT film_id FROM film INTERSECT SELECT 1)', ['film']), 'table_not_allowed');
+  assert.equal(
+    decide('UPDATE film SET title = (SELECT pw FROM secret LIMIT 1) WHERE film_id IN (SELECT film_id FROM film INTERSECT SELECT 1)', ['film']),
+    'table_not_allowed',
+  );
   // the message names the allowed and the forbidden tables
   const r = inspectStatement('SELECT * FROM film JOIN rental USING (film_id) JOIN customers USING (customer_id)', 'postgres');
-  assert.throws(() => checkTables(r.analysis, ['film']), (e: unknown) => {
-    const err = e as GatewayError;
-    return err.code === 'table_not_allowed' && err.message === 'This API key may only query these tables: film. Forbidden: customers, rental.';
-  });
+  assert.throws(
+    () => checkTables(r.analysis, ['film']),
+    (e: unknown) => {
+      const err = e as GatewayError;
+      return err.code === 'table_not_allowed' && err.message === 'This API key may only query these tables: film. Forbidden: customers, rental.';
+    },
+  );
   // a write-op refusal comes before a table refusal
   const w = inspectStatement('DELETE FROM secret', 'postgres');
-  assert.throws(() => checkStatement(w.scan, w.analysis, { mayWrite: true, allowedWriteOps: ['insert'], allowedTables: ['film'] }), (e: unknown) => (e as GatewayError).code === 'write_op_not_allowed');
+  assert.throws(
+    () => checkStatement(w.scan, w.analysis, { mayWrite: true, allowedWriteOps: ['insert'], allowedTables: ['film'] }),
+    (e: unknown) => (e as GatewayError).code === 'write_op_not_allowed',
+  );
 });
 
 test('masking application: hash, mask, null, drop', () => {
@@ -359,10 +416,16 @@ test('masking application: hash, mask, null, drop', () => {
     { column: 'le', action: 'hash' },
   ]);
   const masker = compileMasker(plan, secret);
-  const rows = [[1, 'john@example.com', '+4412345678', 'X123', 'John', 'john@example.com'], [2, null, 5, 'Y', 'Ann', null]];
+  const rows = [
+    [1, 'john@example.com', '+4412345678', 'X123', 'John', 'john@example.com'],
+    [2, null, 5, 'Y', 'Ann', null],
+  ];
   const out = masker(['id', 'email', 'phone', 'national_id', 'name', 'le'], rows);
   assert.deepEqual(out.columns, ['id', 'email', 'phone', 'name', 'le']);
-  assert.deepEqual(out.rows, [[1, h, '+**********', null, h], [2, null, null, null, null]]);
+  assert.deepEqual(out.rows, [
+    [1, h, '+**********', null, h],
+    [2, null, null, null, null],
+  ]);
   assert.equal(out.rows, rows, 'rows changed in place');
 });
 
@@ -376,23 +439,41 @@ test('masking: strictest rule wins, wildcards, case and schema prefixes', () => 
   ];
   // `id` is ambiguous between customers and orders (the database would refuse it); both count
   assert.deepEqual(planMasks(a, SCHEMA, rules).actions, ['null', 'mask', null]);
-  assert.deepEqual(planMasks(a, SCHEMA, [{ column: 'customers.*', action: 'drop' }, { column: '*.*', action: 'hash' }]).actions, ['drop', 'hash', 'drop']);
+  assert.deepEqual(
+    planMasks(a, SCHEMA, [
+      { column: 'customers.*', action: 'drop' },
+      { column: '*.*', action: 'hash' },
+    ]).actions,
+    ['drop', 'hash', 'drop'],
+  );
 });
 
 test('masking: fails closed, naming the column, only when a rule exists', () => {
   const a = analyzeStatement('SELECT v.email AS contact FROM customers_view v', 'postgres');
-  assert.throws(() => planMasks(a, SCHEMA, RULES), (e: unknown) => {
-    const err = e as GatewayError;
-    return err.code === 'mask_unresolvable' && err.message.includes("'contact'");
-  });
-  assert.throws(() => planMasks(a, SCHEMA, RULES, ['Contact']), (e: unknown) => (e as GatewayError).message.includes("'Contact'"));
+  assert.throws(
+    () => planMasks(a, SCHEMA, RULES),
+    (e: unknown) => {
+      const err = e as GatewayError;
+      return err.code === 'mask_unresolvable' && err.message.includes("'contact'");
+    },
+  );
+  assert.throws(
+    () => planMasks(a, SCHEMA, RULES, ['Contact']),
+    (e: unknown) => (e as GatewayError).message.includes("'Contact'"),
+  );
   assert.deepEqual(planMasks(a, SCHEMA, []).actions, []);
   // the result must line up with the plan
   const b = analyzeStatement('SELECT * FROM customers', 'postgres');
-  assert.throws(() => planMasks(b, SCHEMA, RULES, ['id', 'name']), (e: unknown) => (e as GatewayError).code === 'mask_unresolvable');
+  assert.throws(
+    () => planMasks(b, SCHEMA, RULES, ['id', 'name']),
+    (e: unknown) => (e as GatewayError).code === 'mask_unresolvable',
+  );
   // a statement that can't be analysed
   const r = inspectStatement('SELECT $$x$$', 'postgres');
-  assert.throws(() => planMasks(r.analysis, SCHEMA, RULES), (e: unknown) => (e as GatewayError).code === 'mask_unresolvable');
+  assert.throws(
+    () => planMasks(r.analysis, SCHEMA, RULES),
+    (e: unknown) => (e as GatewayError).code === 'mask_unresolvable',
+  );
 });
 
 test("seeds' governed examples", () => {
@@ -402,7 +483,10 @@ test("seeds' governed examples", () => {
   );
   assert.equal(film.parser, 'pgsql-ast-parser');
   assert.doesNotThrow(() => checkTables(film, ['film', 'rental']));
-  assert.throws(() => checkTables(film, ['film']), (e: unknown) => (e as GatewayError).code === 'table_not_allowed');
+  assert.throws(
+    () => checkTables(film, ['film']),
+    (e: unknown) => (e as GatewayError).code === 'table_not_allowed',
+  );
   const plan = planMasks(film, SCHEMA, [{ column: '*.title', action: 'hash' }]);
   assert.deepEqual(plan.actions, [null, 'hash', null, null, null, null, null]);
   const secret = Buffer.from('k');
@@ -429,8 +513,16 @@ test('schema queries and rows', () => {
   assert.match(schemaQuery('sqlite'), /pragma_table_info/);
   assert.match(schemaQuery('mysql'), /DATABASE\(\)/);
   const s = toSchema([
-    ['Film', 'film_id', 'public'], ['Film', 'title', 'public'], ['rental', 'rental_id', 'public'],
+    ['Film', 'film_id', 'public'],
+    ['Film', 'title', 'public'],
+    ['rental', 'rental_id', 'public'],
     ['film', 'other', 'archive'],
   ]);
-  assert.deepEqual([...s.entries()], [['film', ['film_id', 'title']], ['rental', ['rental_id']]]);
+  assert.deepEqual(
+    [...s.entries()],
+    [
+      ['film', ['film_id', 'title']],
+      ['rental', ['rental_id']],
+    ],
+  );
 });

@@ -7,9 +7,25 @@ import { forwardedClient } from '../../src/http/respond.js';
 import type { KeyRow } from '../../src/store/types.js';
 
 const base: KeyRow = {
-  name: 'k', hash: 'h', active: true, expires_at: null, example: false, created_at: '', updated_at: '', last_used_at: null,
-  connections: [], queries: [], allow_writes: false, allowed_write_ops: null, allowed_tables: null, mask: null,
-  rate_limit: null, rate_limits: null, allowed_ips: null, previous_until: null, via_previous: false,
+  name: 'k',
+  hash: 'h',
+  active: true,
+  expires_at: null,
+  example: false,
+  created_at: '',
+  updated_at: '',
+  last_used_at: null,
+  connections: [],
+  queries: [],
+  allow_writes: false,
+  allowed_write_ops: null,
+  allowed_tables: null,
+  mask: null,
+  rate_limit: null,
+  rate_limits: null,
+  allowed_ips: null,
+  previous_until: null,
+  via_previous: false,
 };
 const at = (s: string) => new Date(s); // local time, as the server reads expires_at
 

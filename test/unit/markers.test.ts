@@ -1,14 +1,7 @@
 // Tests for the SQL scanner: marker scanning, positional rewriting, statement splitting, first keyword.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  countStatements,
-  firstKeyword,
-  scanMarkers,
-  splitsIntoMultipleStatements,
-  toPositional,
-  type MarkerDialect,
-} from '../../src/governance/markers.js';
+import { countStatements, firstKeyword, scanMarkers, splitsIntoMultipleStatements, toPositional, type MarkerDialect } from '../../src/governance/markers.js';
 
 test('scanMarkers: which markers count', async (t) => {
   const cases: { sql: string; dialect?: MarkerDialect; want: string[] }[] = [
@@ -75,7 +68,7 @@ test('scanMarkers: pieces and refs rebuild the statement', () => {
 });
 
 test('toPositional: postgres numbers names, sqlite/mysql one ? per occurrence', async (t) => {
-  const sql = 'SELECT * FROM t WHERE a = :x AND b = :y AND c = :x AND d = \':z\' AND e = x::int';
+  const sql = "SELECT * FROM t WHERE a = :x AND b = :y AND c = :x AND d = ':z' AND e = x::int";
   await t.test('postgres', () => {
     const p = toPositional(sql, 'postgres');
     assert.equal(p.text, "SELECT * FROM t WHERE a = $1 AND b = $2 AND c = $1 AND d = ':z' AND e = x::int");
@@ -89,7 +82,10 @@ test('toPositional: postgres numbers names, sqlite/mysql one ? per occurrence', 
       assert.deepEqual(p.placeholders, ['x', 'y']);
       assert.deepEqual(p.order, [0, 1, 0]);
       const values = ['X', 'Y'];
-      assert.deepEqual(p.order.map((i) => values[i]), ['X', 'Y', 'X']);
+      assert.deepEqual(
+        p.order.map((i) => values[i]),
+        ['X', 'Y', 'X'],
+      );
     });
   }
   await t.test('no markers', () => {
@@ -121,7 +117,7 @@ test('splitsIntoMultipleStatements and countStatements', async (t) => {
     { sql: 'SELECT ";", `;`', split: false, count: 1 },
     { sql: 'SELECT 1 -- ; DROP TABLE x', split: false, count: 1 },
     { sql: 'SELECT 1 /* ; */ + 2', split: false, count: 1 },
-    { sql: 'SELECT 1; \'x\'', split: true, count: 2 },
+    { sql: "SELECT 1; 'x'", split: true, count: 2 },
     { sql: '', split: false, count: 0 },
     { sql: ' ; ; ', split: false, count: 0 },
     // dialect-specific hiding places

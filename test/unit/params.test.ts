@@ -262,18 +262,24 @@ test('every violation is reported at once', () => {
 
 test('param_required only when every problem is a missing value', () => {
   const bind = compileBinder(['a', 'b', 'c'], rulesFor({ a: 'int', b: 'str' }));
-  assert.throws(() => bind(json({ b: null })), (e: unknown) => {
-    assert.ok(e instanceof GatewayError);
-    assert.equal(e.code, 'param_required');
-    assert.equal(e.message, 'Invalid parameters: a is required; b must not be null; c is required');
-    return true;
-  });
-  assert.throws(() => bind(json({ a: 'x' })), (e: unknown) => {
-    assert.ok(e instanceof GatewayError);
-    assert.equal(e.code, 'param_invalid');
-    assert.deepEqual(e.extras?.errors, { a: 'must be an integer', b: 'is required', c: 'is required' });
-    return true;
-  });
+  assert.throws(
+    () => bind(json({ b: null })),
+    (e: unknown) => {
+      assert.ok(e instanceof GatewayError);
+      assert.equal(e.code, 'param_required');
+      assert.equal(e.message, 'Invalid parameters: a is required; b must not be null; c is required');
+      return true;
+    },
+  );
+  assert.throws(
+    () => bind(json({ a: 'x' })),
+    (e: unknown) => {
+      assert.ok(e instanceof GatewayError);
+      assert.equal(e.code, 'param_invalid');
+      assert.deepEqual(e.extras?.errors, { a: 'must be an integer', b: 'is required', c: 'is required' });
+      return true;
+    },
+  );
 });
 
 test('binder output: placeholder order, undeclared pass-through, unused rules ignored', () => {
@@ -338,7 +344,10 @@ test('normalizeParameters: every kind of bad definition', async (t) => {
   const cases: [unknown, string][] = [
     ['decimal', "has unknown type 'decimal' (use int, float, str or bool)"],
     [{ type: 'date' }, "has unknown type 'date' (use int, float, str or bool)"],
-    [{ type: 'int', nullable: true, x: 1 }, 'has unknown rule(s): nullable, x (allowed: default, description, enum, max, max_length, min, min_length, pattern, required, type)'],
+    [
+      { type: 'int', nullable: true, x: 1 },
+      'has unknown rule(s): nullable, x (allowed: default, description, enum, max, max_length, min, min_length, pattern, required, type)',
+    ],
     [{ from_claim: 'sub' }, 'has unknown rule(s): from_claim (allowed: default, description, enum, max, max_length, min, min_length, pattern, required, type)'],
     [5, "must be a type name such as 'int' or an object of rules"],
     [['int'], "must be a type name such as 'int' or an object of rules"],
@@ -387,10 +396,7 @@ test('normalizeParameters: every kind of bad definition', async (t) => {
 });
 
 test('normalizeParameters: names, usage and the map itself', () => {
-  const { rules, errors } = normalizeParameters(
-    { ok: 'int', '1bad': 'int', 'with-dash': 'int', unused: 'str', __proto__x: 'int' },
-    ['ok', '__proto__x'],
-  );
+  const { rules, errors } = normalizeParameters({ ok: 'int', '1bad': 'int', 'with-dash': 'int', unused: 'str', __proto__x: 'int' }, ['ok', '__proto__x']);
   assert.deepEqual(Object.keys(rules), ['ok', '__proto__x']);
   assert.deepEqual(errors, {
     '1bad': 'is not a valid parameter name (letters, digits and underscores; not starting with a digit)',
@@ -426,23 +432,32 @@ test('toPublicRule', () => {
     description: 'rating',
   };
   assert.deepEqual(toPublicRule(full), full);
-  assert.deepEqual(Object.keys(toPublicRule(full)), [
-    'type', 'required', 'default', 'enum', 'min_length', 'max_length', 'pattern', 'description',
-  ]);
-  assert.deepEqual(Object.keys(toPublicRule({ type: 'number', required: true, max: 1, min: 0 })), [
-    'type', 'required', 'min', 'max',
-  ]);
+  assert.deepEqual(Object.keys(toPublicRule(full)), ['type', 'required', 'default', 'enum', 'min_length', 'max_length', 'pattern', 'description']);
+  assert.deepEqual(Object.keys(toPublicRule({ type: 'number', required: true, max: 1, min: 0 })), ['type', 'required', 'min', 'max']);
   // a falsy default is still present
   assert.deepEqual(toPublicRule({ type: 'integer', required: false, default: 0 }), {
-    type: 'integer', required: false, default: 0,
+    type: 'integer',
+    required: false,
+    default: 0,
   });
 });
 
 test("formatG matches Python's format(x, 'g')", () => {
   const cases: [number, string][] = [
-    [0, '0'], [1, '1'], [600, '600'], [1.5, '1.5'], [-2.25, '-2.25'], [0.0001, '0.0001'], [0.00001, '1e-05'],
-    [123456, '123456'], [1234567, '1.23457e+06'], [999999.5, '1e+06'], [1e20, '1e+20'], [0.1 + 0.2, '0.3'],
-    [1e-10, '1e-10'], [-1e100, '-1e+100'],
+    [0, '0'],
+    [1, '1'],
+    [600, '600'],
+    [1.5, '1.5'],
+    [-2.25, '-2.25'],
+    [0.0001, '0.0001'],
+    [0.00001, '1e-05'],
+    [123456, '123456'],
+    [1234567, '1.23457e+06'],
+    [999999.5, '1e+06'],
+    [1e20, '1e+20'],
+    [0.1 + 0.2, '0.3'],
+    [1e-10, '1e-10'],
+    [-1e100, '-1e+100'],
   ];
   for (const [x, want] of cases) assert.equal(formatG(x), want, String(x));
 });

@@ -19,8 +19,12 @@ function clocked(slots = 1024): { limiter: SharedRateLimiter; memory: SharedArra
   return {
     limiter: new SharedRateLimiter(memory, () => now),
     memory,
-    at: (ms) => { now = T0 + ms; },
-    advance: (ms) => { now += ms; },
+    at: (ms) => {
+      now = T0 + ms;
+    },
+    advance: (ms) => {
+      now += ms;
+    },
   };
 }
 
@@ -63,9 +67,17 @@ test('bucket: a burst of N, then refused, with remaining and retry-after', () =>
   const { limiter } = clocked();
   const seen = [];
   for (let i = 0; i < 6; i++) seen.push(limiter.take('k', 5, 1_000));
-  assert.deepEqual(seen.map((r) => [r.allowed, r.remaining, r.retryAfterS]), [
-    [true, 4, 0], [true, 3, 0], [true, 2, 0], [true, 1, 0], [true, 0, 0], [false, 0, 1],
-  ]);
+  assert.deepEqual(
+    seen.map((r) => [r.allowed, r.remaining, r.retryAfterS]),
+    [
+      [true, 4, 0],
+      [true, 3, 0],
+      [true, 2, 0],
+      [true, 1, 0],
+      [true, 0, 0],
+      [false, 0, 1],
+    ],
+  );
   assert.ok(seen.every((r) => r.limit === 5));
 });
 
@@ -115,7 +127,13 @@ test('bucket: retry-after is the whole seconds until one token, at least 1', () 
 });
 
 test('bucket: exact bursts at awkward rates; the clock going back only makes it stricter', () => {
-  for (const [limit, periodMs] of [[3000, 1_000], [7, HOUR], [999_983, 86_400_000], [2_000_000, 1_000], [1, 1_000]]) {
+  for (const [limit, periodMs] of [
+    [3000, 1_000],
+    [7, HOUR],
+    [999_983, 86_400_000],
+    [2_000_000, 1_000],
+    [1, 1_000],
+  ]) {
     const { limiter } = clocked();
     assert.equal(takeMany(limiter, 'k', limit, periodMs, limit + 5), limit, `${limit}/${periodMs}`);
   }
@@ -214,8 +232,10 @@ test('RateLimits: checks, fail-closed rates, headers', () => {
   assert.equal(none.checkClient('1.2.3.4'), null);
   assert.equal(none.checkKey('k', null), null);
   assert.equal(none.checkKeyQuery('k', 'q', undefined), null);
-  assert.throws(() => new RateLimits({ memory, redisUrl: null, serverRate: '60 per minute' }),
-    /QUERYAPIGATE_RATE_LIMIT must look like '60\/minute' .* not '60 per minute'/);
+  assert.throws(
+    () => new RateLimits({ memory, redisUrl: null, serverRate: '60 per minute' }),
+    /QUERYAPIGATE_RATE_LIMIT must look like '60\/minute' .* not '60 per minute'/,
+  );
 
   const limits = new RateLimits({ memory, redisUrl: null, serverRate: '2/minute', now: () => T0 });
   assert.equal(limits.shared, false);
@@ -244,8 +264,14 @@ test('RateLimits: checks, fail-closed rates, headers', () => {
 
   assert.deepEqual(rateLimitHeaders(c1, 'client'), ['X-RateLimit-Limit', '2', 'X-RateLimit-Remaining', '1']);
   assert.deepEqual(rateLimitHeaders(c3, 'client'), ['X-RateLimit-Limit', '2', 'X-RateLimit-Remaining', '0', 'Retry-After', '30']);
-  assert.deepEqual(rateLimitHeaders({ allowed: false, limit: 5, remaining: 0, retryAfterS: 12 }, 'key'),
-    ['X-RateLimit-Key-Limit', '5', 'X-RateLimit-Key-Remaining', '0', 'Retry-After', '12']);
+  assert.deepEqual(rateLimitHeaders({ allowed: false, limit: 5, remaining: 0, retryAfterS: 12 }, 'key'), [
+    'X-RateLimit-Key-Limit',
+    '5',
+    'X-RateLimit-Key-Remaining',
+    '0',
+    'Retry-After',
+    '12',
+  ]);
 });
 
 /** Runs `threads` workers over one memory, released together; returns allowed counts per key. */
@@ -258,15 +284,23 @@ async function hammer(memory: SharedArrayBuffer, keys: string[], limit: number, 
     const job: HammerJob = { memory, start, keys, limit, periodMs: HOUR, rounds, now: T0, seed };
     const worker = new Worker(new URL('./rateLimitWorker.js', import.meta.url), { workerData: job });
     workers.push(worker);
-    ready.push(new Promise((resolve, reject) => {
-      worker.once('message', () => resolve());
-      worker.once('error', reject);
-    }));
-    results.push(new Promise((resolve, reject) => {
-      worker.on('message', (m: { allowed?: number[] }) => { if (m.allowed) resolve(m.allowed); });
-      worker.once('error', reject);
-      worker.once('exit', (code) => { if (code !== 0) reject(new Error(`worker exited ${code}`)); });
-    }));
+    ready.push(
+      new Promise((resolve, reject) => {
+        worker.once('message', () => resolve());
+        worker.once('error', reject);
+      }),
+    );
+    results.push(
+      new Promise((resolve, reject) => {
+        worker.on('message', (m: { allowed?: number[] }) => {
+          if (m.allowed) resolve(m.allowed);
+        });
+        worker.once('error', reject);
+        worker.once('exit', (code) => {
+          if (code !== 0) reject(new Error(`worker exited ${code}`));
+        });
+      }),
+    );
   }
   await Promise.all(ready);
   const flag = new Int32Array(start);
@@ -289,9 +323,15 @@ test('a key limit of N admits exactly N calls across 4 worker threads', async ()
 test('exact across 4 threads while buckets are created concurrently (many keys)', async () => {
   const keys = Array.from({ length: 301 }, (_, i) => `key:${i}`);
   const allowed = await hammer(createLimiterMemory(), keys, 7, 40);
-  assert.deepEqual(allowed, keys.map(() => 7));
+  assert.deepEqual(
+    allowed,
+    keys.map(() => 7),
+  );
   // A table too small for the keys: every key stays within its limit.
   const tight = await hammer(createLimiterMemory(64), keys, 7, 40);
-  assert.ok(tight.every((n) => n <= 7), String(tight));
+  assert.ok(
+    tight.every((n) => n <= 7),
+    String(tight),
+  );
   assert.ok(tight.filter((n) => n === 7).length >= 64, 'keys with a slot get their full limit');
 });
