@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the npm dependencies when they are missing or older than package-lock.json, so
-# `npm start` and `npm test` work on a fresh clone as the first command run.
+# `npm start`, `npm test` and `npm run lint` work on a fresh clone as the first command run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 marker=node_modules/.package-lock.json
