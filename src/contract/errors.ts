@@ -3,7 +3,7 @@
 // libraries below the edge raise a GatewayError naming a code; only the edge reads the status.
 // Imports nothing from the rest of the project.
 
-const ERRORS = {
+export const ERRORS = {
   /** Reading the request: its shape, before anything is looked up. */
   request: {
     invalid_request: 400,
@@ -15,13 +15,11 @@ const ERRORS = {
     invalid_timeout: 400,
     invalid_stream: 400,
     invalid_filter: 400,
-    sql_required: 400,
     connection_required: 400,
     reason_required: 400,
     not_found: 404,
     method_not_allowed: 405,
     payload_too_large: 413,
-    unsupported_media_type: 415,
   },
   /** Identifying the caller and counting its limits. */
   identify: {
@@ -39,7 +37,6 @@ const ERRORS = {
   },
   /** Whether this caller may reach what it named. */
   authorize: {
-    forbidden: 403,
     connection_forbidden: 403,
     connection_inactive: 403,
   },
@@ -63,7 +60,6 @@ const ERRORS = {
     connection_misconfigured: 400,
     query_failed: 500,
     connection_failed: 502,
-    too_many_streams: 503,
     query_timeout: 504,
   },
   /** Management writes that meet what is already there. */
@@ -71,12 +67,12 @@ const ERRORS = {
     query_exists: 409,
     connection_exists: 409,
     key_exists: 409,
-    conflict: 409,
   },
   /** The server itself. */
   server: {
     internal_error: 500,
     unavailable: 503,
+    too_many_streams: 503,
   },
 } as const;
 

@@ -1,5 +1,5 @@
-// In charge of the executor's reads of store rows: the key (by secret hash), the saved query and
-// the connection. With QUERYAPIGATE_METADATA_CACHE_TTL set, rows are kept that long in bounded
+// In charge of the store rows calls read (in each executor, and in the acceptor for identifying
+// callers of /api/v1 and /events): the key (by secret hash), the saved query and the connection. With QUERYAPIGATE_METADATA_CACHE_TTL set, rows are kept that long in bounded
 // caches; rows, never decisions, so every rule is still checked against the row on every call.
 // Any change anywhere clears the caches at once (see ChangeMessage); the TTL is the safety net.
 import { LRUCache } from 'lru-cache';
