@@ -32,6 +32,8 @@ export interface StatementScan {
   executableComment: boolean;
   /** Functions called that change the session, write, or read data outside named tables, sorted. */
   unsafeFunctions: string[];
+  /** Why the tokens may not be what the database reads (then nothing of this scan can be trusted), or null. */
+  unreadable: string | null;
 }
 
 export interface StatementAnalysis extends StatementScan {
@@ -88,6 +90,8 @@ export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAna
   if (scan.statements !== 1) throw new AnalysisError(scan.statements === 0 ? 'empty statement' : 'more than one statement', scan);
   if (scan.executableComment) throw new AnalysisError('an executable comment (/*! */) can hide SQL from analysis', scan);
   if (risks.nestedComment) throw new AnalysisError('a nested block comment is read differently by the database and the parser', scan);
+  if (scan.unreadable) throw new AnalysisError(scan.unreadable, scan);
+  if (risks.doubledBacktick) throw new AnalysisError('a `...` name with a doubled backtick, which the parsers read differently from the database', scan);
 
   let q: Query;
   let parser: StatementAnalysis['parser'] = 'lexical';
@@ -133,6 +137,7 @@ export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAna
     selectInto,
     executableComment: scan.executableComment,
     unsafeFunctions: [...unsafe].sort(),
+    unreadable: null,
     reads: verbs.length === 0,
     tables: lineage.tables,
     writeTargets: lineage.writeTargets,
@@ -156,6 +161,7 @@ function scanParts(text: string, dialect: SqlDialect): { scan: StatementScan; to
     selectInto: v.selectInto,
     executableComment: risks.executableComment,
     unsafeFunctions: v.unsafeFunctions,
+    unreadable: risks.unicodeEscape ? 'a Unicode-escaped name or string (U&"..." or U&\'...\')' : null,
   };
   return { scan, tokens, risks, explainedAt: v.explainedAt };
 }

@@ -35,8 +35,9 @@ export function lowerPgStatement(st: pg.Statement): Query {
   }
 }
 
+/** A name as the analysis compares it; pgsql-ast-parser leaves a quoted name's doubled `""` as written. */
 function lc(s: string): string {
-  return s.toLowerCase();
+  return (s.includes('""') ? s.replaceAll('""', '"') : s).toLowerCase();
 }
 
 function lowerQuery(q: pg.SelectStatement | pg.WithStatementBinding): Query {

@@ -20,11 +20,15 @@ export function checkSingleStatement(a: StatementScan): void {
 /**
  * read_only when the caller may not write and the statement writes: its verb, a write hidden in a
  * CTE or under EXPLAIN, SELECT ... INTO, a MySQL executable comment, or a function that changes the
- * session or writes (set_config, nextval, lo_import, ...).
+ * session or writes (set_config, nextval, lo_import, ...); or when its tokens cannot be read as the
+ * database reads them (then a write could hide in them).
  */
 export function checkReadOnly(a: StatementScan, mayWrite: boolean): void {
   checkSingleStatement(a);
   if (mayWrite) return;
+  if (a.unreadable) {
+    throw governanceError('read_only', `${READ_ONLY_MESSAGE}, and this one cannot be read with certainty (${a.unreadable}).`);
+  }
   const why: string[] = [...a.writeVerbs];
   if (a.executableComment) why.push('an executable comment');
   for (const f of a.unsafeFunctions) if (SESSION_OR_WRITE_FUNCTIONS.has(f) || f.startsWith('dblink_exec')) why.push(`${f}()`);

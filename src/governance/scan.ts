@@ -38,6 +38,13 @@ export interface LexicalRisks {
   executableComment: boolean;
   /** mysql: a "..." literal, a string by default but an identifier under ANSI_QUOTES. */
   doubleQuotedString: boolean;
+  /**
+   * postgres: a U&"..." name or U&'...' string, whose escapes (and UESCAPE) only the database decodes:
+   * the parsers read `U & "..."`, so the name the database resolves never reaches the analysis.
+   */
+  unicodeEscape: boolean;
+  /** A `...` name with a doubled backtick inside, which neither parser decodes as the database does. */
+  doubledBacktick: boolean;
 }
 
 export interface Lexed {
@@ -227,6 +234,8 @@ export function lex(sql: string, dialect: ScanDialect): Lexed {
     dollarQuote: false,
     executableComment: false,
     doubleQuotedString: false,
+    unicodeEscape: false,
+    doubledBacktick: false,
   };
   const len = sql.length;
   let i = 0;
@@ -285,7 +294,9 @@ export function lex(sql: string, dialect: ScanDialect): Lexed {
     }
     if (c === 0x60 /* ` */) {
       const end = endOfQuoted(sql, i, 0x60, false);
-      tokens.push({ kind: 'name', text: sql.slice(i + 1, end - 1).replace(/``/g, '`'), at: i });
+      const raw = sql.slice(i + 1, end - 1);
+      if (raw.includes('``')) risks.doubledBacktick = true;
+      tokens.push({ kind: 'name', text: raw.replace(/``/g, '`'), at: i });
       i = end;
       continue;
     }
@@ -309,6 +320,10 @@ export function lex(sql: string, dialect: ScanDialect): Lexed {
       let end = i + 1;
       while (end < len && isIdentChar(sql.charCodeAt(end))) end++;
       // E'...' / X'...' / B'...' / N'...' prefixes: the letter stays a word, the literal follows.
+      if (dialect === 'postgres' && end === i + 1 && (c | 0x20) === 0x75 && sql.charCodeAt(end) === 0x26) {
+        const q = sql.charCodeAt(end + 1);
+        if (q === 0x22 || q === 0x27) risks.unicodeEscape = true; // U&"..." or U&'...'
+      }
       tokens.push({ kind: 'word', text: sql.slice(i, end).toLowerCase(), at: i });
       i = end;
       continue;
