@@ -127,8 +127,8 @@ export function compileBinder(placeholders: string[], rules: Record<string, Para
       } else {
         const check = slot.check;
         if (check === null) {
-          // undeclared: passed through as sent, but a JSON object or array can't be bound
-          value = json ? coerceJson(null, raw) : raw;
+          // undeclared: passed through as sent, but a JSON object or array (or a NUL) can't be bound
+          value = json ? coerceJson(null, raw) : coerceText(null, raw as string);
         } else {
           value = json ? coerceJson(check.type, raw) : coerceText(check.type, raw as string);
           if (value !== FAIL) value = applyRules(check, value);

@@ -1,5 +1,6 @@
 // In charge of what one executor owns: its store reader, its data-source pools, its plan cache and
 // its batch of run records for the recorder. Nothing here is shared with another thread.
+import { join } from 'node:path';
 import { LRUCache } from 'lru-cache';
 import { RateLimits } from '../auth/rateLimit.js';
 import type { Config } from '../config.js';
@@ -10,7 +11,7 @@ import { RunBatcher } from '../recorder/batcher.js';
 import { openSource } from '../sources/index.js';
 import type { Source } from '../sources/types.js';
 import { createMetadata, type Metadata } from '../store/metadata.js';
-import { attachStore } from '../store/store.js';
+import { attachStore, STORE_FILE } from '../store/store.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { Governance, Governed } from './govern.js';
 import type { CallPlan } from './plan.js';
@@ -57,6 +58,12 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     }
   };
   const meta = createMetadata(store, config.metadataCacheTtl);
+  const settings = {
+    poolSize: config.poolSize,
+    home: config.home,
+    queryTimeoutMs: config.queryTimeout * 1000,
+    reserved: config.databaseUrl ? [] : [join(config.home, STORE_FILE)],
+  };
   const thread = threadMetrics(true, config.home);
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: null });
   const schemas = new SchemaCache();
@@ -87,7 +94,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
       const have = sources.get(conn.name);
       if (have && have.stamp === stamp) return have.source;
       if (have) drop(conn.name);
-      const source = openSource(conn, { poolSize: config.poolSize, home: config.home, queryTimeoutMs: config.queryTimeout * 1000 });
+      const source = openSource(conn, settings);
       sources.set(conn.name, { stamp, source });
       return source;
     },

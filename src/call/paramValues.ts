@@ -93,6 +93,13 @@ function parseIntText(text: string): Coerced {
   return text.length <= 15 ? Number(text) : bigintToBound(BigInt(text));
 }
 
+/** No database here takes a NUL inside text the same way (PostgreSQL refuses it, others truncate or keep it). */
+const NUL_MESSAGE = 'must not contain a NUL character';
+
+function hasNul(s: string): boolean {
+  return s.indexOf('\u0000') !== -1;
+}
+
 /** Query-string text to the declared type. */
 export function coerceText(type: ParamType, text: string): Coerced {
   switch (type) {
@@ -118,7 +125,7 @@ export function coerceText(type: ParamType, text: string): Coerced {
       }
       return fail('must be true or false');
     default:
-      return text; // string, or untyped: text as sent
+      return hasNul(text) ? fail(NUL_MESSAGE) : text; // string, or untyped: text as sent
   }
 }
 
@@ -140,8 +147,9 @@ export function coerceJson(type: ParamType, v: unknown): Coerced {
     case 'boolean':
       return typeof v === 'boolean' ? v : fail('must be true or false');
     case 'string':
-      return typeof v === 'string' ? v : fail('must be text');
+      return typeof v !== 'string' ? fail('must be text') : hasNul(v) ? fail(NUL_MESSAGE) : v;
     default:
+      if (typeof v === 'string') return hasNul(v) ? fail(NUL_MESSAGE) : v;
       return isScalar(v) ? v : fail('must be text, a number or true/false');
   }
 }

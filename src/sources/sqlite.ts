@@ -1,6 +1,7 @@
 // In charge of running statements on a read-only SQLite file through better-sqlite3 (statement
 // cache, integer safety, error mapping); must not import keys, HTTP, governance or the store.
 
+import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
@@ -40,11 +41,42 @@ const BUSY_TIMEOUT_MS = 5000;
 const MAX_STREAMS = 4;
 const STATEMENT_CACHE_SIZE = 500;
 
+/**
+ * The connection's file, as the operating system will open it (links resolved): inside
+ * QUERYAPIGATE_HOME, and never one of the reserved files (the store holds the connections' passwords
+ * and the masking secret). Anything else is connection_misconfigured, before the file is opened.
+ */
+function confinedFile(database: string, settings: SourceSettings): string {
+  const home = realpath(settings.home);
+  const file = realpath(path.resolve(home, database));
+  const inside = path.relative(home, file);
+  if (inside === '' || inside.startsWith('..') || path.isAbsolute(inside)) {
+    throw new GatewayError('connection_misconfigured', "A SQLite connection's file must be inside QUERYAPIGATE_HOME");
+  }
+  for (const reserved of settings.reserved ?? []) {
+    const own = realpath(reserved);
+    if (file === own || (file.startsWith(own) && /^-(wal|shm|journal)$/.test(file.slice(own.length)))) {
+      throw new GatewayError('connection_misconfigured', "A SQLite connection can't open the gateway's own store");
+    }
+  }
+  return file;
+}
+
+/** The path with every link resolved; for a file that does not exist (yet), its folder's. */
+function realpath(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    const parent = path.dirname(p);
+    return parent === p ? p : path.join(realpath(parent), path.basename(p));
+  }
+}
+
 export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): Source {
   if (!conn.database) {
     throw new GatewayError('connection_misconfigured', 'A SQLite connection needs `database`, the path of its file');
   }
-  const file = path.isAbsolute(conn.database) ? conn.database : path.join(settings.home, conn.database);
+  const file = confinedFile(conn.database, settings);
   let db: Database.Database;
   try {
     db = new Database(file, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });

@@ -19,8 +19,10 @@ export interface ConnectionConfig {
 export interface SourceSettings {
   /** Clients (connections) per pool; `QUERYAPIGATE_POOL_SIZE`. Values below 1 count as 1. */
   poolSize: number;
-  /** `QUERYAPIGATE_HOME`: SQLite paths that are not absolute are relative to it. */
+  /** `QUERYAPIGATE_HOME`: a SQLite connection's file is inside it (a relative path is relative to it). */
   home: string;
+  /** Files no SQLite connection may open: the gateway's own SQLite store (with its -wal, -shm, -journal). */
+  reserved?: string[];
   /**
    * The server's query timeout in ms (`QUERYAPIGATE_QUERY_TIMEOUT` × 1000; 0 = none). Optional: when
    * given, PostgreSQL sessions start with it, so calls that run at this limit cost no extra message.

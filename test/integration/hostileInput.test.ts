@@ -1,0 +1,195 @@
+// Hostile input through the whole gateway, against real servers: each class with many shapes.
+// - A NUL byte in a parameter is a 400 param_invalid on every data source, never a 500.
+// - PostgreSQL's Unicode-escaped names (U&"...") never reach a masked or table-restricted key's data.
+// - A SQLite connection opens only files inside QUERYAPIGATE_HOME, and never the store itself.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import mysql from 'mysql2/promise';
+import { scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
+
+let s: TestServer;
+let pg: Awaited<ReturnType<typeof scratchDatabase>>;
+let my: mysql.Connection;
+const MY_DB = `qag_hostile_${process.pid}`;
+const outside = mkdtempSync(join(tmpdir(), 'qag-outside-'));
+const keys: Record<string, string> = {};
+
+const post = async (path: string, body: unknown) => {
+  const r = await s.call('POST', path, { body });
+  assert.equal(r.status, 201, `${path}: ${r.text}`);
+  return r.json;
+};
+
+before(async () => {
+  s = await startTestServer({ QUERYAPIGATE_WORKERS: '0' });
+  pg = await scratchDatabase('qag_hostile');
+  await pg.sql.unsafe(`CREATE TABLE customers (id int PRIMARY KEY, name text, email text);
+    INSERT INTO customers VALUES (1, 'Ann', 'ann@example.com'), (2, 'Bob', 'bob@example.com');
+    CREATE TABLE secrets (id int, v text); INSERT INTO secrets VALUES (1, 'top secret');`);
+  my = await mysql.createConnection({ host: '127.0.0.1', port: 3306, user: 'root', multipleStatements: true });
+  await my.query(`CREATE DATABASE ${MY_DB}; USE ${MY_DB};
+    CREATE TABLE customers (id INT PRIMARY KEY, name TEXT, email TEXT); INSERT INTO customers VALUES (1, 'Ann', 'ann@example.com');`);
+  const lite = new Database(join(s.home, 'shop.db'));
+  lite.exec("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, email TEXT); INSERT INTO customers VALUES (1, 'Ann', 'ann@example.com');");
+  lite.close();
+
+  await post('/api/v1/connections', { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: pg.name, user: 'postgres' });
+  await post('/api/v1/connections', { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: MY_DB, user: 'root' });
+  await post('/api/v1/connections', { name: 'lite', db: 'sqlite', database: 'shop.db' });
+  for (const c of ['pg', 'my', 'lite']) {
+    await post('/api/v1/queries', {
+      name: `by_name_${c}`,
+      connection_name: c,
+      description: 'typed',
+      publish: true,
+      sql: 'SELECT id FROM customers WHERE name = :name',
+      parameters: { name: 'str' },
+    });
+    await post('/api/v1/queries', {
+      name: `untyped_${c}`,
+      connection_name: c,
+      description: 'undeclared',
+      publish: true,
+      sql: 'SELECT id FROM customers WHERE name = :name',
+    });
+  }
+  keys.reader = (await post('/api/v1/api-keys', { name: 'reader', queries: [], connections: '*' })).secret;
+  keys.masked = (
+    await post('/api/v1/api-keys', { name: 'masked', queries: [], connections: ['pg'], mask: [{ column: 'customers.email', action: 'hash' }] })
+  ).secret;
+  keys.tables = (await post('/api/v1/api-keys', { name: 'tables', queries: [], connections: ['pg'], allowed_tables: ['customers'] })).secret;
+});
+
+after(async () => {
+  await s.stop();
+  await pg.drop();
+  await my.query(`DROP DATABASE IF EXISTS ${MY_DB}`);
+  await my.end();
+  rmSync(outside, { recursive: true, force: true });
+});
+
+describe('a NUL byte in a parameter is param_invalid, on every data source', () => {
+  const NULS = ['a%00b', '%00', 'Ann%00', '%00Ann', 'x%00%00y'];
+  for (const c of ['pg', 'my', 'lite']) {
+    for (const q of [`by_name_${c}`, `untyped_${c}`]) {
+      test(`${q}: query-string and JSON shapes`, async () => {
+        for (const v of NULS) {
+          const r = await s.call('GET', `/q/${q}?name=${v}`, { key: keys.reader });
+          assert.equal(r.status, 400, `${v}: ${r.text}`);
+          assert.equal(r.json.code, 'param_invalid');
+          assert.match(r.json.errors.name, /NUL/);
+          const j = await s.call('POST', `/q/${q}`, { key: keys.reader, body: { params: { name: decodeURIComponent(v) } } });
+          assert.equal(j.status, 400, `${v} (JSON): ${j.text}`);
+          assert.equal(j.json.code, 'param_invalid');
+        }
+        const fine = await s.call('GET', `/q/${q}?name=Ann`, { key: keys.reader });
+        assert.equal(fine.status, 200, fine.text);
+        assert.deepEqual(fine.json, [{ id: 1 }]);
+      });
+    }
+  }
+});
+
+describe('postgres: Unicode-escaped names never reach the data of a governed key', () => {
+  const execute = (key: string, sql: string) =>
+    s
+      .call('POST', '/api/v1/queries', {
+        body: { name: `probe_${Math.random().toString(36).slice(2)}`, connection_name: 'pg', description: 'p', publish: true, sql },
+      })
+      .then(async (created) => {
+        assert.equal(created.status, 201, created.text);
+        return s.call('GET', `/q/${created.json.name}`, { key });
+      });
+
+  test('the plain column is masked and the escaped spellings of it are refused', async () => {
+    const plain = await execute(keys.masked, 'SELECT email FROM customers ORDER BY id');
+    assert.equal(plain.status, 200, plain.text);
+    assert.ok(
+      plain.json.every((r: { email: string }) => !r.email.includes('@')),
+      'hashed',
+    );
+    for (const sql of [
+      'SELECT U&"\\0065mail" FROM customers',
+      'SELECT u&"\\0065mail" AS x FROM customers',
+      'SELECT U&"!0065mail" UESCAPE \'!\' FROM customers',
+      'SELECT c.U&"\\0065\\006d\\0061\\0069\\006c" FROM customers c',
+      'SELECT x FROM (SELECT U&"\\0065mail" AS x FROM customers) s',
+    ]) {
+      const r = await execute(keys.masked, sql);
+      assert.equal(r.status, 403, `${sql}: ${r.text}`);
+      assert.equal(r.json.code, 'read_only');
+      assert.ok(!r.text.includes('@example.com'), 'no email in the answer');
+    }
+  });
+
+  test('a table-restricted key reaches no other table or file through an escaped function name', async () => {
+    for (const sql of [
+      "SELECT * FROM U&\"\\0071uery_to_xml\"('select v from secrets', true, false, '') AS x",
+      "SELECT U&\"\\0071uery_to_xml\"('select v from secrets', true, false, '') AS x",
+      'SELECT * FROM U&"pg_read_file"(\'/etc/hostname\') AS f(line)',
+      'SELECT * FROM U&"\\0073ecrets"',
+    ]) {
+      const r = await execute(keys.tables, sql);
+      assert.equal(r.status, 403, `${sql}: ${r.text}`);
+      assert.ok(!r.text.includes('top secret'));
+    }
+  });
+});
+
+describe('sqlite: a connection opens only files inside QUERYAPIGATE_HOME, never the store', () => {
+  before(() => {
+    const file = new Database(join(outside, 'elsewhere.db'));
+    file.exec('CREATE TABLE customers (id INTEGER, name TEXT, email TEXT)');
+    file.close();
+    mkdirSync(join(s.home, 'data'));
+    symlinkSync(join(outside, 'elsewhere.db'), join(s.home, 'link-out.db'));
+    symlinkSync(join(s.home, 'queryapigate.db'), join(s.home, 'data', 'link-store.db'));
+    symlinkSync(outside, join(s.home, 'dir-out'));
+  });
+
+  /** Paths that leave the home (plainly, through `..`, or through a link) or name the store's files. */
+  const refused = (home: string) => [
+    join(outside, 'elsewhere.db'),
+    '../elsewhere.db',
+    `../${outside.split('/').pop()}/elsewhere.db`,
+    'data/../../elsewhere.db',
+    'link-out.db',
+    'dir-out/elsewhere.db',
+    'queryapigate.db',
+    './queryapigate.db',
+    'data/../queryapigate.db',
+    join(home, 'queryapigate.db'),
+    'queryapigate.db-wal',
+    'queryapigate.db-shm',
+    'data/link-store.db',
+    '/etc/passwd',
+    '.',
+  ];
+
+  test('every shape that leaves the home or names the store is connection_misconfigured', async () => {
+    let n = 0;
+    for (const database of refused(s.home)) {
+      const name = `lite_${n++}`;
+      await post('/api/v1/connections', { name, db: 'sqlite', database });
+      await post('/api/v1/queries', { name: `q_${name}`, connection_name: name, description: 'p', publish: true, sql: 'SELECT name FROM sqlite_master' });
+      const r = await s.call('GET', `/q/q_${name}`, { key: keys.reader });
+      assert.equal(r.status, 400, `${database}: ${r.status} ${r.text}`);
+      assert.equal(r.json.code, 'connection_misconfigured', database);
+    }
+  });
+
+  test('a file in a folder of the home is served', async () => {
+    const inside = new Database(join(s.home, 'data', 'inside.db'));
+    inside.exec("CREATE TABLE t (v TEXT); INSERT INTO t VALUES ('here')");
+    inside.close();
+    await post('/api/v1/connections', { name: 'inside', db: 'sqlite', database: 'data/inside.db' });
+    await post('/api/v1/queries', { name: 'inside_q', connection_name: 'inside', description: 'p', publish: true, sql: 'SELECT v FROM t' });
+    const r = await s.call('GET', '/q/inside_q', { key: keys.reader });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json, [{ v: 'here' }]);
+  });
+});
