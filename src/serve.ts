@@ -5,7 +5,7 @@ import uWS from 'uWebSockets.js';
 import type { ControlContext } from './api/routes.js';
 import { RateLimits } from './auth/rateLimit.js';
 import { createLimiterMemory } from './auth/sharedBuckets.js';
-import type { Config } from './config.js';
+import { type Config, ConfigError } from './config.js';
 import { channel } from './contract/messages.js';
 import { loadExamples } from './examples/load.js';
 import { buildApp } from './http/app.js';
@@ -18,13 +18,19 @@ import { EventLog } from './store/events.js';
 import { createMetadata } from './store/metadata.js';
 import { openStore } from './store/store.js';
 
+/** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT: no SO_REUSEPORT. */
+const LISTEN_EXCLUSIVE_PORT = 1;
+
 export interface RunningServer {
   port: number;
   stop(): Promise<void>;
 }
 
 export async function startServer(config: Config, log: (line: string) => void = console.log): Promise<RunningServer> {
-  const store = await openStore(config);
+  const store = await openStore(config).catch((e: Error) => {
+    const setting = config.databaseUrl ? 'QUERYAPIGATE_DATABASE_URL' : `QUERYAPIGATE_HOME (${config.home})`;
+    throw new ConfigError([`${setting}: the store could not be opened: ${e.message}`]);
+  });
   await store.secret('mask'); // executors read it; created once per store
   if (config.loadExamples) {
     const loaded = await loadExamples(store, config.home);
@@ -38,7 +44,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
   // Rate-limit buckets live in shared memory, so every thread of the process counts in the same ones.
   const limiterMemory = createLimiterMemory();
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: config.rateLimit });
-  await limits.ready();
+  if (!(await limits.ready())) log('Redis does not answer: rate limits are counted in this instance until it does (queryapigate_rate_limit_fallbacks_total)');
   const dispatcher = createDispatcher(config, limiterMemory);
 
   // The acceptor identifies callers of /api/v1 and /events through its own metadata cache, cleared
@@ -87,11 +93,18 @@ export async function startServer(config: Config, log: (line: string) => void = 
   return { port, stop };
 }
 
+/** uWS takes (host, port, options, cb), though its typings only declare the form without a host. */
+type ListenWithOptions = (host: string, port: number, options: number, cb: (t: uWS.us_listen_socket | false) => void) => void;
+
 function listen(app: uWS.TemplatedApp, host: string, port: number): Promise<{ token: uWS.us_listen_socket; port: number }> {
   return new Promise((resolve, reject) => {
-    app.listen(host, port, (t) => {
+    // Exclusive: without it the kernel lets a second server share the port and splits the calls between them.
+    (app.listen as unknown as ListenWithOptions).call(app, host, port, LISTEN_EXCLUSIVE_PORT, (t) => {
       if (t) resolve({ token: t, port: uWS.us_socket_local_port(t) });
-      else reject(new Error(`Could not listen on ${host}:${port} (is the port taken?)`));
+      else
+        reject(
+          new ConfigError([`QUERYAPIGATE_HOST/QUERYAPIGATE_PORT: cannot listen on ${host}:${port}: the port is taken or the address is not this machine's`]),
+        );
     });
   });
 }

@@ -21,6 +21,8 @@ interface RemoteLink {
 const PG_CHANNEL = 'queryapigate_changes';
 const REDIS_CHANNEL = 'qag:changes';
 const ALL: ChangeMessage = { kind: 'all' };
+/** How long the start waits for Redis before it goes on without it. */
+const START_WAIT_MS = 2000;
 
 export async function startChangeFeed(local: BroadcastChannel, opts: { databaseUrl: string | null; redisUrl: string | null }): Promise<ChangeFeed> {
   const instance = randomUUID();
@@ -56,7 +58,17 @@ async function redisLink(url: string, receive: (payload: string) => void, subscr
   for (const c of [pub, sub]) c.on('error', () => undefined); // reconnects by itself; failures logged below
   sub.on('ready', subscribed);
   sub.on('message', (_channel: string, payload: string) => receive(payload));
-  await sub.subscribe(REDIS_CHANNEL).catch((e: Error) => console.error(`change feed: Redis subscribe failed: ${e.message}`));
+  // Bounded: an unreachable Redis must not hold the start. ioredis keeps trying and subscribes once it
+  // answers; the 'ready' then clears every cache, since changes may have been missed meanwhile.
+  const subscribing = sub.subscribe(REDIS_CHANNEL).then(
+    () => true,
+    (e: Error) => {
+      console.error(`change feed: Redis subscribe failed: ${e.message}`);
+      return false;
+    },
+  );
+  const answered = await Promise.race([subscribing, new Promise<false>((r) => setTimeout(() => r(false), START_WAIT_MS).unref())]);
+  if (!answered) console.error('change feed: Redis does not answer; changes made on other instances are heard once it does');
   return {
     send: (payload) => void pub.publish(REDIS_CHANNEL, payload).catch((e: Error) => console.error(`change feed: Redis publish failed: ${e.message}`)),
     async close() {

@@ -68,3 +68,59 @@ test('a bad setting stops startup naming the variable', async () => {
   assert.equal(await p.exited, 1);
   assert.match(p.output(), /QUERYAPIGATE_PORT="eighty": must be a whole number/);
 });
+
+test('a store that cannot be opened stops startup with one line naming the setting, no stack trace', async () => {
+  for (const [env, said] of [
+    [
+      { QUERYAPIGATE_DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/qag_no_such_database' },
+      /QUERYAPIGATE_DATABASE_URL: the store could not be opened: database "qag_no_such_database" does not exist/,
+    ],
+    [
+      { QUERYAPIGATE_DATABASE_URL: 'postgres://postgres:hunter2@127.0.0.1:1/x' },
+      /QUERYAPIGATE_DATABASE_URL: the store could not be opened: connect ECONNREFUSED/,
+    ],
+    [{ QUERYAPIGATE_HOME: join(tmpdir(), 'qag-missing-home', 'nested') }, /QUERYAPIGATE_HOME \(.*nested\): the store could not be opened/],
+  ] as const) {
+    const p = startProcess({ QUERYAPIGATE_PORT: '0', QUERYAPIGATE_WORKERS: '0', ...env });
+    assert.equal(await p.exited, 1, p.output());
+    assert.match(p.output(), said);
+    assert.doesNotMatch(p.output(), /at .*\.js:\d+/, 'no stack trace');
+    assert.doesNotMatch(p.output(), /hunter2/, 'no password');
+  }
+});
+
+test('a port already taken stops the second server naming the port, and the first keeps it', async () => {
+  const home = mkdtempSync(join(tmpdir(), 'qag-port-'));
+  const otherHome = mkdtempSync(join(tmpdir(), 'qag-port-'));
+  const first = startProcess({ QUERYAPIGATE_HOME: home, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_WORKERS: '0' });
+  try {
+    const url = new URL(await first.listening);
+    const second = startProcess({ QUERYAPIGATE_HOME: otherHome, QUERYAPIGATE_PORT: url.port, QUERYAPIGATE_WORKERS: '0' });
+    assert.equal(await second.exited, 1, second.output());
+    assert.match(second.output(), new RegExp(`cannot listen on 127\\.0\\.0\\.1:${url.port}: the port is taken`));
+    assert.doesNotMatch(second.output(), /at .*\.js:\d+/, 'no stack trace');
+    const health = await request(url.origin, 'GET', '/health', { key: null });
+    assert.equal(health.status, 200);
+  } finally {
+    first.child.kill('SIGTERM');
+    await first.exited;
+    rmSync(home, { recursive: true, force: true });
+    rmSync(otherHome, { recursive: true, force: true });
+  }
+});
+
+test('an unreachable Redis does not hold the start: the server says so and serves', async () => {
+  const home = mkdtempSync(join(tmpdir(), 'qag-redis-'));
+  const p = startProcess({ QUERYAPIGATE_HOME: home, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_REDIS_URL: 'redis://127.0.0.1:1' });
+  try {
+    const started = performance.now();
+    const url = await p.listening;
+    assert.ok(performance.now() - started < 10_000, 'listening within a bounded wait');
+    assert.match(p.output(), /Redis does not answer: rate limits are counted in this instance/);
+    assert.equal((await request(url, 'GET', '/health', { key: null })).status, 200);
+  } finally {
+    p.child.kill('SIGTERM');
+    await p.exited;
+    rmSync(home, { recursive: true, force: true });
+  }
+});
