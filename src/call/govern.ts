@@ -5,6 +5,7 @@
 import type { LRUCache } from 'lru-cache';
 import type { Caller } from '../auth/keys.js';
 import { compileMasker, planMasks, type MaskPlan, type Masker } from '../governance/masking.js';
+import { checkFunctions } from '../governance/functions.js';
 import { checkStatement } from '../governance/policy.js';
 import type { Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
@@ -48,19 +49,21 @@ export async function governCall(
 ): Promise<Governed> {
   const { scan, analysis } = plan.inspection;
   const key = caller.kind === 'key' ? caller.key : null;
-  checkStatement(scan, analysis, {
-    mayWrite: mayWrite(caller, queryName, g.allowWrites),
-    allowedWriteOps: key?.allowed_write_ops ?? null,
-    allowedTables: key?.allowed_tables ?? null,
-  });
-  if (!key?.mask || key.mask.length === 0) return UNMASKED;
+  const writer = mayWrite(caller, queryName, g.allowWrites);
+  checkStatement(scan, analysis, { mayWrite: writer, allowedWriteOps: key?.allowed_write_ops ?? null, allowedTables: key?.allowed_tables ?? null });
+  const rules = key?.mask?.length ? key.mask : null;
+  // A call that may not write runs only functions the catalog says cannot change anything.
+  const judgeCalls = !writer && scan.calls.length > 0 && source.dialect === 'postgres';
+  if (!rules && !judgeCalls) return UNMASKED;
 
   const known = await g.schemas.get(connection, source);
+  if (judgeCalls && known.functions) checkFunctions(scan.calls, known.functions);
+  if (!rules) return UNMASKED;
   // The caller's rules as the result cache fingerprints them (tables and masks): one string per key row.
   const slot = `${plan.id}\u0000${policyFingerprint(caller)}\u0000${known.fingerprint}`;
   let traced = g.traces.get(slot);
   if (!traced) {
-    const maskPlan = planMasks(analysis, known.schema, key.mask);
+    const maskPlan = planMasks(analysis, known.schema, rules);
     traced = maskPlan.actions.length ? { masker: compileMasker(maskPlan, await g.maskSecret()), masked: maskPlan.masked } : UNMASKED;
     g.traces.set(slot, traced);
   }

@@ -1,8 +1,10 @@
-// In charge of each connection's schema as masking needs it (tables and their columns, for SELECT *):
+// In charge of each connection's schema as governance needs it (tables and their columns, for SELECT *
+// under masks; on PostgreSQL, which functions a read-only call may run):
 // at most 60 s old, re-read in the background after 45 s while calls go on with the cached copy,
 // re-read at once when the connection's row changes. Bounded by the number of connections kept.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
+import { type FunctionCatalog, POSTGRES_FUNCTIONS, toFunctionCatalog } from '../governance/functions.js';
 import { schemaQuery, toSchema } from '../governance/schema.js';
 import type { Schema } from '../governance/masking.js';
 import type { Source } from '../sources/types.js';
@@ -12,6 +14,8 @@ export interface KnownSchema {
   schema: Schema;
   /** Changes only when the tables or columns do, so traces built on it can be kept. */
   fingerprint: string;
+  /** PostgreSQL: which functions a read-only call may run (governance/functions.ts); null elsewhere. */
+  functions: FunctionCatalog | null;
 }
 
 const MAX_AGE_MS = 60_000;
@@ -55,11 +59,15 @@ export class SchemaCache {
 }
 
 async function read(source: Source): Promise<KnownSchema> {
-  const result = await source.run(schemaQuery(source.dialect), [], { timeoutMs: 30_000, readOnly: true });
+  const opts = { timeoutMs: 30_000, readOnly: true };
+  const [result, functions] = await Promise.all([
+    source.run(schemaQuery(source.dialect), [], opts),
+    source.dialect === 'postgres' ? source.run(POSTGRES_FUNCTIONS, [], opts).then((r) => toFunctionCatalog(r.rows)) : null,
+  ]);
   const schema = toSchema(result.rows);
   const fingerprint = createHash('sha256')
     .update(JSON.stringify([...schema]))
     .digest('hex')
     .slice(0, 16);
-  return { schema, fingerprint };
+  return { schema, fingerprint, functions };
 }

@@ -34,6 +34,8 @@ export interface StatementScan {
   unsafeFunctions: string[];
   /** Why the tokens may not be what the database reads (then nothing of this scan can be trusted), or null. */
   unreadable: string | null;
+  /** Every name called as a function (followed by `(`), as the database folds it, sorted; keywords included. */
+  calls: string[];
 }
 
 export interface StatementAnalysis extends StatementScan {
@@ -138,6 +140,7 @@ export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAna
     executableComment: scan.executableComment,
     unsafeFunctions: [...unsafe].sort(),
     unreadable: null,
+    calls: scan.calls,
     reads: verbs.length === 0,
     tables: lineage.tables,
     writeTargets: lineage.writeTargets,
@@ -161,6 +164,7 @@ function scanParts(text: string, dialect: SqlDialect): { scan: StatementScan; to
     selectInto: v.selectInto,
     executableComment: risks.executableComment,
     unsafeFunctions: v.unsafeFunctions,
+    calls: v.calls,
     unreadable: risks.unicodeEscape ? 'a Unicode-escaped name or string (U&"..." or U&\'...\')' : null,
   };
   return { scan, tokens, risks, explainedAt: v.explainedAt };

@@ -349,6 +349,8 @@ export interface LexicalVerdict {
   selectInto: boolean;
   /** Functions called (a name followed by `(`) that are in one of the two refused lists. */
   unsafeFunctions: string[];
+  /** Every name followed by `(`, as the database folds it (bare names lower-cased, quoted ones as written), sorted. */
+  calls: string[];
   /** Index of the first token of the explained statement when the verb is EXPLAIN, else -1. */
   explainedAt: number;
 }
@@ -410,16 +412,18 @@ export function judgeTokens(tokens: Token[]): LexicalVerdict {
   }
   if (selectInto) writes.add('select into');
   const unsafe = new Set<string>();
+  const calls = new Set<string>();
   for (let k = 0; k + 1 < tokens.length; k++) {
     const t = tokens[k];
     if ((t.kind === 'word' || t.kind === 'name') && tokens[k + 1].kind === 'punct' && tokens[k + 1].text === '(') {
+      calls.add(t.text); // words are lower-cased by the lexer, quoted names kept as written
       const name = t.text.toLowerCase();
       if (isUnsafeFunction(name)) {
         unsafe.add(name);
       }
     }
   }
-  return { verb, writeVerbs: [...writes].sort(), selectInto, unsafeFunctions: [...unsafe].sort(), explainedAt };
+  return { verb, writeVerbs: [...writes].sort(), selectInto, unsafeFunctions: [...unsafe].sort(), calls: [...calls].sort(), explainedAt };
 }
 
 function isNameStart(c: number): boolean {
