@@ -6,7 +6,7 @@ import type { ControlContext } from './api/routes.js';
 import { RateLimits } from './auth/rateLimit.js';
 import { createLimiterMemory } from './auth/sharedBuckets.js';
 import { type Config, ConfigError } from './config.js';
-import { channel } from './contract/messages.js';
+import { channel, type DrainMessage } from './contract/messages.js';
 import { loadExamples } from './examples/load.js';
 import { buildApp } from './http/app.js';
 import { createDispatcher } from './http/dispatch.js';
@@ -62,7 +62,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
       keys.clear();
       changes.publish(m);
     },
-    flushHistory: () => recorder.flush(),
+    flushHistory: () => recorder.flush(executors),
     events,
   };
   // Every executor and the recorder answer each scrape; the fallbacks count is process-wide.
@@ -79,7 +79,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
       hub.close();
       await dispatcher.idle();
       const drain = channel('drain', config.home);
-      drain.postMessage('drain'); // every executor posts its last batch, marked final
+      drain.postMessage({ kind: 'drain' } satisfies DrainMessage); // every executor posts its last batch, marked final
       drain.close();
       await recorder.stop(executors);
       await dispatcher.close();

@@ -10,8 +10,7 @@ const recorder = new Recorder(workerData as RecorderSettings, (rows) => reply({ 
 reply({ kind: 'ready' });
 port.on('message', async (m: RecorderRequest) => {
   if (m.op === 'flush') {
-    await new Promise((r) => setTimeout(r, 5)); // batches posted just before the request
-    await recorder.flush();
+    await recorder.flushAfter(m.id, m.executors);
   } else {
     await recorder.close(m.executors);
   }

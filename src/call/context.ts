@@ -6,7 +6,8 @@ import { RateLimits } from '../auth/rateLimit.js';
 import type { Config } from '../config.js';
 import { type ChangeMessage, channel } from '../contract/messages.js';
 import { inspectStatement } from '../governance/analysis.js';
-import { threadMetrics, type Metrics } from '../metrics/metrics.js';
+import type { Histogram } from 'prom-client';
+import { type Metrics, type StatementCounters, statementCounters, threadMetrics } from '../metrics/metrics.js';
 import { RunBatcher } from '../recorder/batcher.js';
 import { openSource } from '../sources/index.js';
 import type { Source } from '../sources/types.js';
@@ -15,6 +16,7 @@ import { attachStore, STORE_FILE } from '../store/store.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { Governance, Governed } from './govern.js';
 import type { CallPlan } from './plan.js';
+import { FORMATS, type Format } from './formats.js';
 import { createResultCache, type ResultCache } from './resultCache.js';
 import { SchemaCache } from './schemaCache.js';
 
@@ -41,6 +43,10 @@ export interface CallContext {
   limits: RateLimits;
   /** This thread's counters; the acceptor gathers them at scrape time. */
   metrics: Metrics;
+  /** This thread's statement metrics bound per connection, dialect and key (no label work per call). */
+  statements: (connection: string, dialect: string, key: string) => StatementCounters;
+  /** The serialization histogram bound per format. */
+  serialization: Record<Format, Histogram.Internal<string>>;
   /** Resolves once the limits' Redis connection is up (at once without Redis), so early calls count in Redis. */
   limitsReady: Promise<unknown> | null;
   close(): Promise<void>;
@@ -116,6 +122,11 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     },
     limits,
     metrics: thread.metrics,
+    statements: statementCounters(thread.metrics),
+    serialization: Object.fromEntries(FORMATS.map((format) => [format, thread.metrics.serialization.labels({ format })])) as Record<
+      Format,
+      Histogram.Internal<string>
+    >,
     limitsReady: config.redisUrl ? limits.ready() : null,
     async close() {
       thread.close();

@@ -25,6 +25,9 @@
 
 export type Format = 'json' | 'ndjson' | 'csv' | 'tsv';
 
+/** Every format a call may ask for. */
+export const FORMATS: readonly Format[] = ['json', 'ndjson', 'csv', 'tsv'];
+
 export const CONTENT_TYPES: Readonly<Record<Format, string>> = {
   json: 'application/json',
   ndjson: 'application/x-ndjson',

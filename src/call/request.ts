@@ -3,9 +3,7 @@
 // Nothing is looked up here.
 import { GatewayError } from '../contract/errors.js';
 import type { Request } from '../contract/exchange.js';
-import type { Format } from './formats.js';
-
-const FORMATS: readonly Format[] = ['json', 'ndjson', 'csv', 'tsv'];
+import { FORMATS, type Format } from './formats.js';
 
 /** Query-string names that are request options, never parameters. */
 const RESERVED = new Set(['format', 'page', 'page_size', 'connection_name', 'version', 'timeout', 'stream']);

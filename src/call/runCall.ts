@@ -93,23 +93,16 @@ export async function runCall(ctx: CallContext, req: Request): Promise<Answer> {
       ctx.metrics.cacheMisses.inc();
     }
 
-    const labels = { connection: connection.name, dialect: source.dialect };
+    const counters = ctx.statements(connection.name, source.dialect, caller.name);
     const started = performance.now();
     const values = fillValues(plan, bound, paging.pageSize + 1, (paging.page - 1) * paging.pageSize);
-    const result = await execute(
-      ctx.metrics,
-      source,
-      plan.pageable ? plan.pagedText : plan.text,
-      values,
-      { timeoutMs: timeout * 1000, readOnly: !plan.write },
-      labels,
-      caller.name,
-    );
+    const text = plan.pageable ? plan.pagedText : plan.text;
+    const result = await execute(ctx.metrics.activeQueries, counters, source, text, values, { timeoutMs: timeout * 1000, readOnly: !plan.write });
     const executed = performance.now();
     const shaped = shape(plan, result, paging, governed, call.format);
     const rendered = performance.now();
-    ctx.metrics.rows.inc({ ...labels, key: caller.name }, shaped.rows);
-    ctx.metrics.serialization.observe({ format: call.format }, (rendered - executed) / 1000);
+    counters.rows.inc(shaped.rows);
+    ctx.serialization[call.format].observe((rendered - executed) / 1000);
     record(
       ctx.runs,
       target,

@@ -7,7 +7,8 @@ import type { MetricObjectWithValues, MetricValue } from 'prom-client';
  * The process's BroadcastChannels, scoped by the server's home folder so two servers in one
  * process (as in tests) never cross-talk:
  * - runs: executors → recorder, RunBatch;
- * - drain: acceptor → executors at shutdown, 'drain' (each posts its last batch, marked final);
+ * - drain: acceptor → executors, DrainMessage: post the batch now (answering a history read), or the
+ *   last one at shutdown (marked final);
  * - changes: acceptor (or another instance's notice) → executors, ChangeMessage;
  * - metrics: acceptor ↔ every thread at scrape time, MetricsMessage.
  */
@@ -66,11 +67,18 @@ export interface RunBatch {
   final?: boolean;
   /** Keys used since the last batch (each at most once a minute per executor), for last_used_at. */
   used?: string[];
+  /** The flush request (DrainMessage 'flush') this batch answers; every executor answers each one. */
+  flushed?: number;
 }
+
+/** Acceptor → executors on 'drain'. */
+export type DrainMessage = { kind: 'flush'; id: number } | { kind: 'drain' };
 
 // ---- Acceptor ↔ recorder thread: requests and replies over the worker's own port.
 
-export type RecorderRequest = { op: 'flush'; id: number } | { op: 'stop'; id: number; executors: number };
+export type RecorderRequest =
+  /** Write everything up to flush `id`, once every executor's batch answering it has arrived. */
+  { op: 'flush'; id: number; executors: number } | { op: 'stop'; id: number; executors: number };
 
 export type RecorderReply =
   | { kind: 'ready' }

@@ -11,13 +11,18 @@ import type { RateLimits } from '../auth/rateLimit.js';
 import { RATE_LIMIT_MESSAGES, rateLimitHeaders, type RateCheck } from '../auth/rates.js';
 import { GatewayError } from '../contract/errors.js';
 import { type Answer, errorAnswer, jsonAnswer, type Request } from '../contract/exchange.js';
-import type { ProcessMetrics } from '../metrics/metrics.js';
+import { bound, type ProcessMetrics } from '../metrics/metrics.js';
 import type { Dispatcher } from './dispatch.js';
 import type { EventHub } from './events.js';
 import { serve, type Handler, type ServeOptions, type StreamStart } from './respond.js';
 import { relayStream, wantsStream } from './streamRelay.js';
 
 export const VERSION = '0.1.0';
+
+/** Status codes as label text, made once. */
+const STATUS: Record<number, string> = Object.fromEntries(
+  [200, 201, 204, 304, 400, 401, 403, 404, 405, 409, 413, 429, 500, 502, 503, 504].map((c) => [c, String(c)]),
+);
 
 export function buildApp(
   control: ControlContext,
@@ -29,15 +34,20 @@ export function buildApp(
 ): uWS.TemplatedApp {
   const m = metrics.metrics;
   /** Serve options per route: the request metrics carry the route's endpoint name. */
-  const opts = (endpoint: string): ServeOptions => ({
-    maxBody: control.config.maxBodyBytes,
-    trustProxy: control.config.trustProxy,
-    onAnswer(req, a) {
-      m.requests.inc({ method: req.method, endpoint, status: a.status, key: a.key ?? '-' });
-      m.requestDuration.observe({ method: req.method, endpoint }, (performance.now() - req.started) / 1000);
-      if (a.status === 429) m.rateLimitRejections.inc();
-    },
-  });
+  const opts = (endpoint: string): ServeOptions => {
+    // Children bound once per label set: no label checks per request.
+    const requests = bound((method, status, key) => m.requests.labels({ method, endpoint, status, key }));
+    const durations = bound((method) => m.requestDuration.labels({ method, endpoint }));
+    return {
+      maxBody: control.config.maxBodyBytes,
+      trustProxy: control.config.trustProxy,
+      onAnswer(req, a) {
+        requests(req.method, STATUS[a.status] ?? String(a.status), a.key ?? '-').inc();
+        durations(req.method).observe((performance.now() - req.started) / 1000);
+        if (a.status === 429) m.rateLimitRejections.inc();
+      },
+    };
+  };
   const router = new ApiRouter();
   connectionRoutes(router);
   queryRoutes(router);

@@ -1,17 +1,22 @@
 // In charge of the executor's side of recording: runs are appended to a local batch that is posted
-// to the recorder thread once per event-loop turn, never on the call's path. The batch is bounded;
-// runs beyond it are dropped and counted, never lost silently.
-import { channel, type RunBatch, type RunRecord } from '../contract/messages.js';
+// to the recorder thread every few milliseconds (or sooner when it is large), never on the call's
+// path: one message carries many runs. A history read asks every executor for its batch at once
+// (DrainMessage 'flush'), so it still sees every run made before it. The batch is bounded; runs
+// beyond it are dropped and counted, never lost silently.
+import { channel, type DrainMessage, type RunBatch, type RunRecord } from '../contract/messages.js';
 
 const KEY_USE_EVERY_MS = 60_000;
+/** How long runs wait for company before they are posted, and how many make a batch post at once. */
+const POST_EVERY_MS = 10;
+const POST_AT = 512;
 
 export class RunBatcher {
   #channel: BroadcastChannel;
-  /** At shutdown the acceptor asks every executor, over this channel, for its last batch. */
+  /** The acceptor asks every executor, over this channel, for its batch now or its last one. */
   #drain: BroadcastChannel;
   #batch: RunRecord[] = [];
   #dropped = 0;
-  #scheduled = false;
+  #timer: NodeJS.Timeout | null = null;
   #used: string[] = [];
   #usedAt = new Map<string, number>();
   readonly #max: number;
@@ -20,14 +25,19 @@ export class RunBatcher {
     this.#max = max;
     this.#channel = channel('runs', scope);
     this.#drain = channel('drain', scope);
-    // The final batch travels on the same channel as the others, so it arrives after them.
-    this.#drain.onmessage = () => this.flush(true);
+    // These batches travel on the same channel as the others, so they arrive after them.
+    this.#drain.onmessage = (e: MessageEvent) => {
+      const m = e.data as DrainMessage;
+      if (m.kind === 'drain') this.flush(true);
+      else this.flush(false, m.id);
+    };
   }
 
   add(run: RunRecord): void {
     if (this.#batch.length >= this.#max) this.#dropped++;
     else this.#batch.push(run);
-    this.#schedule();
+    if (this.#batch.length >= POST_AT) this.flush();
+    else this.#schedule();
   }
 
   /** Notes that a key was used; passed on to the recorder at most once a minute per key. */
@@ -41,16 +51,18 @@ export class RunBatcher {
   }
 
   #schedule(): void {
-    if (!this.#scheduled) {
-      this.#scheduled = true;
-      setImmediate(() => this.flush());
-    }
+    this.#timer ??= setTimeout(() => this.flush(), POST_EVERY_MS);
   }
 
-  flush(final = false): void {
-    this.#scheduled = false;
-    if (!this.#batch.length && !this.#dropped && !this.#used.length && !final) return;
+  /** Posts the batch; `final` marks the last one, `flushed` answers a flush request (posted even when empty). */
+  flush(final = false, flushed?: number): void {
+    if (this.#timer) {
+      clearTimeout(this.#timer);
+      this.#timer = null;
+    }
+    if (!this.#batch.length && !this.#dropped && !this.#used.length && !final && flushed === undefined) return;
     const message: RunBatch = { runs: this.#batch, dropped: this.#dropped, final };
+    if (flushed !== undefined) message.flushed = flushed;
     if (this.#used.length) {
       message.used = this.#used;
       this.#used = [];
@@ -61,6 +73,7 @@ export class RunBatcher {
   }
 
   close(): void {
+    if (this.#timer) clearTimeout(this.#timer);
     this.#channel.close();
     this.#drain.close();
   }

@@ -2,14 +2,14 @@
 // stop) and replies (ready, done, events) as the typed messages of contract/messages.ts.
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { EventRow, RecorderReply, RecorderRequest } from '../contract/messages.js';
+import { channel, type DrainMessage, type EventRow, type RecorderReply, type RecorderRequest } from '../contract/messages.js';
 import type { RecorderSettings } from './recorder.js';
 
 const ENTRY = fileURLToPath(new URL('../../workers/recorder.js', import.meta.url));
 
 export interface RecorderClient {
-  /** Resolves once every run posted so far is in the store. */
-  flush(): Promise<void>;
+  /** Resolves once every run made so far, by any of the `executors`, is in the store. */
+  flush(executors: number): Promise<void>;
   /** Waits for `executors` final batches, writes them and stops the thread. */
   stop(executors: number): Promise<void>;
 }
@@ -37,11 +37,17 @@ export async function startRecorder(settings: RecorderSettings, onEvents: (rows:
       pending.set(m.id, resolve);
       worker.postMessage(m);
     });
+  const drain = channel('drain', settings.home);
   return {
-    flush: () => ask({ op: 'flush', id: ++next }),
+    flush(executors) {
+      const id = ++next;
+      drain.postMessage({ kind: 'flush', id } satisfies DrainMessage); // each executor posts its batch now
+      return ask({ op: 'flush', id, executors });
+    },
     async stop(executors) {
       await ask({ op: 'stop', id: ++next, executors });
       await worker.terminate();
+      drain.close();
     },
   };
 }

@@ -22,6 +22,9 @@ export class Recorder {
   #timer: NodeJS.Timeout;
   #writing: Promise<void> = Promise.resolve();
   #finals = 0;
+  /** Executors' answers per flush request, and the newest request already written. */
+  #answers = new Map<number, number>();
+  #flushedUpTo = 0;
   /** Keys to stamp with last_used_at on the next flush, and when each was last stamped. */
   #used = new Set<string>();
   #usedAt = new Map<string, number>();
@@ -61,6 +64,7 @@ export class Recorder {
 
   take(m: RunBatch): void {
     if (m.final) this.#finals++;
+    if (m.flushed !== undefined && m.flushed > this.#flushedUpTo) this.#answers.set(m.flushed, (this.#answers.get(m.flushed) ?? 0) + 1);
     if (m.used) {
       const now = Date.now();
       for (const name of m.used) {
@@ -74,6 +78,19 @@ export class Recorder {
     this.#dropped(m.dropped + Math.max(0, m.runs.length - Math.max(0, room)));
     for (let i = 0; i < m.runs.length && i < room; i++) this.#queue.push(m.runs[i]);
     if (this.#queue.length >= BATCH) void this.flush();
+  }
+
+  /**
+   * Writes every run made before flush request `id`: waits (at most a second) until each of the
+   * `executors` has answered it with its batch, then writes. The acceptor sends the request to the
+   * executors (DrainMessage 'flush') before it asks this.
+   */
+  async flushAfter(id: number, executors: number): Promise<void> {
+    const until = Date.now() + 1000;
+    while ((this.#answers.get(id) ?? 0) < executors && Date.now() < until) await new Promise((r) => setTimeout(r, 1));
+    this.#answers.delete(id);
+    this.#flushedUpTo = Math.max(this.#flushedUpTo, id); // a late answer is not counted again
+    await this.flush();
   }
 
   /** Writes everything queued so far; batches are written one after another. */
