@@ -12,28 +12,9 @@ import { limitKey } from '../../src/call/limits.js';
 import type { CallRequest } from '../../src/call/request.js';
 import { GatewayError, statusOf, type ErrorCode } from '../../src/contract/errors.js';
 import type { ConnectionRow, KeyRow, QueryRow, VersionRow } from '../../src/store/types.js';
+import { keyRow as baseKey } from '../fixtures.js';
 
-const KEY: KeyRow = {
-  name: 'reader',
-  hash: '',
-  active: true,
-  expires_at: null,
-  example: false,
-  created_at: '',
-  updated_at: '',
-  last_used_at: null,
-  connections: [],
-  queries: ['films'],
-  allow_writes: false,
-  allowed_write_ops: null,
-  allowed_tables: null,
-  mask: null,
-  rate_limit: null,
-  rate_limits: null,
-  allowed_ips: null,
-  previous_until: null,
-  via_previous: false,
-};
+const KEY: KeyRow = baseKey({ name: 'reader', hash: '', queries: ['films'] });
 
 /** A key row for `secret`, stored as the store stores it: by the secret's hash. */
 function keyRow(secret: string, fields: Partial<KeyRow> = {}): KeyRow {

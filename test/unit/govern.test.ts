@@ -17,28 +17,9 @@ import { hashValue } from '../../src/governance/masking.js';
 import { openSource } from '../../src/sources/index.js';
 import type { Dialect, Source } from '../../src/sources/types.js';
 import type { ConnectionRow, KeyRow, VersionRow } from '../../src/store/types.js';
+import { keyRow } from '../fixtures.js';
 
-const KEY: KeyRow = {
-  name: 'k',
-  hash: 'h',
-  active: true,
-  expires_at: null,
-  example: false,
-  created_at: '',
-  updated_at: '',
-  last_used_at: null,
-  connections: [],
-  queries: ['q'],
-  allow_writes: false,
-  allowed_write_ops: null,
-  allowed_tables: null,
-  mask: null,
-  rate_limit: null,
-  rate_limits: null,
-  allowed_ips: null,
-  previous_until: null,
-  via_previous: false,
-};
+const KEY: KeyRow = keyRow({ queries: ['q'] });
 
 function key(fields: Partial<KeyRow>): Caller {
   return { kind: 'key', name: 'k', key: { ...KEY, ...fields } };

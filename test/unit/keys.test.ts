@@ -5,28 +5,9 @@ import { test } from 'node:test';
 import { addressAllowed, keyIsUsable } from '../../src/auth/keys.js';
 import { forwardedClient } from '../../src/http/respond.js';
 import type { KeyRow } from '../../src/store/types.js';
+import { keyRow } from '../fixtures.js';
 
-const base: KeyRow = {
-  name: 'k',
-  hash: 'h',
-  active: true,
-  expires_at: null,
-  example: false,
-  created_at: '',
-  updated_at: '',
-  last_used_at: null,
-  connections: [],
-  queries: [],
-  allow_writes: false,
-  allowed_write_ops: null,
-  allowed_tables: null,
-  mask: null,
-  rate_limit: null,
-  rate_limits: null,
-  allowed_ips: null,
-  previous_until: null,
-  via_previous: false,
-};
+const base: KeyRow = keyRow();
 const at = (s: string) => new Date(s); // local time, as the server reads expires_at
 
 test('expires_at is valid through the last second of that day, local time', () => {
