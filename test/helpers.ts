@@ -14,6 +14,13 @@ import { startServer, type RunningServer } from '../src/serve.js';
 export const PG_ADMIN_URL = process.env.QUERYAPIGATE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const ADMIN_KEY = 'test-admin-key';
 
+/** Every way the gateway runs, for the conformance suites: each must give the same answers. */
+export const CONFORMANCE_MODES: Array<{ name: string; env: Record<string, string>; pgStore?: boolean }> = [
+  { name: 'inline executors, SQLite store', env: { QUERYAPIGATE_WORKERS: '0' } },
+  { name: 'pooled executors, SQLite store', env: { QUERYAPIGATE_WORKERS: '2' } },
+  { name: 'pooled executors, PostgreSQL store', env: { QUERYAPIGATE_WORKERS: '2' }, pgStore: true },
+];
+
 export interface TestServer {
   url: string;
   home: string;

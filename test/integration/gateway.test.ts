@@ -2,13 +2,7 @@
 // executors, SQLite and PostgreSQL stores), each against a real PostgreSQL data source.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ADMIN_KEY, eventually, request, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
-
-const MODES: Array<{ name: string; env: Record<string, string>; pgStore?: boolean }> = [
-  { name: 'inline executors, SQLite store', env: { QUERYAPIGATE_WORKERS: '0' } },
-  { name: 'pooled executors, SQLite store', env: { QUERYAPIGATE_WORKERS: '2' } },
-  { name: 'pooled executors, PostgreSQL store', env: { QUERYAPIGATE_WORKERS: '2' }, pgStore: true },
-];
+import { ADMIN_KEY, CONFORMANCE_MODES as MODES, eventually, request, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
 /** Every mode's answers to the shared call sequence, compared at the end. */
 const transcripts = new Map<string, unknown[]>();

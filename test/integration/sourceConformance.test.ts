@@ -8,13 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
-import { ADMIN_KEY, eventually, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
-
-const MODES: Array<{ name: string; env: Record<string, string>; pgStore?: boolean }> = [
-  { name: 'inline executors, SQLite store', env: { QUERYAPIGATE_WORKERS: '0' } },
-  { name: 'pooled executors, SQLite store', env: { QUERYAPIGATE_WORKERS: '2' } },
-  { name: 'pooled executors, PostgreSQL store', env: { QUERYAPIGATE_WORKERS: '2' }, pgStore: true },
-];
+import { ADMIN_KEY, CONFORMANCE_MODES as MODES, eventually, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
 const MY_HOST = process.env.QUERYAPIGATE_TEST_MYSQL_HOST ?? '127.0.0.1';
 const MY_PORT = Number(process.env.QUERYAPIGATE_TEST_MYSQL_PORT ?? 3306);
