@@ -30,6 +30,8 @@ export interface Governed {
 }
 
 const UNMASKED: Governed = { masker: null, masked: null };
+/** No hash action, no secret needed. */
+const NO_SECRET = Buffer.alloc(0);
 
 /** Writes need the server's ceiling and the caller's own permission (allow_writes or a per-query grant). */
 export function mayWrite(caller: Caller, queryName: string, serverAllows: boolean): boolean {
@@ -64,7 +66,22 @@ export async function governCall(
   let traced = g.traces.get(slot);
   if (!traced) {
     const maskPlan = planMasks(analysis, known.schema, rules);
-    traced = maskPlan.actions.length ? { masker: compileMasker(maskPlan, await g.maskSecret()), masked: maskPlan.masked } : UNMASKED;
+    // Where `*` was expanded, a masker even when no rule applies now: it checks the result against the
+    // schema traced on, so a column added or moved since is refused, not shown (then the schema is read again).
+    const stars = maskPlan.expected?.some((name) => name !== null) ?? false;
+    if (maskPlan.actions.length === 0 && !stars) traced = UNMASKED;
+    else {
+      const check = compileMasker(maskPlan, maskPlan.actions.includes('hash') ? await g.maskSecret() : NO_SECRET);
+      const masker: Masker = (columns, rows) => {
+        try {
+          return check(columns, rows);
+        } catch (e) {
+          g.schemas.clear(connection.name);
+          throw e;
+        }
+      };
+      traced = { masker, masked: maskPlan.masked.length ? maskPlan.masked : null };
+    }
     g.traces.set(slot, traced);
   }
   return traced;

@@ -21,6 +21,11 @@ export interface MaskPlan {
   actions: Array<MaskAction | null>;
   /** The masked output columns by name, for history and the catalog. */
   masked: Array<{ column: string; action: MaskAction }>;
+  /**
+   * Per output position, the column name the schema gave it when `*` was expanded (null for named
+   * outputs): the result must carry these names in these places, or the schema changed since the trace.
+   */
+  expected?: Array<string | null>;
 }
 
 const STRICTNESS: Record<MaskAction, number> = { hash: 1, mask: 2, null: 3, drop: 4 };
@@ -36,6 +41,8 @@ interface Planned {
   sources: Array<{ table: string; column: string }>;
   /** Why the column can't be traced, or null. */
   untraced: string | null;
+  /** The schema's name for a column that `*` expanded to. */
+  expected?: string;
 }
 
 /**
@@ -75,7 +82,8 @@ export function planMasks(a: StatementAnalysis | null, schema: Schema, rules: Ma
       masked.push({ column: name, action: best });
     }
   }
-  return any ? { actions, masked } : { actions: [], masked: [] };
+  const expected = planned.map((p) => p.expected ?? null);
+  return any ? { actions, masked, expected } : { actions: [], masked: [], expected };
 }
 
 function unresolvable(column: string, why: string): Error {
@@ -111,7 +119,7 @@ function expand(outputs: OutputColumn[], schema: Schema): Planned[] {
         out.push({ name: `${c.table}.*`, sources: [], untraced: `'${c.table}' is not a table in the connection's schema, so * can't be expanded` });
         continue;
       }
-      for (const col of cols) out.push({ name: col, sources: [{ table: c.table, column: col.toLowerCase() }], untraced: null });
+      for (const col of cols) out.push({ name: col, sources: [{ table: c.table, column: col.toLowerCase() }], untraced: null, expected: col });
     } else {
       const parts = c.parts.map((p) => expand(p, schema));
       const width = parts[0].length;
@@ -120,7 +128,7 @@ function expand(outputs: OutputColumn[], schema: Schema): Planned[] {
         continue;
       }
       for (let i = 0; i < width; i++) {
-        const merged: Planned = { name: parts[0][i].name, sources: [], untraced: null };
+        const merged: Planned = { name: parts[0][i].name, sources: [], untraced: null, expected: parts[0][i].expected };
         for (const p of parts) {
           merged.sources.push(...p[i].sources);
           if (p[i].untraced && !merged.untraced) merged.untraced = p[i].untraced;
@@ -176,10 +184,32 @@ function planColumn(name: string, sources: ColumnSource[], traced: boolean, sche
 
 export type Masker = (columns: string[], rows: unknown[][]) => { columns: string[]; rows: unknown[][] };
 
-/** The row transformer for a plan; rows are changed in place. */
+/**
+ * The row transformer for a plan; rows are changed in place. The plan was traced before the statement
+ * ran, on a schema that may have changed since (a column dropped and added again moves): a result of
+ * another width, or whose `*` columns are not the ones traced, is refused, never masked by position.
+ */
 export function compileMasker(plan: MaskPlan, secret: Buffer): Masker {
-  if (plan.actions.every((x) => x === null)) return (columns, rows) => ({ columns, rows });
+  const expected = plan.expected ?? plan.actions.map(() => null);
+  const width = expected.length;
+  const check = (columns: string[]) => {
+    if (columns.length !== width) {
+      throw unresolvable(columns[width] ?? columns[0] ?? '*', `the result has ${columns.length} columns where the statement describes ${width}`);
+    }
+    for (let i = 0; i < width; i++) {
+      const want = expected[i];
+      if (want !== null && !sameColumn(columns[i], want)) {
+        throw unresolvable(columns[i], `the table changed since its schema was read: '${want}' was expected here`);
+      }
+    }
+  };
   const actions = plan.actions;
+  if (actions.every((x) => x === null)) {
+    return (columns, rows) => {
+      check(columns);
+      return { columns, rows };
+    };
+  }
   const drops: number[] = [];
   const edits: Array<[number, (v: unknown) => unknown]> = [];
   for (let i = 0; i < actions.length; i++) {
@@ -191,13 +221,7 @@ export function compileMasker(plan: MaskPlan, secret: Buffer): Masker {
   }
   const keep = drops.length ? actions.map((_, i) => i).filter((i) => !drops.includes(i)) : null;
   return (columns, rows) => {
-    // The plan was traced before the statement ran; a result of another shape is refused, not guessed.
-    if (columns.length !== actions.length) {
-      throw unresolvable(
-        columns[actions.length] ?? columns[0] ?? '*',
-        `the result has ${columns.length} columns where the statement describes ${actions.length}`,
-      );
-    }
+    check(columns);
     for (const row of rows) {
       for (let e = 0; e < edits.length; e++) {
         const [i, f] = edits[e];
@@ -210,6 +234,13 @@ export function compileMasker(plan: MaskPlan, secret: Buffer): Masker {
     }
     return { columns: keep ? keep.map((i) => columns[i]) : columns, rows };
   };
+}
+
+/** A driver's column name against the schema's (case aside; SQLite renames a repeated one `name:N`). */
+function sameColumn(got: string, want: string): boolean {
+  const g = got.toLowerCase();
+  const w = want.toLowerCase();
+  return g === w || (g.startsWith(`${w}:`) && /^\d+$/.test(g.slice(w.length + 1)));
 }
 
 /** HMAC-SHA256 of the value's text form, as 16 hex characters; null stays null. */

@@ -1,6 +1,7 @@
 // Hostile input through the whole gateway, against real servers: each class with many shapes.
 // - A NUL byte in a parameter is a 400 param_invalid on every data source, never a 500.
 // - PostgreSQL's Unicode-escaped names (U&"...") never reach a masked or table-restricted key's data.
+// - A mask trace cached on a schema that has changed since is refused, never applied by position.
 // - A SQLite connection opens only files inside QUERYAPIGATE_HOME, and never the store itself.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
@@ -137,6 +138,29 @@ describe('postgres: Unicode-escaped names never reach the data of a governed key
       assert.equal(r.status, 403, `${sql}: ${r.text}`);
       assert.ok(!r.text.includes('top secret'));
     }
+  });
+});
+
+describe('postgres: a table changed under a cached mask trace is never masked by position', () => {
+  test('a column dropped and added again (it moves) is refused until the schema is read again, then masked', async () => {
+    const saved = await s.call('POST', '/api/v1/queries', {
+      body: { name: 'all_customers', connection_name: 'pg', description: 'p', publish: true, sql: 'SELECT * FROM customers ORDER BY id' },
+    });
+    assert.equal(saved.status, 201, saved.text);
+    const first = await s.call('GET', '/q/all_customers', { key: keys.masked });
+    assert.equal(first.status, 200, first.text);
+    assert.ok(!first.text.includes('@example.com'));
+    // email moves from the third place to the second; the trace cached for it is of the old order
+    await pg.sql.unsafe("ALTER TABLE customers DROP COLUMN name, ADD COLUMN name text; UPDATE customers SET name = 'N' || id");
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await s.call('GET', '/q/all_customers', { key: keys.masked }));
+    for (const r of answers) assert.ok(!r.text.includes('@example.com'), `an email in clear: ${r.text}`);
+    assert.equal(answers[0].status, 403, answers[0].text);
+    assert.equal(answers[0].json.code, 'mask_unresolvable');
+    const last = answers[answers.length - 1];
+    assert.equal(last.status, 200, last.text);
+    assert.deepEqual(Object.keys(last.json[0]), ['id', 'email', 'name']);
+    assert.match(last.json[0].email, /^[0-9a-f]{16}$/, 'hashed');
   });
 });
 

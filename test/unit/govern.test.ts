@@ -357,12 +357,28 @@ describe('masking over a real SQLite connection', () => {
     const caller = key({ mask: [{ column: 'customers.secret', action: 'drop' }] });
     const plan = planCall('schema', version('SELECT * FROM customers'), 'sqlite');
     const before = await governCall(g, plan, caller, 'q', conn, source);
-    assert.deepEqual(before, { masker: null, masked: null }, 'no secret column yet');
+    assert.equal(before.masked, null, 'no secret column yet');
+    assert.ok(before.masker, 'but SELECT * is checked against the schema it was traced on');
     const db = new Database(file);
     db.exec('ALTER TABLE customers ADD COLUMN secret TEXT');
     db.close();
-    // the same row: the cached schema is still trusted
-    assert.equal(await governCall(g, plan, caller, 'q', conn, source), before);
+    // the same row: the cached trace is used, and the result it meets is not the one traced: refused,
+    // never shown (the new column would have come back in clear), and the schema is read again
+    const stale = await governCall(g, plan, caller, 'q', conn, source);
+    assert.equal(stale, before);
+    const reader = openSource(conn, { poolSize: 1, home: dir }); // a session that sees the new column
+    try {
+      const drifted = await reader.run(plan.text, [], { timeoutMs: 5000, readOnly: true });
+      assert.equal(drifted.columns.length, 5);
+      assert.throws(
+        () => stale.masker!(drifted.columns, drifted.rows),
+        (e: unknown) => (e as GatewayError).code === 'mask_unresolvable',
+      );
+    } finally {
+      await reader.close();
+    }
+    const reread = await governCall(g, plan, caller, 'q', conn, source);
+    assert.deepEqual(reread.masked, [{ column: 'secret', action: 'drop' }]);
     // the connection's row changed (as the management API stamps it): the schema is read again
     const changed = { ...conn, updated_at: '2026-12-01 11:00:00' };
     const fresh = openSource(changed, { poolSize: 1, home: dir });
