@@ -4,7 +4,7 @@
 // statement reaches the database.
 import type { LRUCache } from 'lru-cache';
 import type { Caller } from '../auth/keys.js';
-import { compileMasker, planMasks, type MaskPlan, type Masker } from '../governance/masking.js';
+import { checkPredicates, compileMasker, planMasks, type MaskPlan, type Masker } from '../governance/masking.js';
 import { checkFunctions } from '../governance/functions.js';
 import { checkStatement } from '../governance/policy.js';
 import type { Source } from '../sources/types.js';
@@ -66,6 +66,7 @@ export async function governCall(
   let traced = g.traces.get(slot);
   if (!traced) {
     const maskPlan = planMasks(analysis, known.schema, rules);
+    if (key?.mask_predicates === 'refuse') checkPredicates(analysis, known.schema, rules); // refused: not kept, thrown each time
     // Where `*` was expanded, a masker even when no rule applies now: it checks the result against the
     // schema traced on, so a column added or moved since is refused, not shown (then the schema is read again).
     const stars = maskPlan.expected?.some((name) => name !== null) ?? false;

@@ -27,7 +27,7 @@ export function policyFingerprint(caller: Caller): string {
   if (caller.kind !== 'key') return 'admin';
   let f = fingerprints.get(caller.key);
   if (f === undefined) {
-    f = JSON.stringify([caller.key.allowed_tables, caller.key.mask]);
+    f = JSON.stringify([caller.key.allowed_tables, caller.key.mask, caller.key.mask_predicates ?? 'allow']);
     fingerprints.set(caller.key, f);
   }
   return f;

@@ -53,6 +53,7 @@ export const ERRORS = {
     table_not_allowed: 403,
     table_check_failed: 403,
     mask_unresolvable: 403,
+    mask_predicate: 403,
   },
   /** Running the statement on a data source (sources/). */
   execute: {

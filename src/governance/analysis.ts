@@ -10,7 +10,7 @@
 import { createRequire } from 'node:module';
 import type * as pg from 'pgsql-ast-parser';
 import { countStatements, scanMarkers } from './markers.js';
-import { describe, type OutputColumn, type Query } from './lineage.js';
+import { type ColumnSource, describe, type OutputColumn, type Query } from './lineage.js';
 import { lowerNspStatement } from './lowerNsp.js';
 import { lowerPgStatement } from './lowerPg.js';
 import { isUnsafeFunction, judgeTokens, lex, type LexicalRisks, type Token } from './scan.js';
@@ -48,6 +48,8 @@ export interface StatementAnalysis extends StatementScan {
   tableFunctions: string[];
   /** The output columns in order; null when the statement's rows can't be described (SHOW, EXPLAIN, DDL). */
   outputs: OutputColumn[] | null;
+  /** The columns that decide which rows come back and their order (WHERE, JOIN, GROUP BY, HAVING, ORDER BY). */
+  predicates: { sources: ColumnSource[]; traced: boolean };
   /** Which reader produced the description. */
   parser: 'pgsql-ast-parser' | 'node-sql-parser' | 'lexical';
 }
@@ -146,6 +148,7 @@ export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAna
     writeTargets: lineage.writeTargets,
     tableFunctions: lineage.tableFunctions,
     outputs: lineage.outputs,
+    predicates: lineage.predicates,
     parser,
   };
 }

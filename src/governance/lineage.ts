@@ -88,6 +88,8 @@ export interface Lineage {
   calls: string[];
   selectInto: boolean;
   outputs: OutputColumn[] | null;
+  /** The columns read to decide which rows come back or in what order (WHERE, JOIN ON/USING, GROUP BY, HAVING, ORDER BY, ...). */
+  predicates: { sources: ColumnSource[]; traced: boolean };
 }
 
 /** Row-source functions whose rows come only from their arguments. */
@@ -170,11 +172,21 @@ interface Acc {
   funcs: Set<string>;
   calls: Set<string>;
   selectInto: boolean;
+  predicates: { sources: ColumnSource[]; traced: boolean };
 }
 
 /** Reads a lowered statement: what it touches and where each output column comes from. */
 export function describe(q: Query): Lineage {
-  const acc: Acc = { refs: 0, tables: new Set(), targets: new Set(), verbs: new Set(), funcs: new Set(), calls: new Set(), selectInto: false };
+  const acc: Acc = {
+    refs: 0,
+    tables: new Set(),
+    targets: new Set(),
+    verbs: new Set(),
+    funcs: new Set(),
+    calls: new Set(),
+    selectInto: false,
+    predicates: { sources: [], traced: true },
+  };
   const outputs = query(q, null, acc);
   return {
     tables: [...acc.tables].sort(),
@@ -184,6 +196,7 @@ export function describe(q: Query): Lineage {
     calls: [...acc.calls].sort(),
     selectInto: acc.selectInto,
     outputs,
+    predicates: acc.predicates,
   };
 }
 
@@ -192,14 +205,14 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
     case 'select': {
       const scope = withCtes(q.ctes, outer, acc);
       for (const f of q.from) addFrom(f, scope, acc);
-      for (const e of q.extra) evalEx(e, scope, acc);
+      for (const e of q.extra) mergeInto(acc.predicates, evalEx(e, scope, acc));
       if (q.into) acc.selectInto = true;
       return selectList(q.cols, scope, acc);
     }
     case 'setop': {
       const scope = withCtes(q.ctes, outer, acc);
       const shapes = q.parts.map((p) => query(p, scope, acc));
-      for (const e of q.extra) evalEx(e, scope, acc);
+      for (const e of q.extra) mergeInto(acc.predicates, evalEx(e, scope, acc));
       if (shapes.some((s) => s === null)) return null;
       return combine(shapes as OutputColumn[][]);
     }
@@ -225,7 +238,7 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
       }
       if (q.source) query(q.source, scope, acc);
       for (const f of q.from) addFrom(f, scope, acc);
-      for (const e of q.extra) evalEx(e, scope, acc);
+      for (const e of q.extra) mergeInto(acc.predicates, evalEx(e, scope, acc));
       return q.returning ? selectList(q.returning, scope, acc) : [];
     }
     case 'other': {

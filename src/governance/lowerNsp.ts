@@ -68,6 +68,8 @@ function lowerSelect(s: Node, ctes: Cte[]): Query {
     const item = lowerFrom(f);
     if (item) from.push(item);
     if (f.on) extra.push(lowerEx(f.on));
+    // JOIN ... USING (c): c is read on both sides to match rows
+    if (Array.isArray(f.using)) extra.push({ ...emptyEx(), refs: f.using.map((n: unknown) => ({ q: null, name: usingName(n) })) });
   }
   const cols: SelCol[] = [];
   if (s.columns === '*') cols.push({ ex: emptyEx(), alias: null, star: { q: null }, implicitName: null });
@@ -254,4 +256,11 @@ function walk(node: unknown, ex: Ex): void {
     if (SKIP_KEYS.has(key)) continue;
     walk(n[key], ex);
   }
+}
+
+/** A USING column as node-sql-parser gives it: a name, or a node holding one. */
+function usingName(n: unknown): string {
+  if (typeof n === 'string') return n.toLowerCase();
+  const node = n as { value?: unknown; column?: unknown } | null;
+  return String(node?.value ?? node?.column ?? '').toLowerCase();
 }

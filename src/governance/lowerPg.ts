@@ -93,7 +93,9 @@ function lowerSelect(s: pg.SelectFromStatement, ctes: Cte[]): Query {
   const extra: Ex[] = [];
   for (const f of s.from ?? []) {
     from.push(lowerFrom(f));
-    if (f.join && (f.join.on || f.join.using)) extra.push(lowerEx(f.join.on ?? null));
+    if (f.join?.on) extra.push(lowerEx(f.join.on));
+    // JOIN ... USING (c): c is read on both sides to match rows
+    if (f.join?.using) extra.push({ ...emptyEx(), refs: f.join.using.map((n) => ({ q: null, name: lc(n.name) })) });
   }
   const cols: SelCol[] = (s.columns ?? []).map(lowerSelCol);
   const rest = emptyEx();

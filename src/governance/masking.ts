@@ -86,6 +86,30 @@ export function planMasks(a: StatementAnalysis | null, schema: Schema, rules: Ma
   return any ? { actions, masked, expected } : { actions: [], masked: [], expected };
 }
 
+/**
+ * For a key that refuses inference through predicates: a column a rule masks must not decide which
+ * rows come back or their order (WHERE, JOIN ON/USING, GROUP BY, HAVING, ORDER BY, in any subquery),
+ * or a caller recovers its value a character at a time (`WHERE email LIKE :p`). A predicate column
+ * that cannot be traced is refused too: it could be a masked one.
+ */
+export function checkPredicates(a: StatementAnalysis | null, schema: Schema, rules: MaskRule[]): void {
+  if (rules.length === 0) return;
+  if (a === null) throw predicateError('the statement could not be analysed');
+  const p = planColumn('(predicate)', a.predicates.sources, a.predicates.traced, schema);
+  if (p.untraced) throw predicateError(`a column it filters or sorts by can't be traced: ${p.untraced}`);
+  const compiled = rules.map(compileRule);
+  for (const s of p.sources) {
+    for (const r of compiled) {
+      if (r.table.test(s.table) && r.column.test(s.column))
+        throw predicateError(`it filters, joins, groups or sorts by the masked column ${s.table}.${s.column}`);
+    }
+  }
+}
+
+function predicateError(why: string): Error {
+  return governanceError('mask_predicate', `This API key may not filter or sort by masked columns: ${why}`);
+}
+
 function unresolvable(column: string, why: string): Error {
   return governanceError('mask_unresolvable', `The column '${column}' can't be traced to its source columns (${why}), so masking rules can't be enforced`);
 }

@@ -306,6 +306,7 @@ export class Store {
       allowed_write_ops: k.allowed_write_ops,
       allowed_tables: k.allowed_tables,
       mask: k.mask,
+      mask_predicates: k.mask_predicates,
       rate_limit: k.rate_limit,
       rate_limits: k.rate_limits,
       allowed_ips: k.allowed_ips,

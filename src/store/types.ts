@@ -57,6 +57,8 @@ export interface KeyGrants {
   allowed_write_ops: string[] | null;
   allowed_tables: string[] | null;
   mask: Array<{ column: string; action: string }> | null;
+  /** 'refuse': a masked column may not filter, join, group or sort the rows (inference through predicates). Absent: 'allow'. */
+  mask_predicates?: 'allow' | 'refuse';
   rate_limit: string | null;
   rate_limits: Record<string, string> | null;
   allowed_ips: string[] | null;

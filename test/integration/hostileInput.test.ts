@@ -164,6 +164,55 @@ describe('postgres: a table changed under a cached mask trace is never masked by
   });
 });
 
+describe('inference through predicates: refused for a key that asks for it, on every source', () => {
+  test("mask_predicates: 'refuse' refuses a masked column in WHERE; the output stays masked; the default allows it", async () => {
+    const strict = await post('/api/v1/api-keys', {
+      name: 'strict',
+      queries: [],
+      connections: ['pg', 'my', 'lite'],
+      mask: [{ column: 'customers.email', action: 'hash' }],
+      mask_predicates: 'refuse',
+    });
+    const lenient = await post('/api/v1/api-keys', {
+      name: 'lenient',
+      queries: [],
+      connections: ['pg', 'my', 'lite'],
+      mask: [{ column: 'customers.email', action: 'hash' }],
+    });
+    const shown = await s.call('GET', '/api/v1/api-keys/strict');
+    assert.equal(shown.json.mask_predicates, 'refuse');
+    assert.equal((await s.call('GET', '/api/v1/api-keys/lenient')).json.mask_predicates, 'allow');
+    for (const c of ['pg', 'my', 'lite']) {
+      await post('/api/v1/queries', {
+        name: `guess_${c}`,
+        connection_name: c,
+        description: 'p',
+        publish: true,
+        sql: 'SELECT name FROM customers WHERE email LIKE :p',
+        parameters: { p: 'str' },
+      });
+      await post('/api/v1/queries', {
+        name: `list_${c}`,
+        connection_name: c,
+        description: 'p',
+        publish: true,
+        sql: 'SELECT name, email FROM customers WHERE id = :i',
+        parameters: { i: 'int' },
+      });
+      const refused = await s.call('GET', `/q/guess_${c}?p=a%25`, { key: strict.secret });
+      assert.equal(refused.status, 403, `${c}: ${refused.text}`);
+      assert.equal(refused.json.code, 'mask_predicate');
+      const listed = await s.call('GET', `/q/list_${c}?i=1`, { key: strict.secret });
+      assert.equal(listed.status, 200, `${c}: ${listed.text}`);
+      assert.match(listed.json[0].email, /^[0-9a-f]{16}$/);
+      // the documented limit when it is off: the predicate answers what the mask hides
+      const guessed = await s.call('GET', `/q/guess_${c}?p=a%25`, { key: lenient.secret });
+      assert.equal(guessed.status, 200, `${c}: ${guessed.text}`);
+      assert.equal(guessed.json.length, 1, 'the one email starting with a');
+    }
+  });
+});
+
 describe('sqlite: a connection opens only files inside QUERYAPIGATE_HOME, never the store', () => {
   before(() => {
     const file = new Database(join(outside, 'elsewhere.db'));
