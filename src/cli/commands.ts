@@ -3,6 +3,7 @@
 import { EXAMPLES } from './examples.js';
 import { INIT } from './init.js';
 import { KEYS } from './keys.js';
+import { QUERIES } from './queries.js';
 import { SERVE } from './serve.js';
 import type { Group } from './tree.js';
 
@@ -15,6 +16,6 @@ export const ROOT: Group = {
     'Exit codes: 0 ok, 1 the command failed (one line on stderr says why), 2 the command line is wrong.',
     'Docs: docs/cli.md.',
   ],
-  children: [SERVE, INIT, EXAMPLES, KEYS],
+  children: [SERVE, INIT, EXAMPLES, KEYS, QUERIES],
   examples: ['queryapigate init && queryapigate serve', 'queryapigate keys create partner --queries example_film_lookup'],
 };

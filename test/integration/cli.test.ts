@@ -3,12 +3,13 @@
 // what it does to the store checked over HTTP against a real server on the same home or store.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseEnv } from 'node:util';
 import { test } from 'node:test';
+import { parse as parseYaml } from 'yaml';
 import { STARTER_SETTINGS, starterEnv } from '../../src/cli/init.js';
 import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/store.js';
@@ -68,6 +69,11 @@ const PATHS = [
   ['keys', 'show'],
   ['keys', 'rotate'],
   ['keys', 'revoke'],
+  ['queries'],
+  ['queries', 'list'],
+  ['queries', 'show'],
+  ['queries', 'export'],
+  ['queries', 'import'],
 ];
 
 test('--help and -h on every command and group say what it does, its options and an example; help PATH is the same', async () => {
@@ -104,12 +110,14 @@ test('a wrong command line exits 2 with the closest command or option suggested,
     const cases: Array<[string[], RegExp]> = [
       [['kyes', 'list'], /unknown command 'kyes'\. Did you mean 'keys'\?/],
       [['keys', 'lst'], /unknown command 'lst'\. Did you mean 'list'\?/],
+      [['querys'], /Did you mean 'queries'\?/],
       [['frobnicate'], /unknown command 'frobnicate'\n/],
       [['keys', 'create', 'k', '--querys', 'a'], /unknown option '--querys'\. Did you mean '--queries'\?/],
       [['keys', 'show'], /'queryapigate keys show' needs NAME/],
       [['keys', 'show', 'a', 'b'], /takes at most 1 argument/],
       [['keys'], /'queryapigate keys' needs a command/],
       [['keys', 'rotate', 'k', '--grace-seconds', 'soon'], /--grace-seconds takes a whole number/],
+      [['queries', 'export', '--format', 'xml'], /--format takes yaml or json/],
     ];
     for (const [args, said] of cases) {
       const r = await cli(args, { home });
@@ -381,6 +389,119 @@ test('examples load prints each new key once and installs the examples; unload r
     } finally {
       await s.stop();
     }
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+});
+
+/** A query as GET /api/v1/queries/{name} shows it, less what a new store cannot share (ids, times, runs). */
+// biome-ignore lint/suspicious/noExplicitAny: the management API's answer, compared whole
+function comparable(q: any) {
+  const { created_at, updated_at, ...rest } = q;
+  return {
+    ...rest,
+    // biome-ignore lint/suspicious/noExplicitAny: a version as the management API shows it
+    versions: q.versions.map(({ uuid, created_at, last_modified_at, run_count, ...x }: any) => x),
+  };
+}
+
+for (const format of ['yaml', 'json'] as const) {
+  test(`queries export then import into a fresh home gives the same queries, versions, parameters and statuses (${format})`, async () => {
+    const a = await startTestServer({ QUERYAPIGATE_LOAD_EXAMPLES: '1', QUERYAPIGATE_WORKERS: '0' });
+    const b = await startTestServer({ QUERYAPIGATE_WORKERS: '0' });
+    const file = join(a.home, `bundle.${format === 'yaml' ? 'yml' : 'json'}`);
+    try {
+      const post = async (path: string, body: unknown) => assert.ok((await a.call('POST', path, { body })).status < 300, path);
+      // Three versions: v1 previous, v2 published, v3 a draft; rules of every kind; SQL with quotes, colons and a trailing space.
+      await post('/api/v1/queries', {
+        name: 'films_by',
+        collection: 'catalog',
+        connection_name: 'examples',
+        sql: 'SELECT film_id, title FROM film WHERE rating = :rating LIMIT :n',
+        parameters: { rating: { type: 'str', enum: ['G', 'PG', 'R'], default: 'PG' }, n: { type: 'int', min: 1, max: 50, default: 5 } },
+        description: 'Films by rating',
+        tags: ['films', 'demo'],
+        publish: true,
+      });
+      await post('/api/v1/queries/films_by/versions', {
+        sql: "SELECT film_id, title, 'a: b' AS note\nFROM film\nWHERE rating = :rating  \nORDER BY title\nLIMIT :n",
+        parameters: { rating: { type: 'string', pattern: '^[A-Z-]+$', description: 'MPAA rating' }, n: 'int' },
+        description: 'Films by rating, sorted',
+        author: 'someone',
+        cache_ttl: 30,
+        publish: true,
+      });
+      await post('/api/v1/queries/films_by/versions', { sql: 'SELECT 1 AS one', description: 'draft', connection_name: null });
+      // Published once, then unpublished; and a query that never was.
+      await post('/api/v1/queries', { name: 'retired', connection_name: 'examples', sql: 'SELECT 2 AS two', description: 'old', publish: true });
+      await post('/api/v1/queries/retired/unpublish', {});
+      await post('/api/v1/queries', { name: 'draft_only', connection_name: 'nowhere', sql: 'SELECT :x AS x', parameters: { x: 'bool' }, description: 'd' });
+      // Rolled back: v2 was published, then v1 again.
+      await post('/api/v1/queries', { name: 'rolled_back', connection_name: 'examples', sql: 'SELECT 1 AS v', description: 'v1', publish: true });
+      await post('/api/v1/queries/rolled_back/versions', { sql: 'SELECT 2 AS v', description: 'v2', publish: true });
+      await post('/api/v1/queries/rolled_back/publish', { version: 1 });
+
+      const exported = await cli(['queries', 'export', '--skip-examples', '--out', file, '--format', format], { home: a.home });
+      assert.equal(exported.code, 0, exported.stderr);
+      assert.match(exported.stderr, /exported 4 queries \(7 versions\)/);
+      const bundle = format === 'json' ? JSON.parse(readFileSync(file, 'utf8')) : parseYaml(readFileSync(file, 'utf8'));
+      assert.deepEqual(bundle.connections, ['examples', 'nowhere']);
+      assert.deepEqual(
+        bundle.queries.map((q: { name: string }) => q.name),
+        ['draft_only', 'films_by', 'retired', 'rolled_back'],
+      );
+
+      const imported = await cli(['queries', 'import', file], { home: b.home });
+      assert.equal(imported.code, 0, imported.stderr);
+      assert.match(imported.stdout, /^created films_by: 3 versions, published v2$/m);
+      assert.match(imported.stdout, /^created retired: 1 version, not published$/m);
+      assert.match(imported.stderr, /connection 'examples' does not exist in this store/);
+      for (const name of ['films_by', 'retired', 'draft_only', 'rolled_back']) {
+        const [there, here] = await Promise.all([a.call('GET', `/api/v1/queries/${name}`), b.call('GET', `/api/v1/queries/${name}`)]);
+        assert.equal(here.status, 200, name);
+        assert.deepEqual(comparable(here.json), comparable(there.json), name);
+      }
+
+      // Again: nothing to do. With one version changed: only that one is added, and published.
+      assert.equal(
+        await ok(['queries', 'import', file], { home: b.home }),
+        'unchanged draft_only\nunchanged films_by\nunchanged retired\nunchanged rolled_back\n',
+      );
+      const again = JSON.parse(await ok(['queries', 'import', file, '--json'], { home: b.home }));
+      assert.deepEqual(
+        again.queries.map((q: { action: string }) => q.action),
+        ['unchanged', 'unchanged', 'unchanged', 'unchanged'],
+      );
+      bundle.queries[1].versions[1].sql = 'SELECT film_id FROM film WHERE rating = :rating LIMIT :n';
+      writeFileSync(file, JSON.stringify(bundle));
+      const changed = await ok(['queries', 'import', file], { home: b.home });
+      assert.match(changed, /^updated films_by: added v4, published v4$/m);
+      const after = (await b.call('GET', '/api/v1/queries/films_by')).json;
+      assert.equal(after.published_version, 4);
+      assert.equal(after.versions[3].sql, 'SELECT film_id FROM film WHERE rating = :rating LIMIT :n');
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  });
+}
+
+test('queries import checks the whole file before writing anything', async () => {
+  const home = tempHome();
+  try {
+    const file = join(home, 'bad.yaml');
+    const good = { name: 'fine', versions: [{ version: 1, status: 'published', description: 'ok', sql: 'SELECT 1' }] };
+    const bad = { name: 'broken', versions: [{ version: 1, status: 'draft', description: 'd', sql: 'SELECT :a', parameters: { a: 'colour' } }] };
+    writeFileSync(file, JSON.stringify({ format: 'queryapigate-queries/1', queries: [good, bad] }));
+    const r = await cli(['queries', 'import', file], { home });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /query 'broken' version 1: invalid parameters: a: has unknown type 'colour'/);
+    assert.match(await ok(['queries', 'list'], { home }), /No saved queries/);
+
+    writeFileSync(file, 'format: queryapigate-queries/1\nqueries:\n  - name: x\n    versions: []\n');
+    assert.match((await cli(['queries', 'import', file], { home })).stderr, /queries\[0\]\.versions: must hold at least one version/);
+    writeFileSync(file, 'not: [valid');
+    assert.match((await cli(['queries', 'import', file], { home })).stderr, /not YAML or JSON/);
   } finally {
     rmSync(home, { recursive: true, force: true });
   }
