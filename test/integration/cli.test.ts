@@ -13,7 +13,7 @@ import { parse as parseYaml } from 'yaml';
 import { STARTER_SETTINGS, starterEnv } from '../../src/cli/init.js';
 import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/store.js';
-import { eventually, request, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
+import { ADMIN_KEY, eventually, request, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 const PACKAGE = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'));
@@ -74,6 +74,7 @@ const PATHS = [
   ['queries', 'show'],
   ['queries', 'export'],
   ['queries', 'import'],
+  ['export'],
 ];
 
 test('--help and -h on every command and group say what it does, its options and an example; help PATH is the same', async () => {
@@ -504,5 +505,42 @@ test('queries import checks the whole file before writing anything', async () =>
     assert.match((await cli(['queries', 'import', file], { home })).stderr, /not YAML or JSON/);
   } finally {
     rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test('export writes what the server streams to a file, counts its rows, and says when the server refused', async () => {
+  const s = await startTestServer({ QUERYAPIGATE_LOAD_EXAMPLES: '1', QUERYAPIGATE_WORKERS: '1' });
+  const home = s.home;
+  try {
+    const direct = await s.call('GET', '/q/example_all_rentals?stream=true&format=csv');
+    const rows = direct.text.split('\r\n').length - 2; // the header, and the empty string after the last newline
+    // The server from QUERYAPIGATE_HOST/PORT and the admin key from QUERYAPIGATE_API_KEY, as a .env would give them.
+    const env = { QUERYAPIGATE_PORT: new URL(s.url).port, QUERYAPIGATE_API_KEY: ADMIN_KEY };
+    const csv = join(home, 'rentals.csv');
+    const r = await cli(['export', 'example_all_rentals', '--out', csv], { home, env });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(readFileSync(csv, 'utf8'), direct.text);
+    assert.match(r.stderr, new RegExp(`^server: ${s.url} \\(GET /q/example_all_rentals, csv, streamed\\)$`, 'm'));
+    assert.match(r.stderr, new RegExp(`^wrote ${rows.toLocaleString('en-US')} rows, [\\d.]+ [KM]B, .*/s to ${csv}$`, 'm'));
+    assert.ok(!r.stderr.includes('\r') && !r.stderr.includes(ADMIN_KEY), 'no progress line when piped, no key');
+
+    // A parameter, NDJSON from the file name, a scoped key given with --key, the URL with --url.
+    const exporter = (await ok(['keys', 'create', 'exporter', '--queries', 'example_rentals_since', '--connections', ''], { home })).trim();
+    const nd = join(home, 'recent.ndjson');
+    await ok(['export', 'example_rentals_since', '--param', 'since=2024-06-01', '--out', nd, '--url', s.url, '--key', exporter], { home });
+    const expected = await request(s.url, 'GET', '/q/example_rentals_since?stream=true&format=ndjson&since=2024-06-01', { key: exporter });
+    assert.equal(readFileSync(nd, 'utf8'), expected.text);
+
+    const refused = await cli(['export', 'example_all_rentals', '--out', csv, '--url', s.url, '--key', exporter], { home });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /^error: .* \(connection_forbidden\)$/m);
+    const unknown = await cli(['export', 'no_such_query', '--url', s.url, '--key', ADMIN_KEY], { home });
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /\(query_not_found\)/);
+    const down = await cli(['export', 'x', '--url', 'http://127.0.0.1:1'], { home });
+    assert.equal(down.code, 1);
+    assert.match(down.stderr, /cannot reach the server at http:\/\/127\.0\.0\.1:1/);
+  } finally {
+    await s.stop();
   }
 });
