@@ -4,5 +4,7 @@
 import { runCli } from './cli/run.js';
 
 runCli(process.argv.slice(2)).then((code) => {
-  process.exitCode = code;
+  // A failure exits at once: a server that failed half-way (say, its port was taken) has threads
+  // and timers running that would otherwise keep the process alive. Success ends on its own.
+  if (code !== 0) process.exit(code);
 });
