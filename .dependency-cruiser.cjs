@@ -1,7 +1,8 @@
 // The layer check (npm run lint): which module of src/ and workers/ may import which. An import may go
 // to its own folder or to a lower layer, never up; and no module imports itself back in a circle.
 //
-//   top      src/main.ts, src/serve.ts, workers/     may import anything below; nothing imports them
+//   top      src/main.ts, src/cli, src/serve.ts,     may import anything below; nothing imports them
+//            workers/                                (but main.ts imports cli, and cli serve.ts)
 //   floor 4  src/http, src/api                       http may import api, not the other way
 //   floor 3  src/call, src/examples                  examples may import call, not the other way
 //   floor 2  src/auth, src/recorder                  they do not import each other
@@ -126,10 +127,17 @@ module.exports = {
       to: { path: '^(src/main[.]ts$|workers/)' },
     },
     {
-      name: 'only-main-imports-serve',
+      name: 'only-main-imports-cli',
       severity: 'error',
-      comment: 'src/serve.ts (the server as a whole) is on top too: only src/main.ts, beside it, imports it.',
-      from: { pathNot: '^src/main[.]ts$' },
+      comment: 'src/cli (the command tree) is on top: only src/main.ts, the entry that hands it the command line, imports it.',
+      from: { pathNot: '^src/(main[.]ts$|cli/)' },
+      to: { path: '^src/cli/' },
+    },
+    {
+      name: 'only-the-command-imports-serve',
+      severity: 'error',
+      comment: 'src/serve.ts (the server as a whole) is on top too: only the command (src/main.ts, src/cli) imports it.',
+      from: { pathNot: '^src/(main[.]ts$|cli/)' },
       to: { path: '^src/serve[.]ts$' },
     },
   ],

@@ -1,7 +1,8 @@
 // In charge of telling every executor, in this process and in every other instance, that the store
 // changed: locally over the given BroadcastChannel; across instances over Redis pub/sub when
 // QUERYAPIGATE_REDIS_URL is set, else LISTEN/NOTIFY on a PostgreSQL store. A (re)subscription
-// clears everything, since a notification may have been missed while disconnected.
+// clears everything, since a notification may have been missed while disconnected. `announceChange`
+// is the one-shot side for a change made outside any server (the command line).
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
@@ -85,4 +86,37 @@ async function postgresLink(url: string, receive: (payload: string) => void, sub
     send: (payload) => void sql.notify(PG_CHANNEL, payload).catch((e: Error) => console.error(`change feed: NOTIFY failed: ${e.message}`)),
     close: () => sql.end({ timeout: 2 }),
   };
+}
+
+/**
+ * Tells the running instances that share this store of a change made outside any server (the command
+ * line writes the store directly), on the same channel and in the same payload as their own feeds, and
+ * waits until it is sent. Returns how they were told: 'redis', 'postgres', or null when there is no
+ * link between instances (a SQLite store without Redis: a server's metadata TTL bounds what it misses).
+ */
+export async function announceChange(
+  messages: ChangeMessage[],
+  opts: { databaseUrl: string | null; redisUrl: string | null },
+): Promise<'redis' | 'postgres' | null> {
+  if (!messages.length || (!opts.redisUrl && !opts.databaseUrl)) return null;
+  const from = randomUUID(); // never a server's own instance id, so every server acts on it
+  const payloads = messages.map((m) => JSON.stringify({ from, m }));
+  if (opts.redisUrl) {
+    const pub = new Redis(opts.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: START_WAIT_MS, retryStrategy: () => null });
+    pub.on('error', () => undefined); // the failed publish below says why
+    try {
+      await pub.connect();
+      for (const p of payloads) await pub.publish(REDIS_CHANNEL, p);
+    } finally {
+      pub.disconnect();
+    }
+    return 'redis';
+  }
+  const sql = postgres(opts.databaseUrl!, { max: 1, onnotice: () => undefined });
+  try {
+    for (const p of payloads) await sql.notify(PG_CHANNEL, p);
+  } finally {
+    await sql.end({ timeout: 2 });
+  }
+  return 'postgres';
 }

@@ -1,0 +1,124 @@
+// In charge of the store commands' one way in: the store opened with the server's own config, and the
+// management API's handlers (src/api) called in process, so a key or a query made on the command line
+// passes exactly the checks a POST to /api/v1 does. The command line stands for the administrator: it
+// holds the store itself. On close, the changes made are announced to running servers.
+import { apiKeyRoutes } from '../api/apiKeys.js';
+import { connectionRoutes } from '../api/connections.js';
+import { queryRoutes } from '../api/queries.js';
+import { ApiRouter, type ControlContext } from '../api/routes.js';
+import type { Config } from '../config.js';
+import { GatewayError } from '../contract/errors.js';
+import type { Request } from '../contract/exchange.js';
+import type { ChangeMessage } from '../contract/messages.js';
+import { announceChange } from '../store/changes.js';
+import type { EventLog } from '../store/events.js';
+import { createMetadata } from '../store/metadata.js';
+import { openStore, type Store } from '../store/store.js';
+import { commandConfig, storeName } from './settings.js';
+import { Failure } from './tree.js';
+
+export interface LocalControl {
+  store: Store;
+  /** A management call, as `METHOD /api/v1/...` would be answered; its JSON, or a thrown Failure with the code. */
+  // biome-ignore lint/suspicious/noExplicitAny: answers of every route's shape, read by the command that asked
+  call(method: string, path: string, body?: unknown): Promise<any>;
+  /** Records a change made to the store directly (not through `call`), to announce on close. */
+  changed(m?: ChangeMessage): void;
+  /** Announces the changes made (if any) to running servers, closes the store; says how servers were told. */
+  close(): Promise<void>;
+}
+
+export async function openLocal(config: Config, say: (line: string) => void): Promise<LocalControl> {
+  say(`store: ${storeName(config)}`);
+  const store = await openStore(config).catch((e: Error) => {
+    const setting = config.databaseUrl ? 'QUERYAPIGATE_DATABASE_URL' : `QUERYAPIGATE_HOME (${config.home})`;
+    throw new Failure(`${setting}: the store could not be opened: ${e.message}`);
+  });
+  const router = new ApiRouter();
+  connectionRoutes(router);
+  queryRoutes(router);
+  apiKeyRoutes(router);
+  router.lock();
+  const changes = new Map<string, ChangeMessage>();
+  const control: ControlContext = {
+    config,
+    store,
+    adminKey: null,
+    keys: createMetadata(store, 0),
+    publishChange: (m) => changes.set(JSON.stringify(m), m),
+    // Only the connection, query and key routes are registered here; none reads history or events.
+    flushHistory: async () => undefined,
+    events: null as unknown as EventLog,
+  };
+  let closed = false;
+  return {
+    store,
+    async call(method, path, body) {
+      const [url, query = ''] = path.split('?');
+      const found = router.match(method, url);
+      if (found === null || found === 'method_not_allowed') throw new Error(`no management route ${method} ${url}`);
+      const req: Request = {
+        method,
+        url,
+        query,
+        requestId: 'cli',
+        apiKey: '',
+        ifNoneMatch: '',
+        lastEventId: '',
+        ip: '127.0.0.1',
+        body: body === undefined ? null : Buffer.from(JSON.stringify(body)),
+        started: performance.now(),
+      };
+      let answer: Awaited<ReturnType<typeof found.handler>>;
+      try {
+        answer = await found.handler(control, req, found.params);
+      } catch (e) {
+        if (e instanceof GatewayError) throw new Failure(e.message, e.code);
+        throw e;
+      }
+      const value = answer.body ? JSON.parse(answer.body) : null;
+      if (answer.status >= 400) throw new Failure(value?.error ?? `status ${answer.status}`, value?.code);
+      if (method !== 'GET') control.publishChange(found.change(found.params));
+      return value;
+    },
+    changed: (m = { kind: 'metadata' }) => control.publishChange(m),
+    async close() {
+      if (closed) return;
+      closed = true;
+      try {
+        if (changes.size) await tellServers([...changes.values()], config, say);
+      } finally {
+        await store.close();
+      }
+    },
+  };
+}
+
+async function tellServers(messages: ChangeMessage[], config: Config, say: (line: string) => void): Promise<void> {
+  let how: Awaited<ReturnType<typeof announceChange>>;
+  try {
+    how = await announceChange(messages, config);
+  } catch (e) {
+    throw new Failure(
+      `the change is in the store, but running servers could not be told (${(e as Error).message}); ` +
+        'those with QUERYAPIGATE_METADATA_CACHE_TTL see it within that many seconds',
+    );
+  }
+  if (how === 'postgres') say('running servers on this store were told (NOTIFY)');
+  else if (how === 'redis') say('running servers were told (Redis pub/sub)');
+  else if (config.metadataCacheTtl > 0) {
+    // Without a cache a server reads these rows on every call; with one, nothing can reach it before the TTL.
+    say(`note: a SQLite store has no change feed: servers with QUERYAPIGATE_METADATA_CACHE_TTL=${config.metadataCacheTtl} see this within that many seconds`);
+  }
+}
+
+/** Runs `work` on the local control with the command's config (.env, then QUERYAPIGATE_*), always closing it. */
+export async function withLocal<T>(say: (line: string) => void, work: (local: LocalControl, config: Config) => Promise<T>): Promise<T> {
+  const config = commandConfig(say);
+  const local = await openLocal(config, say);
+  try {
+    return await work(local, config);
+  } finally {
+    await local.close();
+  }
+}
