@@ -46,7 +46,7 @@ export async function openLocal(config: Config, say: (line: string) => void): Pr
     adminKey: null,
     keys: createMetadata(store, 0),
     publishChange: (m) => changes.set(JSON.stringify(m), m),
-    // Only the connection, query and key routes are registered here; none reads history or events.
+    // No command calls a route that reads history or the event log (those are the server's, with its recorder).
     flushHistory: async () => undefined,
     events: null as unknown as EventLog,
   };
