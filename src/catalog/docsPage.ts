@@ -31,7 +31,7 @@ const PAGE = `<!doctype html>
 <header class="qag-key">
   <form id="qag-key-form" autocomplete="off">
     <label for="qag-key">API key</label>
-    <input id="qag-key" type="password" spellcheck="false" placeholder="X-API-Key">
+    <input id="qag-key" type="password" autocomplete="new-password" spellcheck="false" placeholder="X-API-Key">
     <button type="submit">Show my queries</button>
     <button type="button" id="qag-forget">Forget the key</button>
     <span id="qag-status" role="status"></span>

@@ -2,6 +2,7 @@
 // query it may call (its parameters with their rules, the reserved arguments, the rows' columns, the
 // paging headers, the error bodies), and the X-API-Key scheme. Pure: facts in, a plain object out.
 import type { ParamRule } from '../call/paramValues.js';
+import { RESERVED } from '../call/request.js';
 import { ERRORS } from '../contract/errors.js';
 import type { JsonSchema } from './columns.js';
 import type { QueryFacts } from './describe.js';
@@ -40,8 +41,8 @@ export function openApiDocument(queries: QueryFacts[], settings: DocumentSetting
       title: 'QueryAPIGate saved queries',
       version: settings.serverVersion,
       description:
-        'The saved queries the API key that asked may call, each as GET /q/<name>. Send the key in the X-API-Key header. ' +
-        'JSON answers are a bare array of row objects, paged by page and page_size; a page with no rows answers {"message": "No results returned"}.',
+        'The saved queries the API key that asked may call, each as `GET /q/{name}`. Send the key in the `X-API-Key` header. ' +
+        'JSON answers are a bare array of row objects, paged by `page` and `page_size`; a page with no rows answers `{"message": "No results returned"}`.',
     },
     paths,
     components: {
@@ -94,6 +95,7 @@ function operationId(name: string, taken: Set<string>): string {
 }
 
 function operation(q: QueryFacts, settings: DocumentSettings, id: string): Record<string, unknown> {
+  // A parameter named like a request option can't be sent by GET (the option wins): it is left out.
   const parameters = q.parameters.filter((p) => !RESERVED.has(p.name)).map((p) => parameter(p.name, p.rule));
   parameters.push(...reserved(q, settings));
   const row: JsonSchema = { type: 'object' };
@@ -138,9 +140,6 @@ function withType(c: { dataType: string | null; schema: JsonSchema }): string {
   const extra = typeof c.schema.description === 'string' ? `; ${c.schema.description}` : '';
   return `${c.dataType}${extra}`;
 }
-
-/** Query-string names the gateway reads as request options, never as parameters (call/request.ts). */
-const RESERVED = new Set(['format', 'page', 'page_size', 'connection_name', 'version', 'timeout', 'stream']);
 
 const JSON_TYPES: Record<string, string> = { integer: 'integer', number: 'number', string: 'string', boolean: 'boolean' };
 
