@@ -4,7 +4,8 @@
 //   top      src/main.ts, src/cli, src/serve.ts,     may import anything below; nothing imports them
 //            workers/                                (but main.ts imports cli, and cli serve.ts)
 //   floor 4  src/http, src/api                       http may import api, not the other way
-//   floor 3  src/call, src/examples                  examples may import call, not the other way
+//   floor 3  src/call, src/examples, src/catalog     examples and catalog may import call, not the other way;
+//                                                    examples and catalog do not import each other
 //   floor 2  src/auth, src/recorder                  they do not import each other
 //   floor 1  src/store, src/sources, src/governance, src/metrics
 //   ground   src/contract, src/config.ts             import nothing of the project
@@ -17,7 +18,7 @@
 const GROUND = ['^src/contract/', '^src/config[.]ts$'];
 const FLOOR_1 = ['^src/(store|sources|governance|metrics)/'];
 const FLOOR_2 = ['^src/(auth|recorder)/'];
-const FLOOR_3 = ['^src/(call|examples)/'];
+const FLOOR_3 = ['^src/(call|examples|catalog)/'];
 /** Every module of the project: a rule's `to` is limited to these, so builtins and libraries are left alone. */
 const PROJECT = '^(src|workers)/';
 /** Libraries, whatever section of package.json they are declared in. */
@@ -93,6 +94,13 @@ module.exports = {
       comment: 'src/call (the call as stages) may import floor 2 and below; not src/examples, which builds on it.',
       from: { path: '^src/call/' },
       to: { path: PROJECT, pathNot: ['^src/call/', ...FLOOR_2, ...FLOOR_1, ...GROUND] },
+    },
+    {
+      name: 'catalog-imports-only-call-and-below',
+      severity: 'error',
+      comment: 'src/catalog (/catalog, /openapi.json, /docs) may import src/call and floor 2 and below: it reads calls as the call stages do.',
+      from: { path: '^src/catalog/' },
+      to: { path: PROJECT, pathNot: ['^src/catalog/', '^src/call/', ...FLOOR_2, ...FLOOR_1, ...GROUND] },
     },
     {
       name: 'examples-imports-only-call-and-below',

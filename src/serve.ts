@@ -7,6 +7,7 @@ import { RateLimits } from './auth/rateLimit.js';
 import { createLimiterMemory } from './auth/sharedBuckets.js';
 import { type Config, ConfigError } from './config.js';
 import { channel, type DrainMessage } from './contract/messages.js';
+import { CatalogCache } from './catalog/cache.js';
 import { loadExamples } from './examples/load.js';
 import { buildApp } from './http/app.js';
 import { createDispatcher } from './http/dispatch.js';
@@ -47,11 +48,16 @@ export async function startServer(config: Config, log: (line: string) => void = 
   if (!(await limits.ready())) log('Redis does not answer: rate limits are counted in this instance until it does (queryapigate_rate_limit_fallbacks_total)');
   const dispatcher = createDispatcher(config, limiterMemory);
 
-  // The acceptor identifies callers of /api/v1 and /events through its own metadata cache, cleared
-  // at once by its own changes and by every change the feed hears of (from other instances).
+  // The acceptor identifies callers of /api/v1, /events and the catalog through its own metadata
+  // cache, and keeps the built catalogs; both are cleared at once by its own changes and by every
+  // change the feed hears of (from other instances).
   const keys = createMetadata(store, config.metadataCacheTtl);
+  const catalogs = new CatalogCache();
   const heard = channel('changes', config.home);
-  heard.onmessage = () => keys.clear();
+  heard.onmessage = () => {
+    keys.clear();
+    catalogs.clear();
+  };
   const changes = await startChangeFeed(channel('changes', config.home), config);
   const control: ControlContext = {
     config,
@@ -60,6 +66,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
     keys,
     publishChange(m) {
       keys.clear();
+      catalogs.clear();
       changes.publish(m);
     },
     flushHistory: () => recorder.flush(executors),
@@ -68,7 +75,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
   // Every executor and the recorder answer each scrape; the fallbacks count is process-wide.
   const metrics = processMetrics(executors + 1, config.home, { rateLimitFallbacks: () => limits.fallbacks });
   const state = { draining: false };
-  const app = buildApp(control, hub, dispatcher, limits, metrics, state);
+  const app = buildApp(control, hub, dispatcher, limits, metrics, state, catalogs);
   const { token, port } = await listen(app, config.host, config.port);
 
   let stopping: Promise<void> | null = null;

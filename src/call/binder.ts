@@ -38,9 +38,10 @@ interface Slot {
 
 /**
  * A stored definition read leniently, as the reference does at run time: normalised rules and short
- * forms ("int") both work; anything unusable degrades to an untyped required parameter.
+ * forms ("int") both work; anything unusable degrades to an untyped required parameter. The catalog
+ * reads them through this too, so it shows what the binder enforces.
  */
-function readRule(spec: unknown): ParamRule {
+export function readRule(spec: unknown): ParamRule {
   const rule = parseRule(spec);
   if (typeof rule !== 'string') return rule;
   if (isPlainObject(spec) && typeof spec.pattern === 'string') {

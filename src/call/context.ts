@@ -12,7 +12,7 @@ import { RunBatcher } from '../recorder/batcher.js';
 import { openSource } from '../sources/index.js';
 import type { Source } from '../sources/types.js';
 import { createMetadata, type Metadata } from '../store/metadata.js';
-import { attachStore, STORE_FILE } from '../store/store.js';
+import { attachStore, STORE_FILE, type Store } from '../store/store.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { Governance, Governed } from './govern.js';
 import type { CallPlan } from './plan.js';
@@ -29,6 +29,8 @@ export interface ExecutorData {
 
 export interface CallContext {
   config: Config;
+  /** This executor's own reader of the store (the catalog lists queries and connections through it). */
+  store: Store;
   /** Store rows as calls read them: cached per QUERYAPIGATE_METADATA_CACHE_TTL, cleared on any change. */
   meta: Metadata;
   adminKey: Buffer | null;
@@ -92,6 +94,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
   const runs = new RunBatcher(config.historyMaxPending, config.home);
   return {
     config,
+    store,
     meta,
     adminKey: config.adminKey ? Buffer.from(config.adminKey, 'utf8') : null,
     plans: new LRUCache<string, CallPlan>({ max: 2000 }),

@@ -16,6 +16,8 @@ export interface CallPlan {
   /** Identifies the plan in the caches built on it (mask traces). */
   id: string;
   bind: ReturnType<typeof compileBinder>;
+  /** The statement's distinct parameter names, in first-use order (declared or not: the binder's inputs). */
+  params: string[];
   inspection: Inspection;
   /** True when the statement writes (its verb, a write hidden in a CTE, SELECT INTO, ...). */
   write: boolean;
@@ -56,6 +58,7 @@ export function planCall(id: string, version: VersionRow, dialect: Dialect): Cal
   return {
     id,
     bind,
+    params: placeholders,
     inspection,
     write,
     pageable: !write && (verb === 'select' || verb === 'with'),

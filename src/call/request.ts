@@ -6,7 +6,7 @@ import type { Request } from '../contract/exchange.js';
 import { FORMATS, type Format } from './formats.js';
 
 /** Query-string names that are request options, never parameters. */
-const RESERVED = new Set(['format', 'page', 'page_size', 'connection_name', 'version', 'timeout', 'stream']);
+export const RESERVED = new Set(['format', 'page', 'page_size', 'connection_name', 'version', 'timeout', 'stream']);
 
 export interface CallRequest {
   name: string;

@@ -1,11 +1,11 @@
 // In charge of each connection's schema as governance needs it (tables and their columns, for SELECT *
-// under masks; on PostgreSQL, which functions a read-only call may run):
+// under masks; on PostgreSQL, which functions a read-only call may run) and the catalog (column types):
 // at most 60 s old, re-read in the background after 45 s while calls go on with the cached copy,
 // re-read at once when the connection's row changes. Bounded by the number of connections kept.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { type FunctionCatalog, POSTGRES_FUNCTIONS, toFunctionCatalog } from '../governance/functions.js';
-import { schemaQuery, toSchema } from '../governance/schema.js';
+import { type ColumnTypes, schemaQuery, toColumnTypes, toSchema } from '../governance/schema.js';
 import type { Schema } from '../governance/masking.js';
 import type { Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
@@ -16,6 +16,8 @@ export interface KnownSchema {
   fingerprint: string;
   /** PostgreSQL: which functions a read-only call may run (governance/functions.ts); null elsewhere. */
   functions: FunctionCatalog | null;
+  /** Each column's data type, for the catalog; not part of the fingerprint (masking does not read it). */
+  types: ColumnTypes;
 }
 
 const MAX_AGE_MS = 60_000;
@@ -69,5 +71,5 @@ async function read(source: Source): Promise<KnownSchema> {
     .update(JSON.stringify([...schema]))
     .digest('hex')
     .slice(0, 16);
-  return { schema, fingerprint, functions };
+  return { schema, fingerprint, functions, types: toColumnTypes(result.rows) };
 }

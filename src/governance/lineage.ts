@@ -24,6 +24,8 @@ export interface SelCol {
   star?: { q: string | null };
   /** The name the column gets without an alias (a plain ref's column, a function's name). */
   implicitName: string | null;
+  /** A bare column reference (no cast, call or operator): its values are the referenced column's. */
+  bare?: boolean;
 }
 
 export interface Cte {
@@ -71,12 +73,13 @@ export interface ColumnSource {
 }
 
 /**
- * One entry of a statement's output list. `star` stands for every column of a base table (expanded by
+ * One entry of a statement's output list. `direct` marks a column whose values are one source column's,
+ * passed through unchanged (bare references all the way down), so it has that column's type. `star` stands for every column of a base table (expanded by
  * the mask planner from the schema); `setop` for a UNION/INTERSECT/EXCEPT whose branches hold stars, so
  * columns line up only after expansion. `traced: false` means part of the column's lineage is unknown.
  */
 export type OutputColumn =
-  | { kind: 'column'; name: string; sources: ColumnSource[]; traced: boolean }
+  | { kind: 'column'; name: string; sources: ColumnSource[]; traced: boolean; direct?: boolean }
   | { kind: 'star'; table: string }
   | { kind: 'setop'; parts: OutputColumn[][] };
 
@@ -144,7 +147,7 @@ const GENERATOR_COLUMNS: Record<string, string[]> = {
   jsonb_path_query: ['jsonb_path_query'],
 };
 
-type Col = { kind: 'column'; name: string; sources: ColumnSource[]; traced: boolean };
+type Col = { kind: 'column'; name: string; sources: ColumnSource[]; traced: boolean; direct?: boolean };
 
 interface Item {
   names: string[];
@@ -332,9 +335,45 @@ function selectList(cols: SelCol[], scope: Scope, acc: Acc): OutputColumn[] {
       continue;
     }
     const r = evalEx(c.ex, scope, acc);
-    out.push({ kind: 'column', name: c.alias ?? c.implicitName ?? '?column?', sources: r.sources, traced: r.traced });
+    const col: Col = { kind: 'column', name: c.alias ?? c.implicitName ?? '?column?', sources: r.sources, traced: r.traced };
+    if (c.bare && c.ex.refs.length === 1 && passesThrough(c.ex.refs[0], scope)) col.direct = true;
+    out.push(col);
   }
   return out;
+}
+
+/**
+ * Whether a bare reference hands on one column unchanged: every FROM item it may name (the innermost
+ * scope that settles it, as `resolve` reads it) is a base table or a derived table whose column does.
+ */
+function passesThrough(ref: Ref, scope: Scope): boolean {
+  if (ref.name === '*') return false;
+  if (ref.q !== null) {
+    const item = findItem(ref.q, scope);
+    return item !== null && itemPassesThrough(item, ref.name);
+  }
+  for (let s: Scope | null = scope; s; s = s.parent) {
+    let definite = false;
+    for (const item of s.items) {
+      if (item.names.includes(ref.name)) return false; // a whole row, not a column
+      const l = lookup(item, ref.name, { ref: -2, tier: 0 });
+      if (!l.found) continue;
+      if (!itemPassesThrough(item, ref.name)) return false;
+      if (l.definite) definite = true;
+    }
+    if (definite) break;
+  }
+  return true;
+}
+
+function itemPassesThrough(item: Item, name: string): boolean {
+  if (item.kind === 'table') return !item.renamed;
+  if (item.kind === 'func') return false;
+  for (const c of item.shape!) {
+    if (c.kind === 'setop') return false;
+    if (c.kind === 'column' && c.name === name && !c.direct) return false;
+  }
+  return true;
 }
 
 function expandItem(item: Item): OutputColumn[] {
@@ -366,6 +405,7 @@ function combine(shapes: OutputColumn[][]): OutputColumn[] {
   return shapes[0].map((c0, i) => {
     const col: Col = { kind: 'column', name: (c0 as Col).name, sources: [], traced: true };
     for (const s of shapes) mergeInto(col, s[i] as Col);
+    if (shapes.every((s) => (s[i] as Col).direct)) col.direct = true;
     return col;
   });
 }

@@ -88,7 +88,9 @@ function lowerSelCol(c: Node): SelCol {
   if (e.type === 'column_ref' && ident(e.column) === '*') {
     return { ex: emptyEx(), alias: null, star: { q: lcIdent(e.table) }, implicitName: null };
   }
-  return { ex: lowerEx(e), alias: lcIdent(c.as), implicitName: implicitName(e) };
+  const col: SelCol = { ex: lowerEx(e), alias: lcIdent(c.as), implicitName: implicitName(e) };
+  if (e.type === 'column_ref') col.bare = true;
+  return col;
 }
 
 function implicitName(e: Node): string | null {

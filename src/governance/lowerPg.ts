@@ -114,7 +114,9 @@ function lowerSelCol(c: pg.SelectedColumn): SelCol {
   if (e.type === 'ref' && e.name === '*') {
     return { ex: emptyEx(), alias: null, star: { q: e.table ? lc(e.table.name) : null }, implicitName: null };
   }
-  return { ex: lowerEx(e), alias: c.alias ? lc(c.alias.name) : null, implicitName: implicitName(e) };
+  const col: SelCol = { ex: lowerEx(e), alias: c.alias ? lc(c.alias.name) : null, implicitName: implicitName(e) };
+  if (e.type === 'ref') col.bare = true;
+  return col;
 }
 
 function implicitName(e: pg.Expr): string | null {

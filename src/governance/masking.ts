@@ -36,14 +36,19 @@ interface CompiledRule {
   action: MaskAction;
 }
 
-interface Planned {
+/** One output column traced to the base-table columns it is computed from, `*` expanded from the schema. */
+export interface TracedColumn {
   name: string;
   sources: Array<{ table: string; column: string }>;
   /** Why the column can't be traced, or null. */
   untraced: string | null;
   /** The schema's name for a column that `*` expanded to. */
   expected?: string;
+  /** Its values are one of its sources', unchanged (a bare reference or a `*` column), so it has that column's type. */
+  direct?: boolean;
 }
+
+type Planned = TracedColumn;
 
 /**
  * The mask plan for a statement's outputs under these rules. `resultColumns`, when given, are the
@@ -56,7 +61,7 @@ export function planMasks(a: StatementAnalysis | null, schema: Schema, rules: Ma
     const name = resultColumns?.[0] ?? '*';
     throw unresolvable(name, a === null ? 'the statement could not be analysed' : 'the statement returns no traceable columns');
   }
-  const planned = expand(a.outputs, schema);
+  const planned = traceOutputs(a.outputs, schema);
   if (resultColumns && resultColumns.length !== planned.length) {
     throw unresolvable(
       resultColumns[planned.length] ?? resultColumns[0] ?? '*',
@@ -132,20 +137,23 @@ function glob(pattern: string): RegExp {
   return new RegExp(`^${body}$`);
 }
 
-/** Output entries to one planned column per position, stars expanded from the schema. */
-function expand(outputs: OutputColumn[], schema: Schema): Planned[] {
+/** Output entries to one traced column per position, stars expanded from the schema (what masking plans on; the catalog types them). */
+export function traceOutputs(outputs: OutputColumn[], schema: Schema): TracedColumn[] {
   const out: Planned[] = [];
   for (const c of outputs) {
-    if (c.kind === 'column') out.push(planColumn(c.name, c.sources, c.traced, schema));
-    else if (c.kind === 'star') {
+    if (c.kind === 'column') {
+      const p = planColumn(c.name, c.sources, c.traced, schema);
+      if (c.direct) p.direct = true;
+      out.push(p);
+    } else if (c.kind === 'star') {
       const cols = schema.get(c.table);
       if (!cols) {
         out.push({ name: `${c.table}.*`, sources: [], untraced: `'${c.table}' is not a table in the connection's schema, so * can't be expanded` });
         continue;
       }
-      for (const col of cols) out.push({ name: col, sources: [{ table: c.table, column: col.toLowerCase() }], untraced: null, expected: col });
+      for (const col of cols) out.push({ name: col, sources: [{ table: c.table, column: col.toLowerCase() }], untraced: null, expected: col, direct: true });
     } else {
-      const parts = c.parts.map((p) => expand(p, schema));
+      const parts = c.parts.map((p) => traceOutputs(p, schema));
       const width = parts[0].length;
       if (parts.some((p) => p.length !== width)) {
         out.push({ name: parts[0][0]?.name ?? '*', sources: [], untraced: 'the branches of a set operation have different widths' });
@@ -157,6 +165,7 @@ function expand(outputs: OutputColumn[], schema: Schema): Planned[] {
           merged.sources.push(...p[i].sources);
           if (p[i].untraced && !merged.untraced) merged.untraced = p[i].untraced;
         }
+        if (parts.every((p) => p[i].direct)) merged.direct = true;
         out.push(merged);
       }
     }

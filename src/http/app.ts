@@ -1,5 +1,6 @@
 // In charge of the acceptor's routes: /health, /q/<name> (handed to the executors), the management
-// API under /api/v1, and a catch-all 404. Built once before listen; the acceptor never runs SQL.
+// API under /api/v1, the catalog (/catalog and /openapi.json, built in an executor and cached here;
+// /docs), and a catch-all 404. Built once before listen; the acceptor never runs SQL.
 import uWS from 'uWebSockets.js';
 import { apiKeyRoutes } from '../api/apiKeys.js';
 import { connectionRoutes } from '../api/connections.js';
@@ -9,6 +10,10 @@ import { ApiRouter, requireAdmin, type ControlContext } from '../api/routes.js';
 import { identify } from '../auth/identify.js';
 import type { RateLimits } from '../auth/rateLimit.js';
 import { RATE_LIMIT_MESSAGES, rateLimitHeaders, type RateCheck } from '../auth/rates.js';
+import type { CatalogDocuments } from '../catalog/build.js';
+import { type CatalogCache, policySlot } from '../catalog/cache.js';
+import { DocsFiles } from '../catalog/docsPage.js';
+import { openApiDocument } from '../catalog/openapi.js';
 import { GatewayError } from '../contract/errors.js';
 import { type Answer, errorAnswer, jsonAnswer, type Request } from '../contract/exchange.js';
 import { bound, type ProcessMetrics } from '../metrics/metrics.js';
@@ -31,6 +36,7 @@ export function buildApp(
   limits: RateLimits,
   metrics: ProcessMetrics,
   state: { draining: boolean },
+  catalogs: CatalogCache,
 ): uWS.TemplatedApp {
   const m = metrics.metrics;
   /** Serve options per route: the request metrics carry the route's endpoint name. */
@@ -94,6 +100,29 @@ export function buildApp(
   };
   const notFound: Handler = (req) => errorAnswer('not_found', 'Not found', req.requestId);
 
+  // Without a key (and with keys configured) /openapi.json is the document with no saved query in it.
+  const { maxPageSize, queryTimeout } = control.config;
+  const publicDocument = JSON.stringify(openApiDocument([], { serverVersion: VERSION, maxPageSize, queryTimeout }));
+  /** GET /catalog and /openapi.json: the caller's own, built by an executor on a miss. */
+  const catalogDocument =
+    (pick: keyof CatalogDocuments): Handler =>
+    async (req) => {
+      if (state.draining) return errorAnswer('unavailable', 'The server is shutting down', req.requestId);
+      const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip);
+      if (!who && pick === 'openapi' && !req.apiKey) return documentAnswer(publicDocument, '-');
+      if (!who) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
+      try {
+        const docs = await catalogs.get(policySlot(who), () => dispatcher.catalog({ caller: who, serverVersion: VERSION }));
+        return documentAnswer(docs[pick], who.name);
+      } catch (e) {
+        if (!(e instanceof GatewayError)) throw e;
+        const answer = errorAnswer(e.code, e.message, req.requestId, e.extras);
+        return e.extras?.retry_after ? withHeaders(answer, ['Retry-After', String(e.extras.retry_after)]) : answer;
+      }
+    };
+  const docsFiles = new DocsFiles();
+  const docs: Handler = (req) => docsFiles.get(req.url) ?? errorAnswer('not_found', 'Not found', req.requestId);
+
   /** The server-wide limit per client address, checked before authentication on every route it covers. */
   const limited =
     (h: Handler): Handler =>
@@ -115,9 +144,19 @@ export function buildApp(
     const { contentType, body } = await metrics.scrape();
     return { status: 200, headers: ['Content-Type', contentType], body };
   };
-  const [healthOpts, metricsOpts, callOpts, apiOpts, unmatchedOpts, eventsOpts] = ['health', 'metrics', 'run_named_query', 'api_v1', 'unmatched', 'events'].map(
-    opts,
-  );
+  const [healthOpts, metricsOpts, callOpts, apiOpts, unmatchedOpts, eventsOpts, catalogOpts, openapiOpts, docsOpts] = [
+    'health',
+    'metrics',
+    'run_named_query',
+    'api_v1',
+    'unmatched',
+    'events',
+    'catalog',
+    'openapi',
+    'docs',
+  ].map(opts);
+  const limitedCatalog = limited(catalogDocument('catalog'));
+  const limitedOpenapi = limited(catalogDocument('openapi'));
   const limitedCall = limited(call);
   const limitedApi = limited(api);
   return uWS
@@ -125,9 +164,18 @@ export function buildApp(
     .get('/health', (res, req) => serve(res, req, () => health, healthOpts))
     .get('/metrics', (res, req) => serve(res, req, scrape, metricsOpts))
     .get('/events', (res, req) => serve(res, req, limited(events), eventsOpts))
+    .get('/catalog', (res, req) => serve(res, req, limitedCatalog, catalogOpts))
+    .get('/openapi.json', (res, req) => serve(res, req, limitedOpenapi, openapiOpts))
+    .get('/docs', (res, req) => serve(res, req, docs, docsOpts))
+    .get('/docs/*', (res, req) => serve(res, req, docs, docsOpts))
     .any('/q/*', (res, req) => serve(res, req, limitedCall, callOpts))
     .any('/api/v1/*', (res, req) => serve(res, req, limitedApi, apiOpts))
     .any('/*', (res, req) => serve(res, req, notFound, unmatchedOpts));
+}
+
+/** A caller's document: never kept by a shared cache, since it differs from key to key. */
+function documentAnswer(body: string, key: string): Answer {
+  return { status: 200, headers: ['Content-Type', 'application/json', 'Cache-Control', 'no-store'], body, key };
 }
 
 function withHeaders<A extends Answer | StreamStart>(a: A, extra: string[]): A {

@@ -1,16 +1,20 @@
-// In charge of handing /q/ calls to the executors: a piscina pool tuned for I/O-bound tasks, or the
-// same call module inline when QUERYAPIGATE_WORKERS=0. A full queue answers 503 at once (counted),
-// and shutdown can wait for the calls in flight.
+// In charge of handing /q/ calls (and catalog builds) to the executors: a piscina pool tuned for
+// I/O-bound tasks, or the same modules inline when QUERYAPIGATE_WORKERS=0. A full queue answers 503 at
+// once (counted), and shutdown can wait for the tasks in flight.
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { createCallContext, type ExecutorData } from '../call/context.js';
 import { runCall } from '../call/runCall.js';
+import { buildCatalog, type CatalogDocuments, type CatalogTask } from '../catalog/build.js';
 import type { Config } from '../config.js';
+import { GatewayError } from '../contract/errors.js';
 import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
 
 export interface Dispatcher {
   /** `transfer` moves a stream's port to the executor (inline mode keeps it in this thread). */
   run(req: Request, transfer?: Transferable[]): Promise<Answer>;
+  /** Builds a caller's catalog in an executor (its plan and schema caches); a full queue is GatewayError 'unavailable'. */
+  catalog(task: CatalogTask): Promise<CatalogDocuments>;
   /** Calls refused because the queue was full. */
   readonly refused: number;
   /** Resolves when no call is in flight. */
@@ -23,11 +27,13 @@ const EXECUTOR = fileURLToPath(new URL('../../workers/executor.js', import.meta.
 export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffer): Dispatcher {
   const data: ExecutorData = { config, limiterMemory };
   let run: (req: Request, transfer?: Transferable[]) => Promise<Answer>;
+  let catalog: (task: CatalogTask) => Promise<CatalogDocuments>;
   let close: () => Promise<void>;
   let refused = 0;
   if (config.workers === 0) {
     const ctx = createCallContext(data);
     run = (req) => runCall(ctx, req);
+    catalog = (task) => buildCatalog(ctx, task);
     close = () => ctx.close();
   } else {
     const pool = new Piscina({
@@ -54,6 +60,13 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
       }
       return pool.run(req, transfer ? { transferList: transfer as never } : undefined) as Promise<Answer>;
     };
+    catalog = (task) => {
+      if (pool.queueSize >= config.maxQueue) {
+        refused++;
+        return Promise.reject(new GatewayError('unavailable', 'The server is busy; try again shortly', { retry_after: 1 }));
+      }
+      return pool.run(task, { name: 'catalog' }) as Promise<CatalogDocuments>;
+    };
     close = () => pool.close();
   }
 
@@ -65,13 +78,14 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
       waiters = [];
     }
   };
+  const counted = <T>(p: Promise<T>): Promise<T> => {
+    inFlight++;
+    p.then(settle, settle);
+    return p;
+  };
   return {
-    run(req, transfer) {
-      inFlight++;
-      const p = run(req, transfer);
-      p.then(settle, settle);
-      return p;
-    },
+    run: (req, transfer) => counted(run(req, transfer)),
+    catalog: (task) => counted(catalog(task)),
     get refused() {
       return refused;
     },

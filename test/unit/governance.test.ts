@@ -6,7 +6,7 @@ import { type GatewayError, statusOf } from '../../src/contract/errors.js';
 import { analyzeStatement, inspectStatement, scanStatement, type SqlDialect } from '../../src/governance/analysis.js';
 import { checkReadOnly, checkStatement, checkTables, checkWriteOps } from '../../src/governance/policy.js';
 import { compileMasker, hashValue, maskValue, planMasks, type MaskRule, type Schema } from '../../src/governance/masking.js';
-import { schemaQuery, toSchema } from '../../src/governance/schema.js';
+import { schemaQuery, toColumnTypes, toSchema } from '../../src/governance/schema.js';
 
 const SCHEMA: Schema = new Map([
   ['customers', ['id', 'name', 'email', 'phone', 'national_id', 'created_at']],
@@ -512,17 +512,42 @@ test('schema queries and rows', () => {
   assert.match(schemaQuery('postgres'), /information_schema\.columns/);
   assert.match(schemaQuery('sqlite'), /pragma_table_info/);
   assert.match(schemaQuery('mysql'), /DATABASE\(\)/);
-  const s = toSchema([
-    ['Film', 'film_id', 'public'],
-    ['Film', 'title', 'public'],
-    ['rental', 'rental_id', 'public'],
-    ['film', 'other', 'archive'],
-  ]);
+  const rows = [
+    ['Film', 'film_id', 'integer', 'public'],
+    ['Film', 'Title', 'text', 'public'],
+    ['rental', 'rental_id', 'bigint', 'public'],
+    ['film', 'other', 'text', 'archive'],
+  ];
+  const s = toSchema(rows);
   assert.deepEqual(
     [...s.entries()],
     [
-      ['film', ['film_id', 'title']],
+      ['film', ['film_id', 'Title']],
       ['rental', ['rental_id']],
     ],
+  );
+  // The types follow the same first-on-the-path rule, by lower-case column name.
+  assert.deepEqual(
+    [...toColumnTypes(rows)].map(([t, cols]) => [t, [...cols]]),
+    [
+      [
+        'film',
+        [
+          ['film_id', 'integer'],
+          ['title', 'text'],
+        ],
+      ],
+      ['rental', [['rental_id', 'bigint']]],
+    ],
+  );
+  // SQLite and MySQL rows have no schema column.
+  assert.deepEqual(
+    [
+      ...toSchema([
+        ['t', 'a', 'INTEGER'],
+        ['t', 'b', ''],
+      ]),
+    ],
+    [['t', ['a', 'b']]],
   );
 });
