@@ -270,7 +270,7 @@ test('keys made, rotated and revoked by the command work over HTTP at once on a 
     assert.deepEqual(shown, (await s.call('GET', '/api/v1/api-keys/partner')).json, 'as the management API shows it');
     const listed = await cli(['keys', 'list'], { home });
     assert.match(listed.stdout, /^partner +active +2099-12-31 +example_film_lookup +\(none\) /m);
-    assert.ok(!/sk_|hash/.test(listed.stdout + JSON.stringify(shown)), 'no secret or hash shown');
+    assert.ok(!/sk_[\w-]{20,}|hash/.test(listed.stdout + JSON.stringify(shown)), 'no secret or hash shown'); // a secret's shape: mask_predicates holds 'sk_'
 
     // Rotate with grace: both secrets work; without: only the new one.
     const graced = await cli(['keys', 'rotate', 'partner', '--grace-seconds', '600'], { home });
