@@ -37,6 +37,7 @@ export const ERRORS = {
   },
   /** Whether this caller may reach what it named. */
   authorize: {
+    query_forbidden: 403,
     connection_forbidden: 403,
     connection_inactive: 403,
   },
