@@ -68,6 +68,7 @@ export const ERRORS = {
     invalid_sql: 400,
     param_undeclared: 400,
     param_unused: 400,
+    unknown_grant: 400,
     query_exists: 409,
     connection_exists: 409,
     key_exists: 409,

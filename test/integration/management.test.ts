@@ -128,6 +128,11 @@ describe('management API', () => {
   });
 
   test('api keys: secret once, only its hash stored, patch, delete revokes', async () => {
+    // The queries a key is granted must exist.
+    for (const q of ['a', 'b']) {
+      const r = await s.call('POST', '/api/v1/queries', { body: { name: q, description: q, sql: 'SELECT 1' } });
+      assert.equal(r.status, 201, r.text);
+    }
     const created = await s.call('POST', '/api/v1/api-keys', {
       body: {
         name: 'partner',

@@ -223,6 +223,42 @@ describe('save-time checks', () => {
     const ok = await created('/api/v1/queries', query('floating', null, 'SELECT :x AS x', { x: 'int' }));
     assert.equal(ok.json.versions[0].connection_name, null);
   });
+
+  test("a key's queries and connections must exist: 400 unknown_grant, with the close names and the real ones", async () => {
+    await created('/api/v1/queries', query('account', 'pg', 'SELECT id, name FROM items WHERE id = :id', { id: 'int' }));
+    const r = await refused(
+      '/api/v1/api-keys',
+      { name: 'typos', queries: ['acount', { name: 'account', allow_writes: true }], connections: ['pgg', 'my'] },
+      400,
+      'unknown_grant',
+    );
+    assert.deepEqual(r.json.errors, { queries: "no saved query 'acount' (did you mean 'account'?)", connections: "no connection 'pgg' (did you mean 'pg'?)" });
+    assert.match(r.json.error, /^This key grants what does not exist: no saved query 'acount' \(did you mean 'account'\?\); the saved queries are 'account', /);
+    assert.match(r.json.error, /\. no connection 'pgg' \(did you mean 'pg'\?\); the connections are 'dead', 'lite', 'my', 'off' and 'pg'$/);
+    assert.equal((await s.call('GET', '/api/v1/api-keys/typos')).status, 404, 'nothing saved');
+    const nowhere = await refused('/api/v1/api-keys', { name: 'far', queries: ['zzzzzzzz'], connections: [] }, 400, 'unknown_grant');
+    assert.deepEqual(nowhere.json.errors, { queries: "no saved query 'zzzzzzzz'" });
+    // "*" names nothing; real names pass; a PATCH is checked the same way
+    const key = await created('/api/v1/api-keys', { name: 'reader', queries: ['account'], connections: [] });
+    await created('/api/v1/api-keys', { name: 'everything', queries: '*', connections: '*' });
+    const patch = await s.call('PATCH', '/api/v1/api-keys/reader', { body: { queries: ['account', 'acount'] } });
+    assert.equal(patch.status, 400, patch.text);
+    assert.equal(patch.json.code, 'unknown_grant');
+    assert.equal((await s.call('PATCH', '/api/v1/api-keys/reader', { body: { connections: ['my'] } })).status, 200);
+    assert.equal((await s.call('PATCH', '/api/v1/api-keys/reader', { body: { connections: [] } })).status, 200);
+
+    // at call time: a query the key does not grant is 403 query_forbidden, a connection it may not use connection_forbidden
+    const other = await s.call('GET', '/q/read_pg?id=1', { key: key.json.secret });
+    assert.equal(other.status, 403, other.text);
+    assert.equal(other.json.code, 'query_forbidden');
+    assert.equal(other.json.error, "This API key is not granted the query 'read_pg'");
+    const mine = await s.call('GET', '/q/account?id=1', { key: key.json.secret });
+    assert.equal(mine.status, 200, mine.text);
+    const elsewhere = await s.call('GET', '/q/account?id=1&connection_name=my', { key: key.json.secret });
+    assert.equal(elsewhere.status, 403, elsewhere.text);
+    assert.equal(elsewhere.json.code, 'connection_forbidden');
+    assert.equal(elsewhere.json.error, "This API key is not permitted to use the connection 'my'");
+  });
 });
 
 test('an unknown QUERYAPIGATE_* variable is one warning line on stderr naming the closest setting; the server still starts', async () => {
