@@ -1,5 +1,5 @@
 // In charge of /api/v1/queries: saved queries and their versions (create, list, get, add a version,
-// publish, unpublish, delete) and a query's run history. A version is checked when saved
+// validate, publish, unpublish, delete) and a query's run history. A version is checked when saved
 // (queryChecks.ts: its connection, its SQL, its parameters), so a call can trust it.
 import { randomUUID } from 'node:crypto';
 import * as v from 'valibot';
@@ -12,9 +12,9 @@ import { jsonAnswer } from '../contract/exchange.js';
 import { localTimestamp } from '../store/store.js';
 import type { QueryRow, VersionFields, VersionRow } from '../store/types.js';
 import { historyPage } from './history.js';
-import { checkVersion, dialectOf, refusal } from './queryChecks.js';
-import type { ApiRouter, ControlContext } from './routes.js';
-import { checkName, name, optionalText, parseBody, readJson } from './validate.js';
+import { checkVersion, dialectOf, type Finding, refusal } from './queryChecks.js';
+import { type ApiRouter, type ControlContext, NOTHING_CHANGED } from './routes.js';
+import { bodyProblems, checkName, NAME, name, optionalText, parseBody, readJson, unknownFields } from './validate.js';
 
 const versionEntries = {
   description: v.pipe(v.string('must be text'), v.minLength(1, 'is required')),
@@ -29,6 +29,8 @@ const versionEntries = {
 };
 const versionSchema = v.object(versionEntries);
 const createSchema = v.object({ name, collection: optionalText, ...versionEntries });
+/** A version, or a create body as it is (its name says which query's next version it would be). */
+const validateSchema = v.object({ name: v.optional(name), collection: optionalText, ...versionEntries });
 const cacheTtlSchema = v.object({ cache_ttl: v.nullable(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0))) });
 const publishSchema = v.object({ version: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1)) });
 
@@ -132,6 +134,51 @@ async function detail(ctx: ControlContext, n: string) {
   return { ...summary(q), versions: q.versions.map((x) => versionView(q, x, known, counts.get(x.version) ?? 0)) };
 }
 
+/**
+ * What a save of this body would meet, without saving: every problem (the body's fields, the
+ * connection, the SQL, the parameters), and what the SQL was read as. A body naming an existing
+ * query is read as its next version (keeping its connection unless it names one).
+ */
+async function validation(ctx: ControlContext, body: Record<string, unknown>) {
+  const findings: Finding[] = unknownFields(validateSchema, body).map((f) => ({ code: 'unknown_field', field: f, message: `Unknown field: ${f}` }));
+  const parsed = v.safeParse(validateSchema, body);
+  if (!parsed.success) {
+    for (const p of bodyProblems(parsed.issues)) findings.push({ code: 'invalid_body', field: p.field, message: `${p.field} ${p.problem}` });
+  }
+  const text = (x: unknown) => (typeof x === 'string' ? x : null);
+  const queryName = text(body.name);
+  // The schema checks a name's characters; a save also refuses one that starts with '.' (checkName).
+  if (queryName !== null && NAME.test(queryName) && queryName.startsWith('.')) {
+    findings.push({ code: 'invalid_name', field: 'name', message: `Invalid name '${queryName}'` });
+  }
+  const existing = queryName === null ? null : await ctx.store.getQuery(queryName);
+  const connectionName = body.connection_name === undefined && existing ? lastConnection(existing) : text(body.connection_name);
+  const sql = text(body.sql)?.trim() ?? '';
+  const parameters = body.parameters !== null && typeof body.parameters === 'object' && !Array.isArray(body.parameters) ? body.parameters : undefined;
+  const checked = sql ? await checkVersion(ctx, { sql, connection_name: connectionName, parameters }) : null;
+  if (checked) findings.push(...checked.findings);
+  const publicRules: Record<string, unknown> = {};
+  for (const [k, rule] of Object.entries(checked?.rules ?? {})) publicRules[k] = toPublicRule(rule);
+  return {
+    valid: findings.length === 0,
+    errors: findings.map((f) => ({
+      code: f.code,
+      field: f.field,
+      message: f.message,
+      ...(f.errors ? { parameters: f.errors } : {}),
+      ...(f.detail === undefined ? {} : { detail: f.detail }),
+    })),
+    connection_name: connectionName,
+    dialect: checked?.dialect ?? null,
+    placeholders: checked?.placeholders ?? [],
+    parameters: publicRules,
+    writes: checked?.writes ?? false,
+    tables: checked?.tables ?? null,
+    analysed: checked ? checked.tables !== null : false,
+    analysis_problem: checked?.unanalysed ?? null,
+  };
+}
+
 function lastConnection(q: QueryRow): string | null {
   return q.versions[q.versions.length - 1]?.connection_name ?? null;
 }
@@ -168,6 +215,8 @@ export function queryRoutes(r: ApiRouter): void {
     if (!ok) throw new GatewayError('query_exists', `Saved query '${b.name}' already exists`);
     return jsonAnswer(201, await detail(ctx, b.name));
   });
+
+  r.add('POST', '/api/v1/queries/validate', async (ctx, req) => jsonAnswer(200, await validation(ctx, readJson(req.body))), NOTHING_CHANGED);
 
   r.add('GET', '/api/v1/queries/:name', async (ctx, _req, [n]) => jsonAnswer(200, await detail(ctx, n)));
 

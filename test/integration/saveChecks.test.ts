@@ -259,6 +259,79 @@ describe('save-time checks', () => {
     assert.equal(elsewhere.json.code, 'connection_forbidden');
     assert.equal(elsewhere.json.error, "This API key is not permitted to use the connection 'my'");
   });
+
+  test('POST /api/v1/queries/validate runs the same checks without saving', async () => {
+    const ok = await post('/api/v1/queries/validate', {
+      description: 'd',
+      connection_name: 'pg',
+      sql: 'SELECT i.name FROM items i WHERE i.id = :id',
+      parameters: { id: 'int' },
+    });
+    assert.equal(ok.status, 200, ok.text);
+    assert.deepEqual(ok.json, {
+      valid: true,
+      errors: [],
+      connection_name: 'pg',
+      dialect: 'postgres',
+      placeholders: ['id'],
+      parameters: { id: { type: 'integer', required: true } },
+      writes: false,
+      tables: ['items'],
+      analysed: true,
+      analysis_problem: null,
+    });
+    const write = await post('/api/v1/queries/validate', {
+      description: 'd',
+      connection_name: 'my',
+      sql: 'DELETE FROM items WHERE id = :id',
+      parameters: { id: 'int' },
+    });
+    assert.equal(write.json.valid, true);
+    assert.equal(write.json.writes, true);
+    assert.deepEqual(write.json.tables, ['items']);
+    // read by the database, not by the gateway: valid, with the reason it cannot be analysed
+    const { sql, parameters } = DIALECTS[2].parserCannotRead;
+    const exotic = await post('/api/v1/queries/validate', { description: 'd', connection_name: 'lite', sql, parameters });
+    assert.equal(exotic.json.valid, true, exotic.text);
+    assert.equal(exotic.json.analysed, false);
+    assert.match(exotic.json.analysis_problem, /could not parse the statement/);
+    // every problem at once, each with the code a save would answer
+    const bad = await post('/api/v1/queries/validate', {
+      name: 'nothing_saved',
+      connection_name: 'pgg',
+      sql: 'SELECT id FROM items WHERE id = :aid',
+      parameters: { id: 'int' },
+      colour: 1,
+    });
+    assert.equal(bad.status, 200, bad.text);
+    assert.equal(bad.json.valid, false);
+    assert.deepEqual(
+      bad.json.errors.map((e: { code: string; field: string }) => [e.code, e.field]),
+      [
+        ['unknown_field', 'colour'],
+        ['invalid_body', 'description'],
+        ['connection_not_found', 'connection_name'],
+        ['param_undeclared', 'parameters'],
+      ],
+    );
+    assert.equal(bad.json.errors[1].message, 'description is required');
+    assert.deepEqual(bad.json.errors[3].parameters, {
+      id: 'is declared but not used in the SQL',
+      aid: 'is used in the SQL but not declared in "parameters" (did you mean the declared \'id\'?)',
+    });
+    const typo = await post('/api/v1/queries/validate', { description: 'd', connection_name: 'my', sql: 'SELEC 1' });
+    assert.deepEqual(
+      typo.json.errors.map((e: { code: string }) => e.code),
+      ['invalid_sql'],
+    );
+    assert.match(typo.json.errors[0].detail, DIALECTS[1].syntaxError);
+    // a body naming an existing query is read as its next version, on the connection it keeps
+    const next = await post('/api/v1/queries/validate', { name: 'account', description: 'v2', sql: "SELECT $$it's$$ AS a" });
+    assert.equal(next.json.connection_name, 'pg');
+    assert.equal(next.json.valid, true, next.text);
+    assert.equal((await s.call('GET', '/api/v1/queries/nothing_saved')).status, 404, 'validate saves nothing');
+    assert.equal((await post('/api/v1/queries/validate', '[1]')).json.code, 'invalid_body');
+  });
 });
 
 test('an unknown QUERYAPIGATE_* variable is one warning line on stderr naming the closest setting; the server still starts', async () => {
