@@ -1,8 +1,10 @@
 // In charge of every QUERYAPIGATE_* variable: parsed and validated once at boot, then frozen and
-// trusted. A bad value stops startup with a message naming the variable. Imports no project module.
+// trusted. A bad value stops startup with a message naming the variable; a variable it does not
+// know is reported (with the closest known name) and ignored. Imports only the ground floor.
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import * as v from 'valibot';
+import { closestName } from './contract/suggest.js';
 
 export interface Config {
   readonly home: string;
@@ -90,7 +92,17 @@ type Name = keyof typeof VARIABLES;
 /** What a variable reads as: its schema's output, or null when it has no default and is unset. */
 type Value<N extends Name> = v.InferOutput<(typeof VARIABLES)[N][0]> | ((typeof VARIABLES)[N][1] extends null ? null : never);
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+const PREFIX = 'QUERYAPIGATE_';
+/** Variables the test suites read for themselves (QUERYAPIGATE_TEST_PG_URL, ...): not the server's, not a typo. */
+const TEST_PREFIX = 'QUERYAPIGATE_TEST_';
+
+/** One line on stderr per unknown variable; a typo must not be silently ignored, nor stop the start. */
+const warnOnStderr = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: string) => void = warnOnStderr): Config {
+  for (const line of unknownVariables(env)) warn(line);
   const problems: string[] = [];
   const read = <N extends Name>(name: N): Value<N> => {
     const [schema, fallback] = VARIABLES[name];
@@ -131,6 +143,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/** A warning per QUERYAPIGATE_* variable that is not a setting; values are never shown (one may be a secret). */
+export function unknownVariables(env: NodeJS.ProcessEnv): string[] {
+  const known = Object.keys(VARIABLES);
+  const lines: string[] = [];
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith(PREFIX) || name.startsWith(TEST_PREFIX) || Object.hasOwn(VARIABLES, name.slice(PREFIX.length))) continue;
+    const near = closestName(name.slice(PREFIX.length), known);
+    lines.push(`warning: ${name} is not a QueryAPIGate setting and is ignored${near ? `; did you mean ${PREFIX}${near}?` : ''}`);
+  }
+  return lines;
 }
 
 export class ConfigError extends Error {

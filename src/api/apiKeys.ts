@@ -1,10 +1,12 @@
 // In charge of /api/v1/api-keys: scoped keys and their grants. The secret is returned once, at
-// creation, and only its SHA-256 is stored. Every grant field is validated here, then trusted.
+// creation, and only its SHA-256 is stored. Every grant field is validated here, then trusted; the
+// queries and connections a key is granted must exist when granted.
 import { isIP } from 'node:net';
 import * as v from 'valibot';
 import { generateSecret, hashSecret, keyExpired } from '../auth/keys.js';
 import { GatewayError } from '../contract/errors.js';
 import { jsonAnswer } from '../contract/exchange.js';
+import { closestName, listNames } from '../contract/suggest.js';
 import { localTimestamp } from '../store/store.js';
 import type { KeyRow } from '../store/types.js';
 import type { ApiRouter, ControlContext } from './routes.js';
@@ -100,6 +102,47 @@ function applyGrants(k: KeyRow, b: GrantInput): void {
   if (Array.isArray(k.connections)) k.connections = [...new Set(k.connections)].sort();
 }
 
+/**
+ * 400 unknown_grant when the body grants a query or connection that does not exist: `errors` says,
+ * per field, which (with the closest real name) and the message also lists the real ones. Only the
+ * names this body grants are checked, so a key whose query was deleted can still be changed.
+ */
+async function checkGrantedNames(ctx: ControlContext, b: GrantInput): Promise<void> {
+  const errors: Record<string, string> = {};
+  const sentences: string[] = [];
+  const check = async (field: 'queries' | 'connections', names: string[], exists: (n: string) => Promise<boolean>, list: () => Promise<string[]>) => {
+    const unknown: string[] = [];
+    for (const n of new Set(names)) if (!(await exists(n))) unknown.push(n);
+    if (!unknown.length) return;
+    const real = await list();
+    const what = field === 'queries' ? 'saved query' : 'connection';
+    errors[field] = unknown
+      .map((n) => {
+        const near = closestName(n, real);
+        return `no ${what} '${n}'${near ? ` (did you mean '${near}'?)` : ''}`;
+      })
+      .join('; ');
+    sentences.push(`${errors[field]}; the ${what === 'saved query' ? 'saved queries' : 'connections'} are ${listNames(real)}`);
+  };
+  if (Array.isArray(b.queries)) {
+    await check(
+      'queries',
+      b.queries.map((g) => (typeof g === 'string' ? g : g.name)),
+      async (n) => (await ctx.store.getQuery(n)) !== null,
+      async () => (await ctx.store.listQueries()).map((q) => q.name),
+    );
+  }
+  if (Array.isArray(b.connections)) {
+    await check(
+      'connections',
+      b.connections,
+      async (n) => (await ctx.store.getConnection(n)) !== null,
+      async () => (await ctx.store.listConnections()).map((c) => c.name),
+    );
+  }
+  if (sentences.length) throw new GatewayError('unknown_grant', `This key grants what does not exist: ${sentences.join('. ')}`, { errors });
+}
+
 async function mustGet(ctx: ControlContext, n: string): Promise<KeyRow> {
   const k = await ctx.store.getKey(n);
   if (!k) throw new GatewayError('key_not_found', `API key '${n}' not found`);
@@ -113,6 +156,7 @@ export function apiKeyRoutes(r: ApiRouter): void {
     const b = parseBody(createSchema, readJson(req.body));
     checkName(b.name);
     if (b.name === 'admin') throw new GatewayError('invalid_name', "The name 'admin' is reserved");
+    await checkGrantedNames(ctx, b);
     const secret = generateSecret();
     const now = localTimestamp();
     const key: KeyRow = {
@@ -148,6 +192,7 @@ export function apiKeyRoutes(r: ApiRouter): void {
   r.add('PATCH', '/api/v1/api-keys/:name', async (ctx, req, [n]) => {
     const b = parseBody(patchSchema, readJson(req.body));
     const key = await mustGet(ctx, n);
+    await checkGrantedNames(ctx, b);
     applyGrants(key, b);
     key.updated_at = localTimestamp();
     await ctx.store.putKey(key, false);

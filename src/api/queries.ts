@@ -1,18 +1,20 @@
 // In charge of /api/v1/queries: saved queries and their versions (create, list, get, add a version,
-// publish, unpublish, delete) and a query's run history. A version's SQL and parameter rules are
-// checked when saved, so a call can trust them.
+// validate, publish, unpublish, delete) and a query's run history. A version is checked when saved
+// (queryChecks.ts: its connection, its SQL, its parameters), so a call can trust it.
 import { randomUUID } from 'node:crypto';
 import * as v from 'valibot';
 import { GatewayError } from '../contract/errors.js';
-import { normalizeParameters, toPublicRule } from '../call/paramRules.js';
+import { toPublicRule } from '../call/paramRules.js';
 import type { ParamRule } from '../call/paramValues.js';
-import { scanMarkers, splitsIntoMultipleStatements } from '../governance/markers.js';
+import { scanStatement, type SqlDialect } from '../governance/analysis.js';
+import { scanMarkers } from '../governance/markers.js';
 import { jsonAnswer } from '../contract/exchange.js';
 import { localTimestamp } from '../store/store.js';
 import type { QueryRow, VersionFields, VersionRow } from '../store/types.js';
 import { historyPage } from './history.js';
-import type { ApiRouter, ControlContext } from './routes.js';
-import { checkName, name, optionalText, parseBody, readJson } from './validate.js';
+import { checkVersion, dialectOf, type Finding, refusal } from './queryChecks.js';
+import { type ApiRouter, type ControlContext, NOTHING_CHANGED } from './routes.js';
+import { bodyProblems, checkName, NAME, name, optionalText, parseBody, readJson, unknownFields } from './validate.js';
 
 const versionEntries = {
   description: v.pipe(v.string('must be text'), v.minLength(1, 'is required')),
@@ -27,30 +29,27 @@ const versionEntries = {
 };
 const versionSchema = v.object(versionEntries);
 const createSchema = v.object({ name, collection: optionalText, ...versionEntries });
+/** A version, or a create body as it is (its name says which query's next version it would be). */
+const validateSchema = v.object({ name: v.optional(name), collection: optionalText, ...versionEntries });
 const cacheTtlSchema = v.object({ cache_ttl: v.nullable(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0))) });
 const publishSchema = v.object({ version: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1)) });
 
 type VersionInput = v.InferOutput<typeof versionSchema>;
 
-/** The SQL is one statement and the parameter rules hold; otherwise 400 with an errors map. */
-function checkVersion(b: VersionInput, author: string | null): VersionFields & { uuid: string } {
-  if (splitsIntoMultipleStatements(b.sql)) throw new GatewayError('multiple_statements', 'Only one SQL statement is allowed');
-  const { placeholders } = scanMarkers(b.sql);
-  const { rules, errors } = normalizeParameters(b.parameters ?? {}, placeholders);
-  if (Object.keys(errors).length) {
-    throw new GatewayError(
-      'invalid_body',
-      `Invalid parameters: ${Object.entries(errors)
-        .map(([k, m]) => `${k}: ${m}`)
-        .join('; ')}`,
-      { errors },
-    );
-  }
+/** The version as stored, once every check holds (the first that does not is the answer). */
+async function acceptedVersion(
+  ctx: ControlContext,
+  b: VersionInput,
+  connectionName: string | null,
+  author: string | null,
+): Promise<VersionFields & { uuid: string }> {
+  const checked = await checkVersion(ctx, { sql: b.sql, connection_name: connectionName, parameters: b.parameters });
+  if (checked.findings.length) throw refusal(checked.findings[0]);
   return {
     uuid: randomUUID(),
     sql: b.sql,
-    connection_name: b.connection_name ?? null,
-    parameters: rules,
+    connection_name: connectionName,
+    parameters: checked.rules,
     description: b.description,
     author: b.author ?? author,
     tags: b.tags ?? [],
@@ -58,12 +57,33 @@ function checkVersion(b: VersionInput, author: string | null): VersionFields & {
   };
 }
 
+/** Each connection's dialect, for reading versions' SQL as their connections do. */
+type Dialects = Map<string, SqlDialect>;
+
+async function dialects(ctx: ControlContext): Promise<Dialects> {
+  const out: Dialects = new Map();
+  for (const c of await ctx.store.listConnections()) {
+    const d = dialectOf(c.db);
+    if (d) out.set(c.name, d);
+  }
+  return out;
+}
+
+/** Whether the statement writes, read in its connection's dialect (in any dialect when it has none). */
+function writes(sql: string, dialect: SqlDialect | undefined): boolean {
+  return (dialect ? [dialect] : (['postgres', 'mysql', 'sqlite'] as const)).some((d) => {
+    const scan = scanStatement(sql, d);
+    return scan.writeVerbs.length > 0 || scan.selectInto;
+  });
+}
+
 function status(q: QueryRow, ver: VersionRow): 'published' | 'previous' | 'draft' {
   if (q.published_version === ver.version) return 'published';
   return ver.was_published ? 'previous' : 'draft';
 }
 
-function versionView(q: QueryRow, ver: VersionRow, runCount?: number) {
+function versionView(q: QueryRow, ver: VersionRow, known: Dialects, runCount?: number) {
+  const dialect = ver.connection_name === null ? undefined : known.get(ver.connection_name);
   const params: Record<string, unknown> = {};
   for (const [k, rule] of Object.entries(ver.parameters)) params[k] = toPublicRule(rule as ParamRule);
   return {
@@ -77,7 +97,8 @@ function versionView(q: QueryRow, ver: VersionRow, runCount?: number) {
     sql: ver.sql,
     connection_name: ver.connection_name,
     parameters: params,
-    placeholders: scanMarkers(ver.sql).placeholders,
+    placeholders: scanMarkers(ver.sql, dialect).placeholders,
+    writes: writes(ver.sql, dialect),
     cache_ttl: ver.cache_ttl,
     created_at: ver.created_at,
     last_modified_at: ver.last_modified_at,
@@ -109,7 +130,57 @@ function summary(q: QueryRow) {
 async function detail(ctx: ControlContext, n: string) {
   const q = await mustGet(ctx, n);
   const counts = await ctx.store.runCounts(n);
-  return { ...summary(q), versions: q.versions.map((x) => versionView(q, x, counts.get(x.version) ?? 0)) };
+  const known = await dialects(ctx);
+  return { ...summary(q), versions: q.versions.map((x) => versionView(q, x, known, counts.get(x.version) ?? 0)) };
+}
+
+/**
+ * What a save of this body would meet, without saving: every problem (the body's fields, the
+ * connection, the SQL, the parameters), and what the SQL was read as. A body naming an existing
+ * query is read as its next version (keeping its connection unless it names one).
+ */
+async function validation(ctx: ControlContext, body: Record<string, unknown>) {
+  const findings: Finding[] = unknownFields(validateSchema, body).map((f) => ({ code: 'unknown_field', field: f, message: `Unknown field: ${f}` }));
+  const parsed = v.safeParse(validateSchema, body);
+  if (!parsed.success) {
+    for (const p of bodyProblems(parsed.issues)) findings.push({ code: 'invalid_body', field: p.field, message: `${p.field} ${p.problem}` });
+  }
+  const text = (x: unknown) => (typeof x === 'string' ? x : null);
+  const queryName = text(body.name);
+  // The schema checks a name's characters; a save also refuses one that starts with '.' (checkName).
+  if (queryName !== null && NAME.test(queryName) && queryName.startsWith('.')) {
+    findings.push({ code: 'invalid_name', field: 'name', message: `Invalid name '${queryName}'` });
+  }
+  const existing = queryName === null ? null : await ctx.store.getQuery(queryName);
+  const connectionName = body.connection_name === undefined && existing ? lastConnection(existing) : text(body.connection_name);
+  const sql = text(body.sql)?.trim() ?? '';
+  const parameters = body.parameters !== null && typeof body.parameters === 'object' && !Array.isArray(body.parameters) ? body.parameters : undefined;
+  const checked = sql ? await checkVersion(ctx, { sql, connection_name: connectionName, parameters }) : null;
+  if (checked) findings.push(...checked.findings);
+  const publicRules: Record<string, unknown> = {};
+  for (const [k, rule] of Object.entries(checked?.rules ?? {})) publicRules[k] = toPublicRule(rule);
+  return {
+    valid: findings.length === 0,
+    errors: findings.map((f) => ({
+      code: f.code,
+      field: f.field,
+      message: f.message,
+      ...(f.errors ? { parameters: f.errors } : {}),
+      ...(f.detail === undefined ? {} : { detail: f.detail }),
+    })),
+    connection_name: connectionName,
+    dialect: checked?.dialect ?? null,
+    placeholders: checked?.placeholders ?? [],
+    parameters: publicRules,
+    writes: checked?.writes ?? false,
+    tables: checked?.tables ?? null,
+    analysed: checked ? checked.tables !== null : false,
+    analysis_problem: checked?.unanalysed ?? null,
+  };
+}
+
+function lastConnection(q: QueryRow): string | null {
+  return q.versions[q.versions.length - 1]?.connection_name ?? null;
 }
 
 async function mustGet(ctx: ControlContext, n: string): Promise<QueryRow> {
@@ -139,11 +210,13 @@ export function queryRoutes(r: ApiRouter): void {
   r.add('POST', '/api/v1/queries', async (ctx, req) => {
     const b = parseBody(createSchema, readJson(req.body));
     checkName(b.name);
-    const fields = checkVersion(b, req.apiKey ? 'admin' : null);
+    const fields = await acceptedVersion(ctx, b, b.connection_name ?? null, req.apiKey ? 'admin' : null);
     const ok = await ctx.store.createQuery({ name: b.name, collection: b.collection ?? null, example: false }, fields, b.publish ?? false, localTimestamp());
     if (!ok) throw new GatewayError('query_exists', `Saved query '${b.name}' already exists`);
     return jsonAnswer(201, await detail(ctx, b.name));
   });
+
+  r.add('POST', '/api/v1/queries/validate', async (ctx, req) => jsonAnswer(200, await validation(ctx, readJson(req.body))), NOTHING_CHANGED);
 
   r.add('GET', '/api/v1/queries/:name', async (ctx, _req, [n]) => jsonAnswer(200, await detail(ctx, n)));
 
@@ -154,12 +227,10 @@ export function queryRoutes(r: ApiRouter): void {
 
   r.add('POST', '/api/v1/queries/:name/versions', async (ctx, req, [n]) => {
     const b = parseBody(versionSchema, readJson(req.body));
-    const fields = checkVersion(b, req.apiKey ? 'admin' : null);
-    if (b.connection_name === undefined) {
-      // A new version keeps the connection of the version before it unless it names another.
-      const q = await mustGet(ctx, n);
-      fields.connection_name = q.versions[q.versions.length - 1]?.connection_name ?? null;
-    }
+    // A new version keeps the connection of the version before it unless it names another.
+    const q = await mustGet(ctx, n);
+    const connectionName = b.connection_name === undefined ? lastConnection(q) : b.connection_name;
+    const fields = await acceptedVersion(ctx, b, connectionName, req.apiKey ? 'admin' : null);
     if ((await ctx.store.addVersion(n, fields, b.publish ?? false, localTimestamp())) === null) {
       throw new GatewayError('query_not_found', `Saved query '${n}' not found`);
     }
@@ -170,7 +241,7 @@ export function queryRoutes(r: ApiRouter): void {
     const q = await mustGet(ctx, n);
     const found = q.versions.find((x) => String(x.version) === ver);
     if (!found) throw new GatewayError('version_not_found', `Version ${ver} not found`);
-    return jsonAnswer(200, versionView(q, found, (await ctx.store.runCounts(n)).get(found.version) ?? 0));
+    return jsonAnswer(200, versionView(q, found, await dialects(ctx), (await ctx.store.runCounts(n)).get(found.version) ?? 0));
   });
 
   r.add('PATCH', '/api/v1/queries/:name/versions/:version', async (ctx, req, [n, ver]) => {

@@ -26,8 +26,10 @@ export interface ControlContext {
 export type ApiHandler = (ctx: ControlContext, req: Request, params: string[]) => Promise<Answer> | Answer;
 
 /** What a successful write tells the executors; by default that metadata changed (every cache cleared). */
-export type ChangeOf = (params: string[]) => ChangeMessage;
+export type ChangeOf = (params: string[]) => ChangeMessage | null;
 const METADATA_CHANGED: ChangeOf = () => ({ kind: 'metadata' });
+/** For a POST that saves nothing (a validation): no executor has anything to forget. */
+export const NOTHING_CHANGED: ChangeOf = () => null;
 
 interface Route {
   method: string;

@@ -51,13 +51,18 @@ function grantedByName(caller: Caller & { kind: 'key' }, name: string): boolean 
 
 /**
  * A queries grant reaches a query on its own saved connection only; any other connection needs a
- * connections grant ("*" or the name).
+ * connections grant ("*" or the name). A refusal on the query's own connection is about the query
+ * (query_forbidden: the key grants neither it nor that connection); on a connection the request
+ * asked for instead, it is about that connection (connection_forbidden).
  */
 export function authorizeCall(caller: Caller, queryName: string, savedConnection: string | null, connection: string): void {
   if (caller.kind !== 'key') return;
   if (grantedByName(caller, queryName) && connection === savedConnection) return;
   const c = caller.key.connections;
   if (c === '*' || c.includes(connection)) return;
+  if (connection === savedConnection) {
+    throw new GatewayError('query_forbidden', `This API key is not granted the query '${queryName}'`);
+  }
   throw new GatewayError('connection_forbidden', `This API key is not permitted to use the connection '${connection}'`);
 }
 

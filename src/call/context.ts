@@ -10,7 +10,7 @@ import type { Histogram } from 'prom-client';
 import { type Metrics, type StatementCounters, statementCounters, threadMetrics } from '../metrics/metrics.js';
 import { RunBatcher } from '../recorder/batcher.js';
 import { openSource } from '../sources/index.js';
-import type { Source } from '../sources/types.js';
+import type { Source, SourceSettings } from '../sources/types.js';
 import { createMetadata, type Metadata } from '../store/metadata.js';
 import { attachStore, STORE_FILE, type Store } from '../store/store.js';
 import type { ConnectionRow } from '../store/types.js';
@@ -54,6 +54,16 @@ export interface CallContext {
   close(): Promise<void>;
 }
 
+/** How this server opens data sources: its pool size, home, time limit, and the store's files kept off-limits. */
+export function sourceSettings(config: Config): SourceSettings {
+  return {
+    poolSize: config.poolSize,
+    home: config.home,
+    queryTimeoutMs: config.queryTimeout * 1000,
+    reserved: config.databaseUrl ? [] : [join(config.home, STORE_FILE)],
+  };
+}
+
 export function createCallContext({ config, limiterMemory }: ExecutorData): CallContext {
   const store = attachStore(config, { readonly: true, max: Math.max(2, Math.min(config.poolSize, 8)) });
   // One pool per connection, replaced when the connection's row changes (updated_at).
@@ -66,12 +76,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     }
   };
   const meta = createMetadata(store, config.metadataCacheTtl);
-  const settings = {
-    poolSize: config.poolSize,
-    home: config.home,
-    queryTimeoutMs: config.queryTimeout * 1000,
-    reserved: config.databaseUrl ? [] : [join(config.home, STORE_FILE)],
-  };
+  const settings = sourceSettings(config);
   const thread = threadMetrics(true, config.home);
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: null });
   const schemas = new SchemaCache();

@@ -20,31 +20,52 @@ const NAME_RE = /^[A-Za-z_]\w*$/;
 const RULE_KEYS = new Set(['type', 'required', 'default', 'enum', 'min', 'max', 'min_length', 'max_length', 'pattern', 'description']);
 const ALLOWED_RULES = [...RULE_KEYS].sort().join(', ');
 
+/** What normalizeParameters finds: the rules in long form, and per bad name what is wrong. */
+export interface NormalizedParameters {
+  rules: Record<string, ParamRule>;
+  /** Per name, the message completing "<name> ..." (the SQL's markers and the declared names alike). */
+  errors: Record<string, string>;
+  /** Markers of the SQL that no definition declares, in order of first use. */
+  undeclared: string[];
+  /** Declared names the SQL never uses, in declaration order. */
+  unused: string[];
+}
+
 /**
- * Checks a saved query's `parameters` map. `placeholders` are the SQL's marker names; every declared
- * parameter must be one of them. Returns the rules in long form (type names `integer`, `number`,
- * `string`, `boolean` or null) and, per bad name, what is wrong. `input` null/undefined means none.
+ * Checks a saved query's `parameters` map against `placeholders`, the SQL's marker names: every
+ * marker must be declared and every declared parameter used. Returns the rules in long form (type
+ * names `integer`, `number`, `string`, `boolean` or null) and, per bad name, what is wrong.
+ * `input` null/undefined means none declared.
  */
-export function normalizeParameters(input: unknown, placeholders: string[]): { rules: Record<string, ParamRule>; errors: Record<string, string> } {
+export function normalizeParameters(input: unknown, placeholders: string[]): NormalizedParameters {
   const rules: Record<string, ParamRule> = {};
   const errors: Record<string, string> = {};
-  if (input === null || input === undefined) return { rules, errors };
-  if (!isPlainObject(input)) {
+  const undeclared: string[] = [];
+  const unused: string[] = [];
+  const declared = input === null || input === undefined ? {} : input;
+  if (!isPlainObject(declared)) {
     errors.parameters = 'must be a JSON object';
-    return { rules, errors };
+    return { rules, errors, undeclared, unused };
   }
   const used = new Set(placeholders);
-  for (const name of Object.keys(input)) {
+  for (const name of Object.keys(declared)) {
     if (!NAME_RE.test(name)) {
       put(errors, name, 'is not a valid parameter name (letters, digits and underscores; not starting with a digit)');
       continue;
     }
-    const rule = parseRule(input[name]);
+    const rule = parseRule(declared[name]);
     if (typeof rule === 'string') put(errors, name, rule);
-    else if (!used.has(name)) put(errors, name, 'is declared but not used in the SQL');
-    else put(rules, name, rule);
+    else if (!used.has(name)) {
+      unused.push(name);
+      put(errors, name, 'is declared but not used in the SQL');
+    } else put(rules, name, rule);
   }
-  return { rules, errors };
+  for (const name of placeholders) {
+    if (Object.hasOwn(declared, name)) continue;
+    undeclared.push(name);
+    put(errors, name, 'is used in the SQL but not declared in "parameters"');
+  }
+  return { rules, errors, undeclared, unused };
 }
 
 /** One definition (a type name or an object of rules) to a rule, or the message completing "<name> ...". */

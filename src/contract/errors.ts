@@ -37,6 +37,7 @@ export const ERRORS = {
   },
   /** Whether this caller may reach what it named. */
   authorize: {
+    query_forbidden: 403,
     connection_forbidden: 403,
     connection_inactive: 403,
   },
@@ -63,8 +64,12 @@ export const ERRORS = {
     connection_failed: 502,
     query_timeout: 504,
   },
-  /** Management writes that meet what is already there. */
+  /** Management writes: what is saved must hold (its SQL, its parameters, the names it refers to). */
   manage: {
+    invalid_sql: 400,
+    param_undeclared: 400,
+    param_unused: 400,
+    unknown_grant: 400,
     query_exists: 409,
     connection_exists: 409,
     key_exists: 409,

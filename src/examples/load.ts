@@ -40,7 +40,7 @@ export async function loadExamples(store: Store, home: string): Promise<Examples
 
   let createdQueries = 0;
   for (const q of exampleQueries) {
-    const { rules, errors } = normalizeParameters(q.parameters, scanMarkers(q.sql).placeholders);
+    const { rules, errors } = normalizeParameters(q.parameters, scanMarkers(q.sql, 'sqlite').placeholders);
     if (Object.keys(errors).length) throw new Error(`example ${q.name} has invalid parameters: ${JSON.stringify(errors)}`);
     const created = await store.createQuery(
       { name: q.name, collection: q.collection, example: true },

@@ -54,13 +54,20 @@ export interface StatementAnalysis extends StatementScan {
   parser: 'pgsql-ast-parser' | 'node-sql-parser' | 'lexical';
 }
 
-/** The statement could not be analysed; `scan` still holds the keyword guard's reading. */
+/**
+ * The statement could not be analysed; `scan` still holds the keyword guard's reading. `syntax` is
+ * true when the parsers rejected the text itself (most likely a syntax error, though the parsers
+ * also reject some valid SQL), false when the gateway declined to read a statement it could not read
+ * with certainty (an executable comment, a lexis the fallback parser reads differently, ...).
+ */
 export class AnalysisError extends Error {
   readonly scan: StatementScan;
-  constructor(message: string, scan: StatementScan) {
+  readonly syntax: boolean;
+  constructor(message: string, scan: StatementScan, syntax = false) {
     super(message);
     this.name = 'AnalysisError';
     this.scan = scan;
+    this.syntax = syntax;
   }
 }
 
@@ -70,14 +77,16 @@ export interface Inspection {
   analysis: StatementAnalysis | null;
   /** Why `analysis` is null. */
   failure: string | null;
+  /** True when `analysis` is null because the parsers rejected the text (see AnalysisError.syntax). */
+  rejectedByParser: boolean;
 }
 
 export function inspectStatement(sql: string, dialect: SqlDialect): Inspection {
   try {
     const analysis = analyzeStatement(sql, dialect);
-    return { scan: analysis, analysis, failure: null };
+    return { scan: analysis, analysis, failure: null, rejectedByParser: false };
   } catch (e) {
-    if (e instanceof AnalysisError) return { scan: e.scan, analysis: null, failure: e.message };
+    if (e instanceof AnalysisError) return { scan: e.scan, analysis: null, failure: e.message, rejectedByParser: e.syntax };
     throw e;
   }
 }
@@ -91,7 +100,9 @@ export function scanStatement(sql: string, dialect: SqlDialect): StatementScan {
 export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAnalysis {
   const text = trimStatement(sql);
   const { scan, tokens, risks, explainedAt } = scanParts(text, dialect);
-  if (scan.statements !== 1) throw new AnalysisError(scan.statements === 0 ? 'empty statement' : 'more than one statement', scan);
+  if (scan.statements !== 1) {
+    throw scan.statements === 0 ? new AnalysisError('empty statement', scan, true) : new AnalysisError('more than one statement', scan);
+  }
   if (scan.executableComment) throw new AnalysisError('an executable comment (/*! */) can hide SQL from analysis', scan);
   if (risks.nestedComment) throw new AnalysisError('a nested block comment is read differently by the database and the parser', scan);
   if (scan.unreadable) throw new AnalysisError(scan.unreadable, scan);
@@ -102,7 +113,7 @@ export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAna
   if (scan.verb === 'explain' || ((scan.verb === 'describe' || scan.verb === 'desc') && isStatementStart(tokens[1]))) {
     // The explained statement's tables and writes count (EXPLAIN ANALYZE runs it); the plan has no lineage.
     const at = scan.verb === 'explain' ? explainedAt : 1;
-    if (at >= tokens.length) throw new AnalysisError('EXPLAIN without a statement', scan);
+    if (at >= tokens.length) throw new AnalysisError('EXPLAIN without a statement', scan, true);
     const inner = analyzeStatement(text.slice(tokens[at].at), dialect);
     q = { k: 'other', verb: null, tables: inner.tables, targets: inner.writeTargets, inner: null };
     parser = inner.parser;
@@ -110,7 +121,7 @@ export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAna
     q = { k: 'other', verb: null, tables: showTables(tokens, scan.verb), targets: [], inner: null };
   } else if (scan.verb === 'table') {
     const name = tableName(tokens, 1);
-    if (!name) throw new AnalysisError('TABLE without a table name', scan);
+    if (!name) throw new AnalysisError('TABLE without a table name', scan, true);
     q = {
       k: 'select',
       ctes: [],
@@ -256,9 +267,13 @@ function withPlaceholders(text: string, dialect: SqlDialect, style: 'dollar' | '
 
 function parse(text: string, dialect: SqlDialect, risks: LexicalRisks, scan: StatementScan): { q: Query; parser: StatementAnalysis['parser'] } {
   let first = '';
+  // Whether a parser read the text at all: when one did, a later failure (lowering a construct the
+  // description does not cover) is the gateway declining, not a syntax error.
+  let read = false;
   if (dialect !== 'mysql') {
     try {
       const stmts = pgsqlParse(withPlaceholders(text, dialect, 'dollar'));
+      read = true;
       if (stmts.length !== 1) throw new AnalysisError('more than one statement', scan);
       return { q: lowerPgStatement(stmts[0]), parser: 'pgsql-ast-parser' };
     } catch (e) {
@@ -270,12 +285,13 @@ function parse(text: string, dialect: SqlDialect, risks: LexicalRisks, scan: Sta
   if (unsafe) throw new AnalysisError(`could not parse the statement${first ? ` (${first})` : ''}; the fallback parser is not used with ${unsafe}`, scan);
   try {
     const ast = nspAstify(withPlaceholders(text, dialect, dialect === 'mysql' ? 'qmark' : dialect === 'postgres' ? 'dollar' : 'one'), dialect);
+    read = true;
     const list = Array.isArray(ast) ? ast : [ast];
     if (list.length !== 1) throw new AnalysisError('more than one statement', scan);
     return { q: lowerNspStatement(list[0] as Record<string, unknown>), parser: 'node-sql-parser' };
   } catch (e) {
     if (e instanceof AnalysisError) throw e;
-    throw new AnalysisError(`could not parse the statement: ${first ? `${first}; ` : ''}${firstLine(e)}`, scan);
+    throw new AnalysisError(`could not parse the statement: ${first ? `${first}; ` : ''}${firstLine(e)}`, scan, !read);
   }
 }
 

@@ -73,6 +73,8 @@ const T_DATETIME = 12;
 const T_BIT = 16;
 
 // Errors.
+const ER_PARSE_ERROR = 1064;
+const ER_SYNTAX_ERROR = 1149;
 const ER_QUERY_INTERRUPTED = 1317;
 const ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION = 1792;
 const ER_STATEMENT_TIMEOUT = 1969; // MariaDB max_statement_time
@@ -169,6 +171,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     dialect: 'mysql',
     run,
     stream,
+    syntaxError,
     close,
   };
 
@@ -218,6 +221,41 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     } catch (err) {
       if ((err as { fatal?: unknown } | null)?.fatal) keep = false;
       throw toCallError(err, ms, password);
+    } finally {
+      if (keep) c.release();
+      else c.destroy();
+    }
+  }
+
+  async function syntaxError(text: string): Promise<string | null> {
+    if (closed) throw connectionFailed('source closed');
+    let c: PoolConnection;
+    try {
+      c = await acquire(readPool);
+    } catch (err) {
+      throw connectionFailed(detailOf(err, password));
+    }
+    let keep = true;
+    try {
+      // A prepared statement is parsed by the server and not run; closed again at once.
+      await new Promise<void>((resolve, reject) =>
+        c.prepare(text, (err, statement) => {
+          if (err) reject(err);
+          else {
+            statement.close();
+            resolve();
+          }
+        }),
+      );
+      return null;
+    } catch (err) {
+      keep = !(err as { fatal?: unknown } | null)?.fatal;
+      // Any refusal but an unreachable server means the statement was read (a read-only
+      // session refuses to prepare a write: 1792, after parsing it).
+      const refused = toCallError(err, 0, password);
+      if (refused.code === 'connection_failed') throw refused;
+      const errno = (err as { errno?: unknown }).errno;
+      return errno === ER_PARSE_ERROR || errno === ER_SYNTAX_ERROR ? detailOf(err, password) : null;
     } finally {
       if (keep) c.release();
       else c.destroy();

@@ -55,6 +55,8 @@ interface Client {
  *   calls again at once.
  */
 const CANCEL_GRACE_MS = 2000;
+/** SQLSTATE syntax_error: the server could not parse the statement. */
+const SYNTAX_ERROR = '42601';
 /** pick()'s weight for a streaming client: busier than any number of ordinary calls. */
 const STREAM_LOAD = 1 << 20;
 
@@ -148,6 +150,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     dialect: 'postgres',
     run,
     stream,
+    syntaxError,
     close,
   };
 
@@ -171,6 +174,23 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       return { columns, rows: res.slice() as unknown as unknown[][], rowCount };
     } catch (err) {
       throw toCallError(err, ms, password);
+    } finally {
+      client.busy--;
+    }
+  }
+
+  async function syntaxError(text: string): Promise<string | null> {
+    if (closed) throw connectionFailed('source closed');
+    const client = pick(readPool);
+    client.busy++;
+    try {
+      await client.sql.unsafe(text, [], { prepare: true }).describe(); // Parse and Describe: nothing runs
+      return null;
+    } catch (err) {
+      // Any refusal but an unreachable server means the statement was read.
+      const refused = toCallError(err, 0, password);
+      if (refused.code === 'connection_failed') throw refused;
+      return (err as { code?: unknown }).code === SYNTAX_ERROR ? (refused.extras?.detail ?? null) : null;
     } finally {
       client.busy--;
     }

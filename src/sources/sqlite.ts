@@ -91,8 +91,20 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
     dialect: 'sqlite',
     run,
     stream,
+    syntaxError,
     close,
   };
+
+  async function syntaxError(text: string): Promise<string | null> {
+    if (closed) throw connectionFailed('source closed');
+    try {
+      db.prepare(text); // compiled, never stepped
+      return null;
+    } catch (err) {
+      const message = messageOf(err);
+      return SYNTAX_ERROR.test(message) ? message : null; // e.g. 'no such table' means it was read
+    }
+  }
 
   async function run(text: string, values: unknown[], opts: RunOptions): Promise<ResultSet> {
     const started = opts.timeoutMs > 0 ? performance.now() : 0;
@@ -193,6 +205,9 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
     return stmt;
   }
 }
+
+/** How SQLite words a statement it cannot parse (it has no separate error code for it). */
+const SYNTAX_ERROR = /syntax error|incomplete input|unrecognized token/;
 
 /** Integers come as BigInt (safeIntegers): a number while exact, else the decimal string. */
 function fixIntegers(rows: unknown[][]): void {

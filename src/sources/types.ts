@@ -80,5 +80,13 @@ export interface Source {
    * Resolves with the number of rows handed over.
    */
   stream(text: string, values: unknown[], opts: StreamOptions, onBatch: BatchHandler): Promise<number>;
+  /**
+   * Asks the database to parse `text` (same placeholders as run()) without running it: PostgreSQL
+   * Parse and Describe, a MySQL prepared statement, SQLite's prepare. Resolves with the database's
+   * own syntax error, or null when it reads the statement; other refusals (a missing table, a type
+   * it cannot infer) mean it was read, so they are null too. An unreachable database rejects
+   * (`connection_failed`, ...).
+   */
+  syntaxError(text: string): Promise<string | null>;
   close(): Promise<void>;
 }

@@ -13,6 +13,14 @@ describe('governance on the examples (SQLite)', () => {
   let plain = '';
   before(async () => {
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '1', QUERYAPIGATE_LOAD_EXAMPLES: '1' });
+    // The queries first: a key may only be granted queries that exist.
+    for (const [name, sql] of [
+      ['titles', "SELECT f.film_id, upper(f.title) AS loud, f.title || '!' AS shout, f.rating FROM film f ORDER BY f.film_id LIMIT 25"],
+      ['films_and_customers', 'SELECT c.first_name FROM customer c'],
+    ]) {
+      const r = await s.call('POST', '/api/v1/queries', { body: { name, sql, description: name, connection_name: 'examples', publish: true } });
+      assert.equal(r.status, 201, r.text);
+    }
     // As in the seed's walkthrough.
     const g = await s.call('POST', '/api/v1/api-keys', {
       body: {
@@ -26,13 +34,6 @@ describe('governance on the examples (SQLite)', () => {
     assert.equal(g.status, 201, g.text);
     governed = g.json.secret;
     plain = (await s.call('POST', '/api/v1/api-keys', { body: { name: 'plain', queries: ['example_film_lookup', 'titles'], connections: [] } })).json.secret;
-    for (const [name, sql] of [
-      ['titles', "SELECT f.film_id, upper(f.title) AS loud, f.title || '!' AS shout, f.rating FROM film f ORDER BY f.film_id LIMIT 25"],
-      ['films_and_customers', 'SELECT c.first_name FROM customer c'],
-    ]) {
-      const r = await s.call('POST', '/api/v1/queries', { body: { name, sql, description: name, connection_name: 'examples', publish: true } });
-      assert.equal(r.status, 201, r.text);
-    }
   });
   after(() => s.stop());
 

@@ -53,9 +53,11 @@ before(async () => {
     await post('/api/v1/queries', {
       name: `untyped_${c}`,
       connection_name: c,
-      description: 'undeclared',
+      description: 'untyped',
       publish: true,
       sql: 'SELECT id FROM customers WHERE name = :name',
+      // declared without a type (a save refuses an undeclared marker), so any scalar passes through
+      parameters: { name: {} },
     });
   }
   keys.reader = (await post('/api/v1/api-keys', { name: 'reader', queries: [], connections: '*' })).secret;

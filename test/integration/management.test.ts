@@ -76,6 +76,9 @@ describe('management API', () => {
   });
 
   test('queries: create, version, publish, unpublish, delete', async () => {
+    // A saved query's connection must exist (the SQL reads fine, so its file is never opened).
+    const conn = await s.call('POST', '/api/v1/connections', { body: { name: 'examples', db: 'sqlite', database: 'examples.db' } });
+    assert.equal(conn.status, 201, conn.text);
     const create = await s.call('POST', '/api/v1/queries', {
       body: {
         name: 'films',
@@ -97,11 +100,12 @@ describe('management API', () => {
     assert.equal(multi.json.code, 'multiple_statements');
     const unused = await s.call('POST', '/api/v1/queries', { body: { name: 'p', description: 'x', sql: 'SELECT 1', parameters: { ghost: 'int' } } });
     assert.equal(unused.status, 400);
+    assert.equal(unused.json.code, 'param_unused');
     assert.ok(unused.json.errors.ghost);
     const pub = await s.call('POST', '/api/v1/queries/films/publish', { body: { version: 1 } });
     assert.equal(pub.json.published_version, 1);
     const v2 = await s.call('POST', '/api/v1/queries/films/versions', {
-      body: { description: 'v2', sql: 'SELECT title FROM film WHERE film_id = :id', publish: true },
+      body: { description: 'v2', sql: 'SELECT title FROM film WHERE film_id = :id', parameters: { id: 'int' }, publish: true },
     });
     assert.equal(v2.status, 201, v2.text);
     assert.equal(v2.json.published_version, 2);
@@ -124,6 +128,11 @@ describe('management API', () => {
   });
 
   test('api keys: secret once, only its hash stored, patch, delete revokes', async () => {
+    // The queries a key is granted must exist.
+    for (const q of ['a', 'b']) {
+      const r = await s.call('POST', '/api/v1/queries', { body: { name: q, description: q, sql: 'SELECT 1' } });
+      assert.equal(r.status, 201, r.text);
+    }
     const created = await s.call('POST', '/api/v1/api-keys', {
       body: {
         name: 'partner',

@@ -314,6 +314,20 @@ describe('mysql source (MariaDB)', () => {
     assert.deepEqual((await src.run('SELECT COUNT(*) FROM items', [], READ)).rows, [[500]]);
   });
 
+  test('syntaxError: the server parses a prepared statement without running it', async () => {
+    assert.match((await src.syntaxError('SELEC id FROM items')) ?? '', /You have an error in your SQL syntax/);
+    assert.match((await src.syntaxError('SELECT id FROM items WHERE')) ?? '', /SQL syntax/);
+    // read, though the gateway's parser cannot: a backslash-escaped quote, an index hint, a write (never run)
+    assert.equal(await src.syntaxError("SELECT 'it\\'s' AND id = ? FROM items"), null);
+    assert.equal(await src.syntaxError('SELECT id FROM items FORCE INDEX (PRIMARY)'), null);
+    assert.equal(await src.syntaxError('DELETE FROM items'), null);
+    assert.deepEqual((await src.run('SELECT COUNT(*) FROM items', [], READ)).rows, [[500]], 'the DELETE was not run');
+    // other refusals mean the statement was read
+    assert.equal(await src.syntaxError('SELECT * FROM no_such_table'), null);
+    const down = open(myConn({ port: await closedPort() }));
+    await rejectsWith(down.syntaxError('SELECT 1'), 'connection_failed');
+  });
+
   test('200 concurrent lookups through a pool of 4', async () => {
     const base = await connectionsToScratch();
     const four = open(myConn(), { ...settings, poolSize: 4 });

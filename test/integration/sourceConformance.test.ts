@@ -349,7 +349,8 @@ for (const source of [mariadb(), sqlite()]) {
           }
           const notGranted = await recorded('/q/item?id=1', other);
           assert.equal(notGranted.status, 403);
-          assert.equal(notGranted.json.code, 'connection_forbidden');
+          assert.equal(notGranted.json.code, 'query_forbidden');
+          assert.equal(notGranted.json.error, "This API key is not granted the query 'item'");
           const otherConnection = await recorded('/q/item?id=1&connection_name=off');
           assert.equal(otherConnection.status, 403);
           assert.equal(otherConnection.json.code, 'connection_forbidden');

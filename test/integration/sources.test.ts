@@ -234,6 +234,18 @@ describe('postgres source', () => {
     assert.deepEqual((await src.run('select 1 as one', [], READ)).rows, [[1]]);
   });
 
+  test('syntaxError: the server parses and describes a statement without running it', async () => {
+    assert.equal(await src.syntaxError('selec 1'), 'syntax error at or near "selec"');
+    assert.equal(await src.syntaxError('select * from items where'), 'syntax error at end of input');
+    // read, though the gateway's parser cannot; a write is parsed, never run
+    assert.equal(await src.syntaxError('select parent, count(*) from items group by grouping sets ((parent), ())'), null);
+    assert.equal(await src.syntaxError('delete from items'), null);
+    assert.deepEqual((await src.run('select count(*) from items', [], READ)).rows, [[500]], 'the delete was not run');
+    // other refusals mean the statement was read
+    assert.equal(await src.syntaxError('select * from no_such_table where id = $1'), null);
+    await rejectsWith(open(pgConn({ port: 1 })).syntaxError('select 1'), 'connection_failed');
+  });
+
   test('200 concurrent lookups through a poolSize 4 source all succeed', async () => {
     const ids = Array.from({ length: 200 }, (_, i) => (i % 500) + 1);
     const results = await Promise.all(ids.map((id) => src.run('select id, name from items where id = $1', [id], READ)));
@@ -313,6 +325,17 @@ describe('sqlite source', () => {
     const e = await rejectsWith(src.run('selec 1', [], READ), 'query_failed');
     assert.match(e.extras?.detail ?? '', /syntax error/);
     await rejectsWith(src.run('select * from no_such_table', [], READ), 'query_failed');
+  });
+
+  test('syntaxError: SQLite compiles a statement without running it', async () => {
+    assert.equal(await src.syntaxError('selec 1'), 'near "selec": syntax error');
+    assert.equal(await src.syntaxError('select * from items where'), 'incomplete input');
+    assert.equal(await src.syntaxError("select 'x"), 'unrecognized token: "\'x"');
+    // read, though the gateway's parser cannot; a write is compiled, never run
+    assert.equal(await src.syntaxError('select id from items where name = ? collate nocase'), null);
+    assert.equal(await src.syntaxError('delete from items'), null);
+    assert.deepEqual((await src.run('select count(*) from items', [], READ)).rows, [[100]], 'the delete was not run');
+    assert.equal(await src.syntaxError('select * from no_such_table'), null, 'a missing table means it was read');
   });
 
   test('a statement that ran past its limit is query_timeout', async () => {

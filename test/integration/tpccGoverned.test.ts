@@ -53,7 +53,11 @@ before(async () => {
     return r.json;
   };
   await ok('/api/v1/connections', { name: 'tpcc', db: 'mysql', host: '127.0.0.1', port: 3306, database: DB, user: 'root' });
-  for (const [name, sql] of Object.entries(SQL)) await ok('/api/v1/queries', { name, sql, connection_name: 'tpcc', description: name, publish: true });
+  // Every marker declared, as a save requires and the bench does (all integers).
+  const parameters = (sql: string) => Object.fromEntries([...sql.matchAll(/:(\w+)/g)].map((m) => [m[1], { type: 'int' }]));
+  for (const [name, sql] of Object.entries(SQL)) {
+    await ok('/api/v1/queries', { name, sql, parameters: parameters(sql), connection_name: 'tpcc', description: name, publish: true });
+  }
   governed = (
     await ok('/api/v1/api-keys', {
       name: 'tpcc-governed',

@@ -231,11 +231,15 @@ test('resolveTarget: (caller, query row, request) -> target or refusal', async (
     ['reader', FLOATING, { connectionName: 'pg' }, 'connection_forbidden'],
     // a connections grant reaches that connection (whatever the queries grant says), and only that one
     ['analyst', FILMS, { connectionName: 'replica' }, 'v2@replica'],
-    ['analyst', FILMS, {}, 'connection_forbidden'],
+    // ... and on the query's own connection, without a grant for the query, the refusal is about the query
+    ['analyst', FILMS, {}, 'query_forbidden'],
+    ['analyst', FILMS, { connectionName: 'pg' }, 'query_forbidden'],
     ['analyst', FILMS, { connectionName: 'other' }, 'connection_forbidden'],
     ['all', FILMS, { connectionName: 'anything' }, 'v2@anything'],
     // a key without a grant for the query
-    ['stranger', FILMS, {}, 'connection_forbidden'],
+    ['stranger', FILMS, {}, 'query_forbidden'],
+    // ... but a connection the request asks for instead is refused as that connection
+    ['stranger', FILMS, { connectionName: 'replica' }, 'connection_forbidden'],
   ];
   for (const [caller, q, req, want] of cases) {
     await t.test(`${caller}: ${q?.name ?? '(missing)'} ${JSON.stringify(req)}`, () => {
@@ -257,6 +261,7 @@ test("the codes are the contract's statuses", () => {
     ['not_published', 404],
     ['version_not_found', 404],
     ['connection_required', 400],
+    ['query_forbidden', 403],
     ['connection_forbidden', 403],
     ['connection_not_found', 404],
     ['connection_inactive', 403],
@@ -277,6 +282,10 @@ test('selectVersion and authorizeCall on their own', () => {
   assert.doesNotThrow(() => authorizeCall(OPEN, 'films', null, 'elsewhere'));
   assert.doesNotThrow(() => authorizeCall(CALLERS.reader, 'films', 'pg', 'pg'));
   assert.throws(() => authorizeCall(CALLERS.reader, 'films', 'pg', 'elsewhere'), /not permitted to use the connection 'elsewhere'/);
+  assert.throws(
+    () => authorizeCall(CALLERS.stranger, 'films', 'pg', 'pg'),
+    (e: unknown) => e instanceof GatewayError && e.code === 'query_forbidden' && e.message === "This API key is not granted the query 'films'",
+  );
 });
 
 function connection(fields: Partial<ConnectionRow> = {}): ConnectionRow {

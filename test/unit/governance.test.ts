@@ -242,6 +242,30 @@ test('sqlite statements: pgsql-ast-parser, with node-sql-parser for SQLite-only 
   );
 });
 
+test('an inspection says whether the parsers rejected the text or the gateway declined to read it', async (t) => {
+  const cases: Array<[SqlDialect, string, 'read' | 'rejected' | 'declined']> = [
+    ['postgres', 'SELECT id FROM t WHERE id = :id', 'read'],
+    ['postgres', 'SELEC 1', 'rejected'],
+    ['mysql', 'SELECT * FROM t WHERE', 'rejected'],
+    ['sqlite', 'SELEC 1', 'rejected'],
+    ['sqlite', '-- only a comment', 'rejected'],
+    // valid SQL the parsers cannot read is rejected too: the database must be asked (save time does)
+    ['sqlite', 'SELECT * FROM t WHERE a = :a COLLATE NOCASE', 'rejected'],
+    // declined: read differently by the database and the fallback parser, or not read with certainty
+    ['mysql', "SELECT 'it\\'s' AND id = :id", 'declined'],
+    ['postgres', "SELECT $$it's$$, :x", 'declined'],
+    ['postgres', "SELECT U&'d\\0061t'", 'declined'],
+    ['mysql', 'SELECT `a``b` FROM t', 'declined'],
+    ['postgres', 'SELECT 1; SELECT 2', 'declined'],
+  ];
+  for (const [dialect, sql, want] of cases) {
+    await t.test(`${dialect}: ${sql}`, () => {
+      const r = inspectStatement(sql, dialect);
+      assert.equal(r.analysis ? 'read' : r.rejectedByParser ? 'rejected' : 'declined', want, r.failure ?? '');
+    });
+  }
+});
+
 test('hidden writes are refused as read_only; reads stay reads', () => {
   const writes: Array<[SqlDialect, string, string]> = [
     ['postgres', 'WITH x AS (UPDATE customers SET name = 1 RETURNING *) SELECT * FROM x', 'update'],

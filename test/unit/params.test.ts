@@ -403,8 +403,18 @@ test('normalizeParameters: names, usage and the map itself', () => {
     'with-dash': 'is not a valid parameter name (letters, digits and underscores; not starting with a digit)',
     unused: 'is declared but not used in the SQL',
   });
-  assert.deepEqual(normalizeParameters(undefined, ['a']), { rules: {}, errors: {} });
-  assert.deepEqual(normalizeParameters(null, []), { rules: {}, errors: {} });
+  // every marker must be declared (versions saved before this rule still bind undeclared ones)
+  assert.deepEqual(normalizeParameters(undefined, ['a']), {
+    rules: {},
+    errors: { a: 'is used in the SQL but not declared in "parameters"' },
+    undeclared: ['a'],
+    unused: [],
+  });
+  assert.deepEqual(normalizeParameters(null, []), { rules: {}, errors: {}, undeclared: [], unused: [] });
+  const both = normalizeParameters({ id: 'int', ghost: 'int' }, ['aid', 'id', 'b']);
+  assert.deepEqual(both.undeclared, ['aid', 'b']);
+  assert.deepEqual(both.unused, ['ghost']);
+  assert.deepEqual(Object.keys(both.errors), ['ghost', 'aid', 'b']);
   assert.deepEqual(normalizeParameters(['id'], ['id']).errors, { parameters: 'must be a JSON object' });
   assert.deepEqual(normalizeParameters('id', ['id']).errors, { parameters: 'must be a JSON object' });
 });

@@ -33,9 +33,13 @@ function version(sql: string, parameters: Record<string, unknown> = {}, uuid = '
   };
 }
 
-/** Rules as the store keeps them: normalised at save time. */
+/**
+ * Rules as the store keeps them: normalised at save time. A save now refuses undeclared markers,
+ * but versions saved before that still hold them, so the binder keeps passing them through.
+ */
 function rules(sql: string, definitions: Record<string, unknown>): Record<string, unknown> {
-  const { rules: normal, errors } = normalizeParameters(definitions, scanMarkers(sql).placeholders);
+  const { rules: normal, errors, undeclared } = normalizeParameters(definitions, scanMarkers(sql).placeholders);
+  for (const name of undeclared) delete errors[name];
   assert.deepEqual(errors, {}, 'the definitions are valid');
   return normal;
 }
