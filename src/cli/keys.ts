@@ -67,11 +67,17 @@ const OPTION_OF: Record<string, string> = {
   expires_at: '--expires',
 };
 
-/** An API error about a field ("expires_at: must be a date") named by its option instead. */
+/** An API error about a field ("expires_at must be a date") named by its option instead. */
 function inOptionTerms(e: unknown): never {
   if (e instanceof Failure && e.code === 'invalid_body') {
-    const field = /^([a-z_]+)[.:]/.exec(e.message)?.[1];
-    if (field && OPTION_OF[field]) throw new Failure(`${OPTION_OF[field]}${e.message.slice(field.length).replace(/^\.[^:]*/, '')}`, e.code);
+    const field = /^([a-z_]+)(?=[.: ])/.exec(e.message)?.[1];
+    if (field && OPTION_OF[field]) {
+      const rest = e.message
+        .slice(field.length)
+        .replace(/^\.[^:\s]*/, '')
+        .replace(/^:?\s*/, '');
+      throw new Failure(`${OPTION_OF[field]}: ${rest}`, e.code);
+    }
   }
   throw e;
 }

@@ -78,7 +78,8 @@ export async function openLocal(config: Config, say: (line: string) => void): Pr
       }
       const value = answer.body ? JSON.parse(answer.body) : null;
       if (answer.status >= 400) throw new Failure(value?.error ?? `status ${answer.status}`, value?.code);
-      if (method !== 'GET') control.publishChange(found.change(found.params));
+      const change = method === 'GET' ? null : found.change(found.params);
+      if (change) control.publishChange(change);
       return value;
     },
     changed: (m = { kind: 'metadata' }) => control.publishChange(m),

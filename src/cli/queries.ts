@@ -141,12 +141,18 @@ const importQueries: Command = {
     }
     const bundle = readBundle(inv.args[0], content);
     return withLocal(inv.say, async (local) => {
+      // A query is saved only on a connection that exists (a save-time check): say so before writing anything.
+      const missing = await missingConnections(local, bundle);
+      if (missing.length) {
+        throw new Failure(
+          `the bundle's queries use connections this store does not have: ${missing.map((c) => `'${c}'`).join(', ')}; create them first`,
+          'connection_not_found',
+        );
+      }
       const done: Imported[] = [];
       for (const q of bundle.queries) done.push(await importQuery(local, q));
-      const missing = await missingConnections(local, bundle);
-      if (inv.values.json) printJson(inv.out, { queries: done, missing_connections: missing });
+      if (inv.values.json) printJson(inv.out, { queries: done });
       else for (const d of done) inv.out(describe(d));
-      for (const c of missing) inv.say(`note: connection '${c}' does not exist in this store: create it before calling the queries that use it`);
     });
   },
 };

@@ -3,7 +3,7 @@
 // what it does to the store checked over HTTP against a real server on the same home or store.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -361,11 +361,11 @@ test('examples load prints each new key once and installs the examples; unload r
     try {
       assert.equal((await film(s, partner)).status, 200);
       // Of your own: a key, and a query on the examples connection.
-      const mine = (await ok(['keys', 'create', 'mine', '--queries', 'mine'], { home })).trim();
       const q = await s.call('POST', '/api/v1/queries', {
         body: { name: 'mine', connection_name: 'examples', sql: 'SELECT count(*) AS n FROM film', description: 'films', publish: true },
       });
       assert.equal(q.status, 201);
+      const mine = (await ok(['keys', 'create', 'mine', '--queries', 'mine'], { home })).trim();
 
       const unloaded = await cli(['examples', 'unload'], { home });
       assert.equal(unloaded.code, 0, unloaded.stderr);
@@ -436,7 +436,7 @@ for (const format of ['yaml', 'json'] as const) {
       // Published once, then unpublished; and a query that never was.
       await post('/api/v1/queries', { name: 'retired', connection_name: 'examples', sql: 'SELECT 2 AS two', description: 'old', publish: true });
       await post('/api/v1/queries/retired/unpublish', {});
-      await post('/api/v1/queries', { name: 'draft_only', connection_name: 'nowhere', sql: 'SELECT :x AS x', parameters: { x: 'bool' }, description: 'd' });
+      await post('/api/v1/queries', { name: 'draft_only', connection_name: 'examples', sql: 'SELECT :x AS x', parameters: { x: 'bool' }, description: 'd' });
       // Rolled back: v2 was published, then v1 again.
       await post('/api/v1/queries', { name: 'rolled_back', connection_name: 'examples', sql: 'SELECT 1 AS v', description: 'v1', publish: true });
       await post('/api/v1/queries/rolled_back/versions', { sql: 'SELECT 2 AS v', description: 'v2', publish: true });
@@ -446,17 +446,23 @@ for (const format of ['yaml', 'json'] as const) {
       assert.equal(exported.code, 0, exported.stderr);
       assert.match(exported.stderr, /exported 4 queries \(7 versions\)/);
       const bundle = format === 'json' ? JSON.parse(readFileSync(file, 'utf8')) : parseYaml(readFileSync(file, 'utf8'));
-      assert.deepEqual(bundle.connections, ['examples', 'nowhere']);
+      assert.deepEqual(bundle.connections, ['examples']);
       assert.deepEqual(
         bundle.queries.map((q: { name: string }) => q.name),
         ['draft_only', 'films_by', 'retired', 'rolled_back'],
       );
 
+      // A store without the bundle's connections is told so, and nothing is written; with it, the import runs.
+      const refused = await cli(['queries', 'import', file], { home: b.home });
+      assert.equal(refused.code, 1, refused.stderr);
+      assert.match(refused.stderr, /connections this store does not have: 'examples'; create them first \(connection_not_found\)/);
+      assert.equal((await b.call('GET', '/api/v1/queries')).json.items.length, 0);
+      copyFileSync(join(a.home, 'examples.db'), join(b.home, 'examples.db'));
+      assert.equal((await b.call('POST', '/api/v1/connections', { body: { name: 'examples', db: 'sqlite', database: 'examples.db' } })).status, 201);
       const imported = await cli(['queries', 'import', file], { home: b.home });
       assert.equal(imported.code, 0, imported.stderr);
       assert.match(imported.stdout, /^created films_by: 3 versions, published v2$/m);
       assert.match(imported.stdout, /^created retired: 1 version, not published$/m);
-      assert.match(imported.stderr, /connection 'examples' does not exist in this store/);
       for (const name of ['films_by', 'retired', 'draft_only', 'rolled_back']) {
         const [there, here] = await Promise.all([a.call('GET', `/api/v1/queries/${name}`), b.call('GET', `/api/v1/queries/${name}`)]);
         assert.equal(here.status, 200, name);
@@ -533,7 +539,7 @@ test('export writes what the server streams to a file, counts its rows, and says
 
     const refused = await cli(['export', 'example_all_rentals', '--out', csv, '--url', s.url, '--key', exporter], { home });
     assert.equal(refused.code, 1);
-    assert.match(refused.stderr, /^error: .* \(connection_forbidden\)$/m);
+    assert.match(refused.stderr, /^error: .* \(query_forbidden\)$/m);
     const unknown = await cli(['export', 'no_such_query', '--url', s.url, '--key', ADMIN_KEY], { home });
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /\(query_not_found\)/);
