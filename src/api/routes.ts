@@ -26,23 +26,24 @@ export interface ControlContext {
 export type ApiHandler = (ctx: ControlContext, req: Request, params: string[]) => Promise<Answer> | Answer;
 
 /** What a successful write tells the executors; by default that metadata changed (every cache cleared). */
-export type ChangeOf = (params: string[]) => ChangeMessage | null;
+export type ChangeOf = (params: string[]) => ChangeMessage;
 const METADATA_CHANGED: ChangeOf = () => ({ kind: 'metadata' });
-/** For a POST that saves nothing (a validation): no executor has anything to forget. */
-export const NOTHING_CHANGED: ChangeOf = () => null;
+/** A route's change for a POST that saves nothing (a validation): no executor has anything to forget. */
+export const NOTHING_CHANGED = null;
 
 interface Route {
   method: string;
   parts: string[];
   handler: ApiHandler;
-  change: ChangeOf;
+  /** null: the route saves nothing. */
+  change: ChangeOf | null;
 }
 
 export class ApiRouter {
   #routes: Route[] = [];
   #locked = false;
 
-  add(method: string, pattern: string, handler: ApiHandler, change: ChangeOf = METADATA_CHANGED): this {
+  add(method: string, pattern: string, handler: ApiHandler, change: ChangeOf | typeof NOTHING_CHANGED = METADATA_CHANGED): this {
     if (this.#locked) throw new Error(`route ${method} ${pattern} added after the router was locked`);
     this.#routes.push({ method, parts: pattern.split('/').filter(Boolean), handler, change });
     return this;
@@ -53,8 +54,11 @@ export class ApiRouter {
     return this;
   }
 
-  /** The handler and its path parameters; 405 when the path exists for other methods; null when none. */
-  match(method: string, url: string): { handler: ApiHandler; params: string[]; change: ChangeOf } | 'method_not_allowed' | null {
+  /**
+   * The handler and its path parameters, the change a success publishes (`saves` false: none); 405
+   * when the path exists for other methods; null when none.
+   */
+  match(method: string, url: string): { handler: ApiHandler; params: string[]; change: ChangeOf; saves: boolean } | 'method_not_allowed' | null {
     const segs = url.split('/').filter(Boolean);
     let pathMatched = false;
     for (const r of this.#routes) {
@@ -71,7 +75,7 @@ export class ApiRouter {
         } else ok = r.parts[i] === segs[i];
       }
       if (!ok) continue;
-      if (r.method === method) return { handler: r.handler, params, change: r.change };
+      if (r.method === method) return { handler: r.handler, params, change: r.change ?? METADATA_CHANGED, saves: r.change !== null };
       pathMatched = true;
     }
     return pathMatched ? 'method_not_allowed' : null;

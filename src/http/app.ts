@@ -76,8 +76,7 @@ export function buildApp(
       const answer = await found.handler(control, req, found.params);
       answer.key = req.apiKey ? 'admin' : '-';
       // Any change clears every executor's cached rows at once (a connection's also replaces its pools).
-      const change = req.method !== 'GET' && answer.status < 400 ? found.change(found.params) : null;
-      if (change) control.publishChange(change);
+      if (req.method !== 'GET' && answer.status < 400 && found.saves) control.publishChange(found.change(found.params));
       return answer;
     } catch (e) {
       if (e instanceof GatewayError) return errorAnswer(e.code, e.message, req.requestId, e.extras);
