@@ -60,6 +60,7 @@ export function sourceSettings(config: Config): SourceSettings {
     poolSize: config.poolSize,
     home: config.home,
     queryTimeoutMs: config.queryTimeout * 1000,
+    connectTimeoutMs: config.connectTimeout * 1000,
     reserved: config.databaseUrl ? [] : [join(config.home, STORE_FILE)],
   };
 }
