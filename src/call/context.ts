@@ -122,10 +122,16 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
       maskSecret() {
         secret ??= config.maskKey
           ? Promise.resolve(Buffer.from(config.maskKey, 'utf8'))
-          : store.readSecret('mask').then((s) => {
-              if (!s) throw new Error('the store has no mask secret');
-              return Buffer.from(s, 'hex');
-            });
+          : store.readSecret('mask').then(
+              (s) => {
+                if (!s) throw new Error('the store has no mask secret');
+                return Buffer.from(s, 'hex');
+              },
+              (e: unknown) => {
+                secret = null; // a store that could not be read is asked again by the next call
+                throw e;
+              },
+            );
         return secret;
       },
     },
