@@ -207,13 +207,15 @@ export interface FaultOutcome {
   errorsAfterRecovery: number;
   /** Lines of the server's output that look like a stack trace. */
   stackLines: string[];
+  /** What went wrong around the load: the event log not readable, the server not stopping. */
+  problems: string[];
   /** The server's output. */
   output: string;
 }
 
 export interface StoreOutcome extends FaultOutcome {
   cacheTtl: number;
-  /** Runs: answered calls that are runs (every non-503, plus 503s found recorded), those in the event log, and the recorder's counts. */
+  /** Runs: answered calls known to be runs (every 200, and error answers found recorded), those in the event log, and the recorder's counts. */
   runsMade: number;
   runsInLog: number;
   /** 200 answers whose run is not in the event log. */
@@ -229,7 +231,21 @@ export interface StoreOutcome extends FaultOutcome {
 interface Gateway {
   url: string;
   output(): string;
-  stop(): Promise<void>;
+  /** SIGTERM; false when it had not exited 20 s later and was killed. */
+  stop(): Promise<boolean>;
+}
+
+/** Stops the gateway after a scenario; a server that would not stop is one of the outcome's problems. */
+async function stopAfter<T extends FaultOutcome>(g: Gateway, outcome: T): Promise<T> {
+  if (!(await g.stop())) outcome.problems.push('the server did not stop within 20 s of SIGTERM (killed)');
+  outcome.output = g.output(); // with what the shutdown logged
+  outcome.stackLines = stackLines(outcome.output);
+  return outcome;
+}
+
+/** Lines that look like a stack trace's frames. */
+function stackLines(output: string): string[] {
+  return output.split('\n').filter((l) => /^\s+at .+(:\d+:\d+\)?|\(native\))$/.test(l));
 }
 
 async function startGateway(env: Record<string, string>, main?: string): Promise<Gateway> {
@@ -250,8 +266,9 @@ async function startGateway(env: Record<string, string>, main?: string): Promise
       if (how === 'hung') {
         p.child.kill('SIGKILL');
         await p.exited;
-        throw new Error(`the server did not stop within 20 s of SIGTERM:\n${p.output()}`);
+        return false;
       }
+      return true;
     },
   };
 }
@@ -326,7 +343,8 @@ async function outage(scenario: string, g: Gateway, key: string, pg: PrivatePost
     timeToFailMs: firstError ? firstError.answered - stopAt : null,
     timeToRecoverMs: firstBack ? firstBack.answered - upAt : null,
     errorsAfterRecovery: firstBack ? s.filter((x) => x.sent > firstBack.answered && x.status !== 200).length : 0,
-    stackLines: output.split('\n').filter((l) => /^\s+at .+(:\d+:\d+\)?|\(native\))$/.test(l)),
+    stackLines: stackLines(output),
+    problems: [],
     output,
   };
   return { outcome, samples: s };
@@ -335,12 +353,15 @@ async function outage(scenario: string, g: Gateway, key: string, pg: PrivatePost
 /** The database as a data source: the gateway (SQLite store) runs a query on it while it goes down and comes back. */
 export async function dataSourceOutage(pg: PrivatePostgres, home: string, o: FaultOptions): Promise<FaultOutcome> {
   const g = await startGateway({ QUERYAPIGATE_HOME: home, QUERYAPIGATE_WORKERS: String(o.workers) }, o.main);
+  let outcome: FaultOutcome;
   try {
     const key = await publish(g.url, pg.url());
-    return (await outage('data source', g, key, pg, o)).outcome;
-  } finally {
+    outcome = (await outage('data source', g, key, pg, o)).outcome;
+  } catch (e) {
     await g.stop();
+    throw e;
   }
+  return stopAfter(g, outcome);
 }
 
 /**
@@ -362,41 +383,52 @@ export async function storeOutage(pg: PrivatePostgres, home: string, database: s
     },
     o.main,
   );
+  let result: StoreOutcome;
   try {
     const key = await publish(g.url, PG_ADMIN_URL);
-    const ids = new Map<string, number>(); // request id → events found
     const { outcome, samples: answered } = await outage(`store, metadata cache ${cacheTtl > 0 ? 'on' : 'off'}`, g, key, pg, o);
-    // The event log, read through the API (which first flushes every executor's runs to the store).
-    let after = 0;
-    for (;;) {
-      const res = await fetch(`${g.url}/api/v1/events?query=probe&limit=1000&after=${after}`, {
-        headers: { 'X-API-Key': ADMIN_KEY },
-        signal: AbortSignal.timeout(20_000),
-      }).catch((e: Error) => {
-        throw new Error(`events: ${e.message}\n${g.output()}`);
-      });
-      const page = (await res.json()) as { items: Array<{ request_id: string }>; next_after: number | null };
-      if (res.status !== 200) throw new Error(`events: ${res.status} ${JSON.stringify(page)}`);
-      for (const e of page.items) ids.set(e.request_id, (ids.get(e.request_id) ?? 0) + 1);
-      if (page.next_after === null) break;
-      after = page.next_after;
+    const ids = new Map<string, number>(); // request id → events found
+    try {
+      await readEventLog(g.url, ids);
+    } catch (e) {
+      outcome.problems.push(`the event log could not be read: ${(e as Error).message}`);
     }
-    const metrics = (await request(g.url, 'GET', '/metrics')).text;
-    const runs = (outcome: string) => Number(new RegExp(`queryapigate_history_runs_total\\{outcome="${outcome}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
-    const made = answered.filter((x) => x.status !== 503 || ids.has(x.requestId));
-    return {
+    const metrics = (await request(g.url, 'GET', '/metrics').catch(() => ({ text: '' }))).text;
+    const runs = (name: string) => Number(new RegExp(`queryapigate_history_runs_total\\{outcome="${name}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
+    // Runs made, as far as the callers can tell: every 200, and every error answer whose run is in the log.
+    const made = answered.filter((x) => x.status === 200 || ids.has(x.requestId));
+    result = {
       ...outcome,
       cacheTtl,
       runsMade: made.length,
       runsInLog: made.filter((x) => ids.has(x.requestId)).length,
-      runsMissing: answered.filter((x) => x.status === 200 && !ids.has(x.requestId)).length,
+      runsMissing: made.filter((x) => !ids.has(x.requestId)).length,
       runsDuplicated: [...ids.values()].filter((n) => n > 1).length,
       recorded: runs('recorded'),
       dropped: runs('dropped'),
       failed: runs('failed'),
       maxPending,
     };
-  } finally {
+  } catch (e) {
     await g.stop();
+    throw e;
+  }
+  return stopAfter(g, result);
+}
+
+/** Every event of the saved query, paged through GET /api/v1/events (which first flushes every executor's runs). */
+async function readEventLog(url: string, ids: Map<string, number>): Promise<void> {
+  let after = 0;
+  for (;;) {
+    const res = await fetch(`${url}/api/v1/events?query=probe&limit=1000&after=${after}`, {
+      headers: { 'X-API-Key': ADMIN_KEY },
+      signal: AbortSignal.timeout(20_000),
+    });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`${res.status} ${text}`);
+    const page = JSON.parse(text) as { items: Array<{ request_id: string }>; next_after: number | null };
+    for (const e of page.items) ids.set(e.request_id, (ids.get(e.request_id) ?? 0) + 1);
+    if (page.next_after === null) return;
+    after = page.next_after;
   }
 }

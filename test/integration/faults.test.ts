@@ -29,6 +29,7 @@ function assertClean(r: FaultOutcome): void {
   assert.equal(r.byStatus['500'], undefined, `no 500: ${why}`);
   assert.equal(r.byStatus['0'], undefined, `every call answered: ${why}`);
   assert.deepEqual(r.stackLines, [], `no stack trace in the server's output:\n${r.output}`);
+  assert.deepEqual(r.problems, [], why);
 }
 
 describe('failing servers', { timeout: 180_000 }, () => {
