@@ -16,6 +16,8 @@ export interface Config {
   readonly allowWrites: boolean;
   /** Seconds; 0 = no limit. */
   readonly queryTimeout: number;
+  /** Seconds a new connection to a data source or to a PostgreSQL store may take to be ready. */
+  readonly connectTimeout: number;
   readonly maxPageSize: number;
   readonly poolSize: number;
   /** Executor threads; 0 runs calls inline in the acceptor. */
@@ -69,6 +71,7 @@ const VARIABLES = {
   API_KEY: [text, null],
   ALLOW_WRITES: [flag, '0'],
   QUERY_TIMEOUT: [num(0, 86400), '30'],
+  CONNECT_TIMEOUT: [num(0.1, 600), '1'],
   MAX_PAGE_SIZE: [int(1, 1_000_000), '1000'],
   POOL_SIZE: [int(1, 1000), '8'],
   WORKERS: [int(0, 256), String(Math.max(1, availableParallelism() - 1))],
@@ -123,6 +126,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: st
     adminKey: read('API_KEY'),
     allowWrites: read('ALLOW_WRITES'),
     queryTimeout: read('QUERY_TIMEOUT'),
+    connectTimeout: read('CONNECT_TIMEOUT'),
     maxPageSize: read('MAX_PAGE_SIZE'),
     poolSize: read('POOL_SIZE'),
     workers: read('WORKERS'),

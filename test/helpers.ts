@@ -115,9 +115,12 @@ export async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean,
 
 const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
 
-/** The server as its own process (`node dist/src/main.js serve`), for signals and multi-instance tests. */
-export function startProcess(env: Record<string, string>) {
-  const child = spawn(process.execPath, [MAIN, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * The server as its own process (`node dist/src/main.js serve`), for signals and multi-instance tests;
+ * `main` runs another build's entry instead (a bench comparing before and after).
+ */
+export function startProcess(env: Record<string, string>, main = MAIN) {
+  const child = spawn(process.execPath, [main, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));

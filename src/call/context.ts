@@ -60,6 +60,7 @@ export function sourceSettings(config: Config): SourceSettings {
     poolSize: config.poolSize,
     home: config.home,
     queryTimeoutMs: config.queryTimeout * 1000,
+    connectTimeoutMs: config.connectTimeout * 1000,
     reserved: config.databaseUrl ? [] : [join(config.home, STORE_FILE)],
   };
 }
@@ -121,10 +122,16 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
       maskSecret() {
         secret ??= config.maskKey
           ? Promise.resolve(Buffer.from(config.maskKey, 'utf8'))
-          : store.readSecret('mask').then((s) => {
-              if (!s) throw new Error('the store has no mask secret');
-              return Buffer.from(s, 'hex');
-            });
+          : store.readSecret('mask').then(
+              (s) => {
+                if (!s) throw new Error('the store has no mask secret');
+                return Buffer.from(s, 'hex');
+              },
+              (e: unknown) => {
+                secret = null; // a store that could not be read is asked again by the next call
+                throw e;
+              },
+            );
         return secret;
       },
     },

@@ -133,15 +133,19 @@ function finish(answer: Answer, limitHeaders: string[] | null, key: string): Ans
   return answer;
 }
 
-/** The one catch: an error answer, recorded when the call had a target and got past validation. */
+/**
+ * The one catch: an error answer, recorded when the call had a target and got past validation.
+ * Expected failures (a GatewayError: a refusal, a database down or slow, the store unavailable) are
+ * answered with their code and not logged; anything else is a bug, logged with its stack as a 500.
+ */
 function failure(ctx: CallContext, req: Request, e: unknown, caller: Caller | null, target: Target | null): Answer {
   const err = e instanceof GatewayError ? e : null;
   if (!err) console.error(`[${req.requestId}] internal error in ${req.url}:`, e);
   const code: ErrorCode = err ? err.code : 'internal_error';
   let message = err ? err.message : 'An error occurred';
   let extras = err?.extras;
-  // A scoped key never sees the database's own error text.
-  if (extras?.detail !== undefined && caller?.kind === 'key') {
+  // Only an administrator sees the database's own error text (a caller not yet identified does not).
+  if (extras?.detail !== undefined && (caller === null || caller.kind === 'key')) {
     const { detail: _hidden, ...rest } = extras;
     extras = rest;
     if (code === 'query_failed') message = HIDDEN_DETAIL;
@@ -149,7 +153,10 @@ function failure(ctx: CallContext, req: Request, e: unknown, caller: Caller | nu
   if (target && caller && !NOT_RECORDED.has(code)) {
     record(ctx.runs, target, caller.name, req.requestId, null, null, null, null, { code, message });
   }
-  return errorAnswer(code, message, req.requestId, extras);
+  const answer = errorAnswer(code, message, req.requestId, extras);
+  // A store that cannot be reached just now (503 unavailable) says when to try again.
+  if (extras?.retry_after !== undefined && code === 'unavailable') answer.headers.push('Retry-After', String(extras.retry_after));
+  return answer;
 }
 
 /** A request may lower QUERYAPIGATE_QUERY_TIMEOUT, never raise it; 0 means no limit. */

@@ -1,10 +1,13 @@
 // In charge of writing run history: takes batches from every executor, keeps a bounded queue, and
-// writes it to the store in one transaction per flush. Used by workers/recorder.ts; knows nothing
-// of HTTP or executors beyond the batch message.
+// writes it to the store (the event log, then the history rings) in batches. While the store is
+// unavailable the runs stay queued and are written once it answers (tried every RETRY_MS); only
+// runs beyond the bound are dropped, and counted. Used by workers/recorder.ts; knows nothing of
+// HTTP or executors beyond the batch message.
 import { attachStore, localTimestamp, type Store, type StoreLocation } from '../store/store.js';
 import { channel, type EventRow, type RunBatch, type RunRecord } from '../contract/messages.js';
 import { threadMetrics } from '../metrics/metrics.js';
 import { EventLog } from '../store/events.js';
+import { causeOf, isUnavailable } from '../store/sql.js';
 
 export interface RecorderSettings extends StoreLocation {
   historyLimit: number;
@@ -14,13 +17,22 @@ export interface RecorderSettings extends StoreLocation {
 }
 
 const BATCH = 500;
+/** While the store is unavailable, writes are tried again this often (or at the next flush interval, if longer). */
+const RETRY_MS = 500;
 
 export class Recorder {
   #store: Store;
+  /** Runs taken from executors, oldest first, not yet in the event log. */
   #queue: RunRecord[] = [];
+  /** Runs already in the event log whose history write has not succeeded yet; written before anything newer. */
+  #unhistoried: EventRow[] = [];
   #channel: BroadcastChannel;
   #timer: NodeJS.Timeout;
   #writing: Promise<void> = Promise.resolve();
+  /** While the store is unavailable: no write is tried before this time (Date.now() ms) unless asked to. */
+  #retryAt = 0;
+  /** True from a write that found the store unavailable until one succeeds (logged once each way). */
+  #waiting = false;
   #finals = 0;
   /** Executors' answers per flush request, and the newest request already written. */
   #answers = new Map<number, number>();
@@ -31,7 +43,7 @@ export class Recorder {
 
   #metrics: ReturnType<typeof threadMetrics>;
 
-  #events: Promise<EventLog>;
+  #events: Promise<EventLog> | null = null;
   #expiry: NodeJS.Timeout;
 
   /** `onEvents` is told of every batch of events once it is in the log (for /events). */
@@ -40,16 +52,11 @@ export class Recorder {
     readonly onEvents: (rows: EventRow[]) => void = () => undefined,
   ) {
     this.#channel = channel('runs', settings.home);
-    this.#metrics = threadMetrics(true, settings.home, { historyPending: () => this.#queue.length });
+    this.#metrics = threadMetrics(true, settings.home, { historyPending: () => this.pending });
     this.#store = attachStore(settings, { readonly: false, max: 2 });
     this.#channel.onmessage = (e: MessageEvent) => this.take(e.data as RunBatch);
     this.#timer = setInterval(() => void this.flush(), settings.historyFlushInterval * 1000);
-    // Short segments on SQLite: dropping one holds the write lock, so each drop stays small.
-    this.#events = EventLog.open(this.#store.db, {
-      retentionS: settings.eventRetention,
-      segmentS: this.#store.db.dialect === 'sqlite' ? 60 : undefined,
-    });
-    this.#events.catch((e: Error) => console.error(`recorder: the event log could not be opened: ${e.message}`));
+    this.#eventLog().catch((e: Error) => console.error(`recorder: the event log could not be opened: ${e.message}`));
     // A changed QUERYAPIGATE_HISTORY_LIMIT re-slots the rings once, before the first write.
     this.#writing = this.#store.resizeRings(settings.historyLimit).then(
       () => undefined,
@@ -57,9 +64,17 @@ export class Recorder {
     );
     // Whole segments older than the retention are dropped; never row by row.
     this.#expiry = setInterval(
-      () => void this.#events.then((log) => log.expire()).catch((e: Error) => console.error(`recorder: expiry failed: ${e.message}`)),
+      () =>
+        void this.#eventLog()
+          .then((log) => log.expire())
+          .catch((e: Error) => console.error(`recorder: expiry failed: ${e.message}`)),
       60_000,
     );
+  }
+
+  /** Runs held for writing: the bound QUERYAPIGATE_HISTORY_MAX_PENDING applies to these. */
+  get pending(): number {
+    return this.#queue.length + this.#unhistoried.length;
   }
 
   take(m: RunBatch): void {
@@ -74,8 +89,8 @@ export class Recorder {
         this.#used.add(name);
       }
     }
-    const room = this.settings.historyMaxPending - this.#queue.length;
-    this.#dropped(m.dropped + Math.max(0, m.runs.length - Math.max(0, room)));
+    const room = Math.max(0, this.settings.historyMaxPending - this.pending);
+    this.#dropped(m.dropped + Math.max(0, m.runs.length - room));
     for (let i = 0; i < m.runs.length && i < room; i++) this.#queue.push(m.runs[i]);
     if (this.#queue.length >= BATCH) void this.flush();
   }
@@ -90,32 +105,106 @@ export class Recorder {
     while ((this.#answers.get(id) ?? 0) < executors && Date.now() < until) await new Promise((r) => setTimeout(r, 1));
     this.#answers.delete(id);
     this.#flushedUpTo = Math.max(this.#flushedUpTo, id); // a late answer is not counted again
-    await this.flush();
+    await this.flush(true);
   }
 
-  /** Writes everything queued so far; batches are written one after another. */
-  flush(): Promise<void> {
-    this.#writing = this.#writing.then(async () => {
-      if (this.#used.size) {
-        const names = [...this.#used];
-        this.#used.clear();
-        await this.#store.touchKeys(names, localTimestamp()).catch((e: Error) => console.error(`recorder: last_used_at not written: ${e.message}`));
-      }
+  /**
+   * Writes everything queued so far; batches are written one after another. While the store is
+   * unavailable, a write is tried at most every RETRY_MS unless `now` (a history read, the last flush).
+   */
+  flush(now = false): Promise<void> {
+    this.#writing = this.#writing.then(() => (now || Date.now() >= this.#retryAt ? this.#write() : undefined));
+    return this.#writing;
+  }
+
+  async #write(): Promise<void> {
+    try {
+      await this.#touchKeys();
+      if (this.#unhistoried.length) await this.#writeHistory();
       while (this.#queue.length) {
-        const batch = this.#queue.splice(0, BATCH * 10);
+        const batch = this.#queue.slice(0, BATCH * 10);
+        let events: EventRow[];
         try {
           // Every run becomes an event (kept for the retention window); history keeps the newest per version.
-          const events = await (await this.#events).append(batch);
-          this.onEvents(events);
-          await this.#store.writeRuns(events, this.settings.historyLimit);
-          this.#metrics.metrics.historyRuns.inc({ outcome: 'recorded' }, batch.length);
+          events = await (await this.#eventLog()).append(batch);
         } catch (e) {
-          this.#metrics.metrics.historyRuns.inc({ outcome: 'failed' }, batch.length);
-          console.error(`recorder: could not write ${batch.length} runs: ${(e as Error).message}`);
+          if (isUnavailable(e)) throw e;
+          this.#queue.splice(0, batch.length);
+          this.#failed(batch.length, e);
+          continue;
         }
+        this.#queue.splice(0, batch.length);
+        this.onEvents(events);
+        this.#unhistoried = events;
+        await this.#writeHistory();
       }
-    });
-    return this.#writing;
+    } catch (e) {
+      // Only an unavailable store gets here: everything stays queued for the next try.
+      this.#retryAt = Date.now() + RETRY_MS;
+      if (!this.#waiting) {
+        this.#waiting = true;
+        console.error(
+          `recorder: the store is unavailable (${(causeOf(e) as Error).message}); ${this.pending} runs kept (at most ${this.settings.historyMaxPending}) until it answers`,
+        );
+      }
+      return;
+    }
+    this.#retryAt = 0;
+    if (this.#waiting) {
+      this.#waiting = false;
+      console.error('recorder: the store answers again; the runs kept meanwhile are written');
+    }
+  }
+
+  /** The runs in the event log but not yet in history; a store that refuses them (not one unavailable) fails them. */
+  async #writeHistory(): Promise<void> {
+    const events = this.#unhistoried;
+    try {
+      await this.#store.writeRuns(events, this.settings.historyLimit);
+    } catch (e) {
+      if (isUnavailable(e)) throw e;
+      this.#unhistoried = [];
+      this.#failed(events.length, e);
+      return;
+    }
+    this.#unhistoried = [];
+    this.#metrics.metrics.historyRuns.inc({ outcome: 'recorded' }, events.length);
+  }
+
+  async #touchKeys(): Promise<void> {
+    if (!this.#used.size) return;
+    const names = [...this.#used];
+    this.#used.clear();
+    try {
+      await this.#store.touchKeys(names, localTimestamp());
+    } catch (e) {
+      if (isUnavailable(e)) {
+        for (const n of names) this.#used.add(n); // stamped once the store answers
+        throw e;
+      }
+      console.error(`recorder: last_used_at not written: ${(e as Error).message}`);
+    }
+  }
+
+  /** The event log, opened on first use and again after an open that failed. */
+  #eventLog(): Promise<EventLog> {
+    if (!this.#events) {
+      // Short segments on SQLite: dropping one holds the write lock, so each drop stays small.
+      const opening = EventLog.open(this.#store.db, {
+        retentionS: this.settings.eventRetention,
+        segmentS: this.#store.db.dialect === 'sqlite' ? 60 : undefined,
+      });
+      this.#events = opening;
+      opening.catch(() => {
+        if (this.#events === opening) this.#events = null;
+      });
+    }
+    return this.#events;
+  }
+
+  #failed(n: number, e: unknown): void {
+    this.#metrics.metrics.historyRuns.inc({ outcome: 'failed' }, n);
+    console.error(`recorder: could not write ${n} runs: ${(e as Error).message}`);
   }
 
   #dropped(n: number): void {
@@ -130,7 +219,9 @@ export class Recorder {
     const until = Date.now() + 5000;
     while (this.#finals < executors && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
     this.#channel.close();
-    await this.flush();
+    await this.flush(true);
+    // The store still unavailable at the very end: what is left cannot be kept any longer.
+    if (this.pending) this.#failed(this.pending, new Error('the store was unavailable when the server stopped'));
     await this.#store.close();
     this.#metrics.close();
   }

@@ -5,7 +5,17 @@
 import mysql from 'mysql2';
 import type { FieldPacket, Pool, PoolConnection, PoolOptions, ResultSetHeader } from 'mysql2';
 import { GatewayError } from '../contract/errors.js';
-import type { BatchHandler, ConnectionConfig, ResultSet, RunOptions, Source, SourceSettings, StreamOptions } from './types.js';
+import { createBreaker } from './breaker.js';
+import {
+  type BatchHandler,
+  type ConnectionConfig,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  type ResultSet,
+  type RunOptions,
+  type Source,
+  type SourceSettings,
+  type StreamOptions,
+} from './types.js';
 import { connectionFailed, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams } from './errors.js';
 
 /**
@@ -63,7 +73,6 @@ const STREAM_NET_WRITE_TIMEOUT_S = 3600;
 const KILL_BACKSTOP_MS = 1000;
 /** How long a killed statement may take to answer before its connection is dropped anyway. */
 const KILL_GRACE_MS = 2000;
-const CONNECT_TIMEOUT_MS = 5000;
 
 // mysql2's column type codes (mysql2/lib/constants/types.js).
 const T_FLOAT = 4;
@@ -143,7 +152,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     user: conn.user || undefined,
     password: conn.password || undefined,
     ssl: sslOption(conn.options?.ssl),
-    connectTimeout: CONNECT_TIMEOUT_MS,
+    connectTimeout: settings.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     enableKeepAlive: true,
     waitForConnections: true,
     queueLimit: 0,
@@ -156,6 +165,8 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     timezone: 'Z', // Date parameters are sent as their UTC fields, the way they are read
     multipleStatements: false,
   };
+  // While the database is known down, calls fail at once (one call per interval tries again).
+  const breaker = createBreaker(conn.name);
   const sessions = new WeakMap<PoolConnection, Session>();
   const readPool = makePool(size);
   let writePool: Pool | null = null;
@@ -183,14 +194,10 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
 
   async function run(text: string, values: unknown[], opts: RunOptions): Promise<ResultSet> {
     if (closed) throw connectionFailed('source closed');
+    breaker.admit();
     const ms = toMs(opts.timeoutMs);
     const pool = opts.readOnly ? readPool : writer();
-    let c: PoolConnection;
-    try {
-      c = await acquire(pool);
-    } catch (err) {
-      throw connectionFailed(detailOf(err, password));
-    }
+    const c = await connect(pool);
     // Put back in the pool afterwards unless something may have left the session unlike the others.
     let keep = opts.readOnly || isCleanWrite(text);
     try {
@@ -217,10 +224,13 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
       const out = await execute(c, text, bindable(values), killAfter, () => {
         keep = false;
       });
+      breaker.reached();
       return toResultSet(out.result, out.fields);
     } catch (err) {
       if ((err as { fatal?: unknown } | null)?.fatal) keep = false;
-      throw toCallError(err, ms, password);
+      const e = toCallError(err, ms, password);
+      if (e.code !== 'connection_failed') breaker.reached(); // the database answered, with an error of its own
+      throw e;
     } finally {
       if (keep) c.release();
       else c.destroy();
@@ -267,16 +277,12 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     if (streams >= maxStreams) {
       throw tooManyStreams(maxStreams);
     }
+    breaker.admit();
     const ms = toMs(opts.timeoutMs);
     const batchRows = Math.max(1, Math.floor(opts.batchRows) || 0);
     streams++;
     try {
-      let c: PoolConnection;
-      try {
-        c = await acquire(readPool);
-      } catch (err) {
-        throw connectionFailed(detailOf(err, password));
-      }
+      const c = await connect(readPool);
       let keep = true;
       let out: Pumped;
       try {
@@ -310,9 +316,11 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
           (c as unknown as { stream?: { destroy?: () => void } }).stream?.destroy?.();
         }
       }
+      const failed = out.error === undefined ? null : toCallError(out.error, ms, password);
+      if (failed?.code !== 'connection_failed') breaker.reached();
       if (out.failure) throw out.failure.error;
       if (out.timedOut) throw timeoutError(ms);
-      if (out.error !== undefined) throw toCallError(out.error, ms, password);
+      if (failed) throw failed;
       return out.handed;
     } finally {
       streams--;
@@ -428,6 +436,17 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     closed = true;
     const pools = [readPool, writePool, killer].filter((p): p is Pool => p !== null);
     await Promise.all(pools.map((p) => new Promise<void>((resolve) => p.end(() => resolve()))));
+  }
+
+  /** A pooled connection; failing to get one means the database could not be connected to (the breaker hears of it). */
+  async function connect(pool: Pool): Promise<PoolConnection> {
+    try {
+      return await acquire(pool);
+    } catch (err) {
+      const detail = detailOf(err, password);
+      breaker.unreachable(detail);
+      throw connectionFailed(detail);
+    }
   }
 
   function makePool(limit: number): Pool {

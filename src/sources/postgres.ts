@@ -3,7 +3,17 @@
 
 import postgres from 'postgres';
 import { GatewayError } from '../contract/errors.js';
-import type { BatchHandler, ConnectionConfig, ResultSet, RunOptions, Source, SourceSettings, StreamOptions } from './types.js';
+import { createBreaker } from './breaker.js';
+import {
+  type BatchHandler,
+  type ConnectionConfig,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  type ResultSet,
+  type RunOptions,
+  type Source,
+  type SourceSettings,
+  type StreamOptions,
+} from './types.js';
 import { connectionFailed, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams } from './errors.js';
 
 type Sql = postgres.Sql;
@@ -137,6 +147,9 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
   // The session's startup statement_timeout: the server's limit when known, else left alone.
   const startupMs = settings.queryTimeoutMs === undefined ? NaN : toMs(settings.queryTimeoutMs);
   const password = conn.password ?? '';
+  const connectS = (settings.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS) / 1000;
+  // While the database is known down, calls fail at once (one call per interval tries again).
+  const breaker = createBreaker(conn.name);
   const readPool = makePool(true);
   let writePool: Client[] | null = null;
   let next = 0;
@@ -162,6 +175,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
 
   async function run(text: string, values: unknown[], opts: RunOptions): Promise<ResultSet> {
     if (closed) throw connectionFailed('source closed');
+    breaker.admit();
     const client = pick(opts.readOnly ? readPool : writer());
     const ms = toMs(opts.timeoutMs);
     client.busy++;
@@ -170,10 +184,11 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       const res = await client.sql.unsafe(text, values as never[], { prepare: true }).values();
       const columns = namesOf(res.columns);
       const rowCount = res.length > 0 || columns.length > 0 ? res.length : (res.count ?? 0);
+      breaker.reached();
       // A plain Array (postgres.js's Result is a subclass carrying the statement); a pointer copy.
       return { columns, rows: res.slice() as unknown as unknown[][], rowCount };
     } catch (err) {
-      throw toCallError(err, ms, password);
+      throw noted(err, toCallError(err, ms, password));
     } finally {
       client.busy--;
     }
@@ -198,6 +213,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
 
   async function stream(text: string, values: unknown[], opts: StreamOptions, onBatch: BatchHandler): Promise<number> {
     if (closed) throw connectionFailed('source closed');
+    breaker.admit();
     const client = pickForStream();
     const ms = toMs(opts.timeoutMs);
     const batchRows = Math.max(1, Math.floor(opts.batchRows) || 0);
@@ -246,8 +262,9 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
         res = await cursor;
       } catch (err) {
         if (st.failure || st.timedOut) res = {};
-        else throw toCallError(err, ms, password);
+        else throw noted(err, toCallError(err, ms, password));
       }
+      breaker.reached();
       await pending;
       clearTimeout(timer);
       if (!st.failure && !st.timedOut && st.batches === 0) {
@@ -276,6 +293,13 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     closed = true;
     const all = writePool ? readPool.concat(writePool) : readPool;
     await Promise.all(all.map((c) => c.sql.end({ timeout: 5 })).concat([...ending]));
+  }
+
+  /** Tells the breaker what a failure says of the database: unreachable, lost mid-call (nothing), or answering. */
+  function noted(err: unknown, e: GatewayError): GatewayError {
+    if (isConnectFailure(err)) breaker.unreachable(e.extras?.detail ?? e.message);
+    else if (e.code !== 'connection_failed') breaker.reached();
+    return e;
   }
 
   /** Brings the session up to date for a call with limit `ms`; sent ahead of the call, pipelined. */
@@ -384,7 +408,10 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       idle_timeout: 300, // seconds an idle pooled connection is kept
       // Jittered, as postgres.js does by default, so a pool's connections do not all recycle at once.
       max_lifetime: 60 * (30 + Math.random() * 30),
-      connect_timeout: 5,
+      connect_timeout: connectS,
+      // Reconnect at once when asked: postgres.js otherwise waits up to 20 s (3^failures / 100 s, jittered)
+      // before a closed connection tries again, even after the database is back. The breaker paces retries.
+      backoff: () => 0,
       onnotice: noop,
       onclose: () => {
         client.fresh = true;
@@ -544,6 +571,18 @@ const DRIVER_CONNECT_CODES = new Set([
   'SASL_SIGNATURE_MISMATCH',
   'AUTH_TYPE_NOT_IMPLEMENTED',
 ]);
+
+// SQLSTATEs a server answers a session that it will not start with: starting up or shutting down,
+// too many connections, no such database, authentication failures (28), connection refused (08001, 08004).
+const PG_NO_SESSION_STATES = new Set(['57P03', '53300', '3D000', '08001', '08004']);
+
+/** True when no session could be had at all (as opposed to one lost mid-call, or a statement's own failure). */
+function isConnectFailure(err: unknown): boolean {
+  const e = (err ?? {}) as { name?: unknown; code?: unknown; syscall?: unknown };
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (e.name === 'PostgresError') return code.startsWith('28') || PG_NO_SESSION_STATES.has(code);
+  return code === 'CONNECT_TIMEOUT' || e.syscall === 'connect' || e.syscall === 'getaddrinfo' || /CERT|TLS|SSL/.test(code);
+}
 
 function toCallError(err: unknown, ms: number, password: string): GatewayError {
   if (err instanceof GatewayError) return err;

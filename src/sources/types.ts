@@ -28,7 +28,12 @@ export interface SourceSettings {
    * given, PostgreSQL sessions start with it, so calls that run at this limit cost no extra message.
    */
   queryTimeoutMs?: number;
+  /** How long a new connection may take to be ready (`QUERYAPIGATE_CONNECT_TIMEOUT` × 1000); default DEFAULT_CONNECT_TIMEOUT_MS. */
+  connectTimeoutMs?: number;
 }
+
+/** QUERYAPIGATE_CONNECT_TIMEOUT's default: a database that does not let us in within a second is taken as down. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 1000;
 
 export interface RunOptions {
   /** Statement time limit in ms; 0 = none. */

@@ -80,7 +80,9 @@ async function redisLink(url: string, receive: (payload: string) => void, subscr
 }
 
 async function postgresLink(url: string, receive: (payload: string) => void, subscribed: () => void): Promise<RemoteLink> {
-  const sql = postgres(url, { max: 1, onnotice: () => undefined, idle_timeout: 0 });
+  // Listening again after the store comes back: every 500 ms while it is down (postgres.js would
+  // wait up to 20 s between tries once several failed, and miss other instances' changes meanwhile).
+  const sql = postgres(url, { max: 1, onnotice: () => undefined, idle_timeout: 0, backoff: () => 0.5 });
   await sql.listen(PG_CHANNEL, receive, subscribed);
   return {
     send: (payload) => void sql.notify(PG_CHANNEL, payload).catch((e: Error) => console.error(`change feed: NOTIFY failed: ${e.message}`)),

@@ -2,7 +2,10 @@
 // callers of /api/v1 and /events): the key (by secret hash), the saved query and the connection. With QUERYAPIGATE_METADATA_CACHE_TTL set, rows are kept that long in bounded
 // caches; rows, never decisions, so every rule is still checked against the row on every call.
 // Any change anywhere clears the caches at once (see ChangeMessage); the TTL is the safety net.
+// While the store is unavailable, a row past its TTL is still used (no change can be made meanwhile,
+// and the first one after clears it); a row never read fails the call with 503 `unavailable`.
 import { LRUCache } from 'lru-cache';
+import { isUnavailable } from './sql.js';
 import type { Store } from './store.js';
 import type { ConnectionRow, KeyRow, QueryRow } from './types.js';
 
@@ -31,14 +34,22 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
   }
   const ttl = ttlSeconds * 1000;
   const cached = <T extends object>(read: (k: string) => Promise<T | null>) => {
-    const cache = new LRUCache<string, T | typeof NONE>({ max: MAX_ROWS, ttl, ttlAutopurge: false });
+    // Rows past their TTL stay (until evicted or cleared) for when the store cannot be read.
+    const cache = new LRUCache<string, T | typeof NONE>({ max: MAX_ROWS, ttl, ttlAutopurge: false, noDeleteOnStaleGet: true });
     let generation = 0;
     return {
       async get(k: string): Promise<T | null> {
         const hit = cache.get(k);
         if (hit !== undefined) return hit === NONE ? null : hit;
         const gen = generation;
-        const row = await read(k);
+        let row: T | null;
+        try {
+          row = await read(k);
+        } catch (e) {
+          const stale = isUnavailable(e) ? cache.get(k, { allowStale: true }) : undefined;
+          if (stale === undefined) throw e;
+          return stale === NONE ? null : stale;
+        }
         // A clear while the read was in flight means the row may be stale: use it, don't keep it.
         if (gen === generation) cache.set(k, row ?? NONE);
         return row;

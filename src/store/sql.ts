@@ -1,8 +1,11 @@
 // In charge of one tiny SQL interface over the two store engines (better-sqlite3 and postgres.js),
-// so the store's queries are written once with `?` markers. Knows nothing of the store's tables.
+// so the store's queries are written once with `?` markers, and of what a store failure is: a store
+// that cannot be reached (or is restarting, locked or too slow) raises `unavailable` (503); a
+// statement's own error is passed on as it is. Knows nothing of the store's tables.
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import postgres from 'postgres';
+import { GatewayError } from '../contract/errors.js';
 
 export interface SqlDb {
   readonly dialect: 'sqlite' | 'postgres';
@@ -31,25 +34,42 @@ export function openSqlite(file: string, opts: { readonly?: boolean } = {}): Sql
     return s;
   };
   const bind = (params: unknown[]) => params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p));
+  const outage = outageLog();
   let chain: Promise<unknown> = Promise.resolve();
   const self: SqlDb = {
     dialect: 'sqlite',
     async all<T>(text: string, params: unknown[] = []) {
-      return prepare(text).all(...bind(params)) as T[];
+      try {
+        const rows = prepare(text).all(...bind(params)) as T[];
+        outage.answered();
+        return rows;
+      } catch (e) {
+        throw outage.failed(e);
+      }
     },
     async run(text, params = []) {
-      return prepare(text).run(...bind(params)).changes;
+      try {
+        const n = prepare(text).run(...bind(params)).changes;
+        outage.answered();
+        return n;
+      } catch (e) {
+        throw outage.failed(e);
+      }
     },
     tx<T>(fn: (db: SqlDb) => Promise<T>) {
       const next = chain.then(async () => {
-        db.exec('BEGIN IMMEDIATE');
+        try {
+          db.exec('BEGIN IMMEDIATE');
+        } catch (e) {
+          throw outage.failed(e);
+        }
         try {
           const out = await fn(self);
           db.exec('COMMIT');
           return out;
         } catch (e) {
           if (db.inTransaction) db.exec('ROLLBACK');
-          throw e;
+          throw outage.failed(e);
         }
       });
       chain = next.catch(() => undefined);
@@ -62,13 +82,66 @@ export function openSqlite(file: string, opts: { readonly?: boolean } = {}): Sql
   return self;
 }
 
-export function openPostgres(url: string, opts: { max?: number } = {}): SqlDb {
-  // Several one-connection clients, each call on the least busy one: a single postgres.js client
-  // with more queries in flight than connections slows down the longer it runs (DESIGN, measured traps).
-  const clients = Array.from({ length: Math.max(1, opts.max ?? 4) }, () => ({
-    sql: postgres(url, { max: 1, idle_timeout: 60, connect_timeout: 10, onnotice: () => undefined, types: { bigint: postgres.BigInt } }),
-    busy: 0,
-  }));
+export interface PostgresStoreOptions {
+  /** One-connection clients; each statement goes to the least busy one. */
+  max?: number;
+  /** Seconds a new connection may take to be ready (QUERYAPIGATE_CONNECT_TIMEOUT). */
+  connectTimeoutS?: number;
+  /**
+   * ms a statement may take (0 = no limit): the executors' reads, so a call waits at most this long
+   * for a store that is up but does not answer. Sessions start with this statement_timeout; should
+   * the server not even answer that, the client is dropped (and replaced) READ_GRACE_MS later.
+   */
+  readTimeoutMs?: number;
+}
+
+/** How long past its statement_timeout a read waits for the server's own cancel before the client is dropped. */
+const READ_GRACE_MS = 500;
+
+/** One single-connection postgres.js client; `session` counts the connections it has lost. */
+interface PgClient {
+  sql: postgres.Sql;
+  busy: number;
+  session: number;
+}
+
+/**
+ * Decisions:
+ * - Statements go to the least busy of `max` single-connection clients: a single postgres.js client
+ *   with more queries in flight than connections slows down the longer it runs (DESIGN, measured traps).
+ * - Transactions are not postgres.js's `begin`: in 3.4.9 a transaction whose connection dies sends its
+ *   ROLLBACK on the dead, reserved connection, and the write it schedules throws from a setImmediate
+ *   (socket null), which ends the thread (porsager/postgres#1154, #1208; seen here in the recorder
+ *   when the store stopped). Instead a client of their own runs them one at a time, as BEGIN ...
+ *   COMMIT statements; a statement finding that client's connection lost since BEGIN is not sent
+ *   (it would autocommit on the new session) and the transaction fails as `unavailable`.
+ * - postgres.js's reconnect backoff (up to 20 s once connects have failed, even after the store is
+ *   back) is off: callers are answered 503 meanwhile and the recorder paces its retries.
+ */
+export function openPostgres(url: string, opts: PostgresStoreOptions = {}): SqlDb {
+  const readMs = opts.readTimeoutMs ?? 0;
+  const outage = outageLog();
+  /** Gives `c` a new postgres.js client (its one connection opened on first use). */
+  const connect = (c: PgClient): PgClient => {
+    c.sql = postgres(url, {
+      max: 1,
+      idle_timeout: 60,
+      connect_timeout: opts.connectTimeoutS ?? 10,
+      backoff: () => 0,
+      onnotice: () => undefined,
+      onclose: () => {
+        c.session++;
+      },
+      types: { bigint: postgres.BigInt },
+      connection: readMs > 0 ? { statement_timeout: readMs } : undefined,
+    });
+    return c;
+  };
+  const make = () => connect({ sql: undefined as unknown as postgres.Sql, busy: 0, session: 0 });
+  const clients = Array.from({ length: Math.max(1, opts.max ?? 4) }, make);
+  /** Runs the transactions, one after another; made by the first. */
+  let txClient: PgClient | null = null;
+  let txChain: Promise<unknown> = Promise.resolve();
   const pick = () => {
     let best = clients[0];
     for (const c of clients) if (c.busy < best.busy) best = c;
@@ -85,36 +158,141 @@ export function openPostgres(url: string, opts: { max?: number } = {}): SqlDb {
     }
     return out;
   };
-  const on = async <T>(run: (q: postgres.Sql) => Promise<T>): Promise<T> => {
+  const send = (sql: postgres.Sql, text: string, params: unknown[]) => sql.unsafe(toPg(text), params as postgres.ParameterOrJSON<never>[], { prepare: true });
+
+  /** One statement outside a transaction, on the least busy client; limited to readMs when set. */
+  const statement = async (text: string, params: unknown[]): Promise<postgres.RowList<postgres.Row[]>> => {
     const c = pick();
     c.busy++;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      return await run(c.sql);
+      let out: postgres.RowList<postgres.Row[]>;
+      if (readMs === 0) out = await send(c.sql, text, params);
+      else {
+        const sql = c.sql;
+        const late = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            // Not even the server's cancel came back: drop this client (failing what waits on it) for a new one.
+            connect(c);
+            void sql.end({ timeout: 0 }).catch(() => undefined);
+            reject(Object.assign(new Error(`the store did not answer within ${readMs + READ_GRACE_MS} ms`), { code: 'STORE_TIMEOUT' }));
+          }, readMs + READ_GRACE_MS);
+        });
+        out = await Promise.race([send(sql, text, params), late]);
+      }
+      outage.answered();
+      return out;
+    } catch (e) {
+      throw outage.failed(e);
     } finally {
+      clearTimeout(timer);
       c.busy--;
     }
   };
-  /** In the transaction `q`, or on the least busy client. */
-  const exec = (q: postgres.Sql | postgres.TransactionSql | null, text: string, params: unknown[]) => {
-    const send = (s: postgres.Sql | postgres.TransactionSql) => s.unsafe(toPg(text), params as postgres.ParameterOrJSON<never>[], { prepare: true });
-    return q ? send(q) : on(send);
+
+  /** BEGIN, fn's statements, COMMIT on the transaction client; ROLLBACK on failure while its session lasts. */
+  const transaction = async <T>(fn: (db: SqlDb) => Promise<T>): Promise<T> => {
+    txClient ??= make();
+    const c = txClient;
+    const session = c.session;
+    const inTx = (text: string, params: unknown[] = []) => {
+      if (c.session !== session) {
+        throw Object.assign(new Error('the store connection was lost during a transaction'), { code: 'CONNECTION_CLOSED' });
+      }
+      return send(c.sql, text, params);
+    };
+    const t: SqlDb = {
+      dialect: 'postgres',
+      async all<R>(text: string, params: unknown[] = []) {
+        return (await inTx(text, params)).map(fromPg) as R[];
+      },
+      async run(text, params = []) {
+        return (await inTx(text, params)).count;
+      },
+      tx: (inner) => inner(t), // already in one
+      close: async () => undefined,
+    };
+    try {
+      await inTx('BEGIN');
+      const out = await fn(t);
+      await inTx('COMMIT');
+      outage.answered();
+      return out;
+    } catch (e) {
+      if (c.session === session) await c.sql.unsafe('ROLLBACK').catch(() => undefined);
+      throw outage.failed(e);
+    }
   };
-  const wrap = (q: postgres.Sql | postgres.TransactionSql | null): SqlDb => ({
+
+  return {
     dialect: 'postgres',
     async all<T>(text: string, params: unknown[] = []) {
-      return (await exec(q, text, params)).map(fromPg) as T[];
+      return (await statement(text, params)).map(fromPg) as T[];
     },
     async run(text, params = []) {
-      return (await exec(q, text, params)).count;
+      return (await statement(text, params)).count;
     },
     tx<T>(fn: (db: SqlDb) => Promise<T>) {
-      return on((s) => s.begin((t) => fn(wrap(t))) as Promise<T>);
+      const next = txChain.then(() => transaction(fn));
+      txChain = next.catch(() => undefined);
+      return next;
     },
     async close() {
-      await Promise.all(clients.map((c) => c.sql.end({ timeout: 5 })));
+      const all = txClient ? [...clients, txClient] : clients;
+      await Promise.all(all.map((c) => c.sql.end({ timeout: 5 })));
     },
-  });
-  return wrap(null);
+  };
+}
+
+// postgres.js's own codes for a connection that could not be had or went away, and our read limit's.
+const DRIVER_UNREACHABLE = new Set(['CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'STORE_TIMEOUT']);
+// SQLSTATEs of a server going away, starting up, full of sessions, or cancelling a statement past its time.
+const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', '57014']);
+// SQLite: the file locked by another writer past busy_timeout, unreadable, unopenable, or its disk full.
+const SQLITE_UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|FULL)/;
+
+/** True when `e` says the store cannot be used just now, not that a statement was wrong. */
+export function isUnavailable(e: unknown): boolean {
+  if (e instanceof GatewayError) return e.code === 'unavailable';
+  const err = (e ?? {}) as { name?: unknown; code?: unknown; syscall?: unknown };
+  const code = typeof err.code === 'string' ? err.code : '';
+  if (err.name === 'PostgresError') return code.startsWith('08') || PG_UNAVAILABLE.has(code);
+  return DRIVER_UNREACHABLE.has(code) || typeof err.syscall === 'string' || SQLITE_UNAVAILABLE.test(code);
+}
+
+/**
+ * One store connection's view of outages: `failed` turns a failure into what the caller should see,
+ * `unavailable` (its message says nothing of the store's address; the driver's error is its `cause`)
+ * or the error itself when the statement was at fault. An outage of a store that had answered is
+ * logged once when it starts and once when the store answers again, not once per statement (one
+ * that never answered is reported by whoever opened it, as startup does).
+ */
+function outageLog(): { failed(e: unknown): unknown; answered(): void } {
+  let answeredOnce = false;
+  let down = false;
+  return {
+    failed(e) {
+      if (e instanceof GatewayError || !isUnavailable(e)) return e;
+      if (answeredOnce && !down) {
+        down = true;
+        console.error(`store: unavailable (${(e as Error).message ?? String(e)}); what needs it fails with 503 until it answers`);
+      }
+      const err = new GatewayError('unavailable', 'The gateway cannot reach its store just now; try again shortly', { retry_after: 1 });
+      Object.defineProperty(err, 'cause', { value: e });
+      return err;
+    },
+    answered() {
+      answeredOnce = true;
+      if (!down) return;
+      down = false;
+      console.error('store: answers again');
+    },
+  };
+}
+
+/** The driver's own error behind an `unavailable` (for a message that names the setting at startup). */
+export function causeOf(e: unknown): unknown {
+  return e instanceof GatewayError && e.cause !== undefined ? e.cause : e;
 }
 
 /** Store ids are BIGSERIAL on PostgreSQL; they stay far below 2^53, so plain numbers. */

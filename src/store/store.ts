@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { EventRow } from '../contract/messages.js';
 import { migrate } from './migrations.js';
-import { nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
+import { causeOf, nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
 import type { ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, VersionFields, VersionRow } from './types.js';
 
 export const STORE_FILE = 'queryapigate.db';
@@ -12,24 +12,42 @@ export const STORE_FILE = 'queryapigate.db';
 export interface StoreLocation {
   home: string;
   databaseUrl: string | null;
+  /** Seconds a new connection to a PostgreSQL store may take (QUERYAPIGATE_CONNECT_TIMEOUT); default 10. */
+  connectTimeout?: number;
 }
+
+/**
+ * The most a read from an executor (a key, query or connection row) waits for a PostgreSQL store:
+ * such reads take a millisecond or two, so one this slow means the store is in trouble, and the
+ * call answers 503 rather than wait with it.
+ */
+export const STORE_READ_TIMEOUT_MS = 2000;
 
 /** Opens the store and brings its schema up to date (the control plane's copy). */
 export async function openStore(where: StoreLocation): Promise<Store> {
-  const db = where.databaseUrl ? openPostgres(where.databaseUrl) : openSqlite(join(where.home, STORE_FILE));
+  const db = where.databaseUrl ? openPostgres(where.databaseUrl, { connectTimeoutS: where.connectTimeout }) : openSqlite(join(where.home, STORE_FILE));
   try {
     await migrate(db);
   } catch (e) {
     await db.close();
-    throw e;
+    throw causeOf(e); // at startup, the driver's own words (the setting is named by the caller)
   }
   return new Store(db);
 }
 
-/** An executor's or the recorder's own connection to an existing, migrated store. */
+/**
+ * An executor's (`readonly`: its reads limited to STORE_READ_TIMEOUT_MS) or the recorder's own
+ * connection to an existing, migrated store.
+ */
 export function attachStore(where: StoreLocation, opts: { readonly: boolean; max?: number }): Store {
   return new Store(
-    where.databaseUrl ? openPostgres(where.databaseUrl, { max: opts.max ?? 2 }) : openSqlite(join(where.home, STORE_FILE), { readonly: opts.readonly }),
+    where.databaseUrl
+      ? openPostgres(where.databaseUrl, {
+          max: opts.max ?? 2,
+          connectTimeoutS: where.connectTimeout,
+          readTimeoutMs: opts.readonly ? STORE_READ_TIMEOUT_MS : 0,
+        })
+      : openSqlite(join(where.home, STORE_FILE), { readonly: opts.readonly }),
   );
 }
 

@@ -1,0 +1,141 @@
+// Failing servers, the parts that need no server: a data source's circuit breaker (with a clock the
+// test moves), which store failures are `unavailable` (503) rather than a statement's own error, and
+// the metadata cache answering from the rows it has while the store cannot be read.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { GatewayError } from '../../src/contract/errors.js';
+import { createBreaker } from '../../src/sources/breaker.js';
+import { createMetadata } from '../../src/store/metadata.js';
+import { isUnavailable } from '../../src/store/sql.js';
+import type { Store } from '../../src/store/store.js';
+import type { KeyRow } from '../../src/store/types.js';
+import { keyRow } from '../fixtures.js';
+
+/** Runs fn with console.error silenced (the breaker logs an outage's start and end). */
+function quietly<T>(fn: () => T): T {
+  const error = console.error;
+  console.error = () => undefined;
+  try {
+    return fn();
+  } finally {
+    console.error = error;
+  }
+}
+
+const refused = (b: ReturnType<typeof createBreaker>) => {
+  try {
+    b.admit();
+    return false;
+  } catch (e) {
+    assert.ok(e instanceof GatewayError);
+    assert.equal(e.code, 'connection_failed');
+    return true;
+  }
+};
+
+test('breaker: closed until a call cannot connect, then one probe per interval, closed again by the first call that reaches the database', () => {
+  let t = 1000;
+  const b = createBreaker('pg', 500, () => t);
+  quietly(() => {
+    assert.equal(refused(b), false, 'closed: calls go through');
+    b.unreachable('connect ECONNREFUSED');
+    assert.equal(refused(b), true, 'open: refused at once');
+    t += 499;
+    assert.equal(refused(b), true, 'still within the interval');
+    t += 1;
+    assert.equal(refused(b), false, 'the probe goes through');
+    assert.equal(refused(b), true, 'only one probe per interval');
+    b.unreachable('connect ECONNREFUSED'); // the probe failed
+    t += 499;
+    assert.equal(refused(b), true);
+    t += 1;
+    assert.equal(refused(b), false, 'the next probe');
+    b.reached();
+    assert.equal(refused(b), false, 'closed again');
+    assert.equal(refused(b), false);
+  });
+});
+
+test('breaker: its refusal carries the last failure for administrators', () => {
+  let t = 0;
+  const b = createBreaker('pg', 500, () => t);
+  quietly(() => b.unreachable('the database system is shutting down'));
+  t = 10;
+  try {
+    b.admit();
+    assert.fail('expected a refusal');
+  } catch (e) {
+    assert.match((e as GatewayError).extras?.detail ?? '', /the database system is shutting down/);
+  }
+});
+
+test('store failures: unreachable, restarting, full, too slow or locked are unavailable; a statement error is not', () => {
+  const pg = (code: string) => Object.assign(new Error(code), { name: 'PostgresError', code });
+  const cases: [unknown, boolean][] = [
+    [Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED', syscall: 'connect' }), true],
+    [Object.assign(new Error('getaddrinfo ENOTFOUND store'), { code: 'ENOTFOUND', syscall: 'getaddrinfo' }), true],
+    [Object.assign(new Error('write CONNECTION_CLOSED'), { code: 'CONNECTION_CLOSED' }), true],
+    [Object.assign(new Error('connect timeout'), { code: 'CONNECT_TIMEOUT' }), true],
+    [Object.assign(new Error('no answer'), { code: 'STORE_TIMEOUT' }), true],
+    [pg('57P01'), true], // terminated by an administrator (a fast shutdown)
+    [pg('57P03'), true], // starting up or shutting down
+    [pg('53300'), true], // too many connections
+    [pg('57014'), true], // statement_timeout
+    [pg('08006'), true],
+    [Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }), true],
+    [Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_READ' }), true],
+    [new GatewayError('unavailable', 'x'), true],
+    [pg('42P01'), false], // no such table: a statement's own error
+    [pg('23505'), false],
+    [Object.assign(new Error('constraint'), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' }), false],
+    [new SyntaxError('Unexpected token'), false],
+    [new GatewayError('query_failed', 'x'), false],
+  ];
+  for (const [e, want] of cases) assert.equal(isUnavailable(e), want, String((e as Error).message));
+});
+
+/** A store whose reads can be switched to failing as an unreachable store fails. */
+function flakyStore(key: KeyRow) {
+  const state = { down: false, reads: 0 };
+  const down = () => new GatewayError('unavailable', 'The gateway cannot reach its store just now; try again shortly');
+  const read = async <T>(v: T): Promise<T> => {
+    state.reads++;
+    if (state.down) throw down();
+    return v;
+  };
+  const store = {
+    getKeyByHash: (h: string) => read(h === key.hash ? key : null),
+    getQuery: () => read(null),
+    getConnection: () => read(null),
+    countKeys: () => read(1),
+  } as unknown as Store;
+  return { store, state };
+}
+
+test('metadata cache: while the store is unavailable, rows past their TTL are still used; rows never read fail with unavailable', async () => {
+  const key = keyRow({ hash: 'h1' });
+  const { store, state } = flakyStore(key);
+  const meta = createMetadata(store, 0.05); // 50 ms
+  assert.equal((await meta.key('h1'))?.name, 'k');
+  assert.equal(await meta.key('nobody'), null);
+  await new Promise((r) => setTimeout(r, 80)); // both rows past their TTL
+  state.down = true;
+  const reads = state.reads;
+  assert.equal((await meta.key('h1'))?.name, 'k', 'the row kept past its TTL');
+  assert.equal(await meta.key('nobody'), null, 'a remembered miss too');
+  assert.equal(state.reads, reads + 2, 'the store was asked first');
+  await assert.rejects(meta.query('never-read'), (e) => e instanceof GatewayError && e.code === 'unavailable');
+  // A change clears everything, stale rows included: nothing is answered from before it.
+  meta.clear();
+  await assert.rejects(meta.key('h1'), (e) => e instanceof GatewayError && e.code === 'unavailable');
+  state.down = false;
+  assert.equal((await meta.key('h1'))?.name, 'k');
+});
+
+test('metadata without a cache: a store failure is unavailable, nothing is kept', async () => {
+  const { store, state } = flakyStore(keyRow({ hash: 'h1' }));
+  const meta = createMetadata(store, 0);
+  assert.equal((await meta.key('h1'))?.name, 'k');
+  state.down = true;
+  await assert.rejects(meta.key('h1'), (e) => e instanceof GatewayError && e.code === 'unavailable');
+});
