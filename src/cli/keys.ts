@@ -1,7 +1,7 @@
 // In charge of `queryapigate keys`: scoped API keys made, listed, shown, rotated and revoked in the
 // store directly, through the management API's own handlers (same checks, same defaults). A secret
 // is printed only by the two commands that make one (create, rotate), alone on stdout.
-import { withLocal } from './local.js';
+import { viewCommand, withLocal } from './local.js';
 import { cell, printFields, printJson, printTable } from './print.js';
 import { type Command, Failure, type Group, type Invocation, JSON_OUTPUT, UsageError } from './tree.js';
 
@@ -129,37 +129,25 @@ const create: Command = {
     }),
 };
 
-const listKeys: Command = {
-  kind: 'command',
+const listKeys = viewCommand({
   name: 'list',
   summary: 'List the API keys (never their secrets)',
   usage: '[options]',
   args: { min: 0, max: 0 },
-  options: { json: JSON_OUTPUT },
   examples: ['queryapigate keys list', 'queryapigate keys list --json | jq -r ".items[].name"'],
-  run: (inv) =>
-    withLocal(inv.say, async (local) => {
-      const { items } = await local.call('GET', '/api/v1/api-keys');
-      if (inv.values.json) printJson(inv.out, { items });
-      else printTable(inv.out, ['NAME', 'STATE', 'EXPIRES', 'QUERIES', 'CONNECTIONS', 'LAST USED'], items.map(keyLine), 'No API keys.');
-    }),
-};
+  route: () => '/api/v1/api-keys',
+  text: (out, { items }) => printTable(out, ['NAME', 'STATE', 'EXPIRES', 'QUERIES', 'CONNECTIONS', 'LAST USED'], items.map(keyLine), 'No API keys.'),
+});
 
-const show: Command = {
-  kind: 'command',
+const show = viewCommand({
   name: 'show',
   summary: "Show one API key's grants and state (never its secret)",
   usage: 'NAME [options]',
   args: { min: 1, max: 1 },
-  options: { json: JSON_OUTPUT },
   examples: ['queryapigate keys show partner'],
-  run: (inv) =>
-    withLocal(inv.say, async (local) => {
-      const key = await local.call('GET', `/api/v1/api-keys/${encodeURIComponent(inv.args[0])}`);
-      if (inv.values.json) printJson(inv.out, key);
-      else printFields(inv.out, key);
-    }),
-};
+  route: ([name]) => `/api/v1/api-keys/${encodeURIComponent(name)}`,
+  text: printFields,
+});
 
 const rotate: Command = {
   kind: 'command',

@@ -15,7 +15,8 @@ import type { EventLog } from '../store/events.js';
 import { createMetadata } from '../store/metadata.js';
 import { openStore, type Store } from '../store/store.js';
 import { commandConfig, storeName } from './settings.js';
-import { Failure } from './tree.js';
+import { printJson } from './print.js';
+import { type Command, Failure, JSON_OUTPUT } from './tree.js';
 
 export interface LocalControl {
   store: Store;
@@ -122,4 +123,33 @@ export async function withLocal<T>(say: (line: string) => void, work: (local: Lo
   } finally {
     await local.close();
   }
+}
+
+/**
+ * A command that shows what one management GET answers: the answer as JSON with --json, else
+ * `text` prints it for people.
+ */
+export function viewCommand(spec: {
+  name: string;
+  summary: string;
+  usage: string;
+  description?: string[];
+  args: Command['args'];
+  examples: string[];
+  route: (args: string[]) => string;
+  // biome-ignore lint/suspicious/noExplicitAny: the route's answer, as the management API shapes it
+  text: (out: (line: string) => void, answer: any) => void;
+}): Command {
+  const { route, text, ...help } = spec;
+  return {
+    kind: 'command',
+    ...help,
+    options: { json: JSON_OUTPUT },
+    run: (inv) =>
+      withLocal(inv.say, async (local) => {
+        const answer = await local.call('GET', route(inv.args));
+        if (inv.values.json) printJson(inv.out, answer);
+        else text(inv.out, answer);
+      }),
+  };
 }

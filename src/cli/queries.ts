@@ -3,69 +3,54 @@
 // the checks a POST to /api/v1/queries does, and running servers are told of it).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { localTimestamp } from '../store/store.js';
-import { type Bundle, type BundleQuery, type BundleVersion, buildBundle, formatBundle, readBundle, versionIdentity } from './bundle.js';
-import { type LocalControl, withLocal } from './local.js';
+import { type Bundle, type BundleQuery, type BundleVersion, buildBundle, formatBundle, readBundle, versionFields, versionIdentity } from './bundle.js';
+import { type LocalControl, viewCommand, withLocal } from './local.js';
 import { cell, printFields, printJson, printTable } from './print.js';
 import { type Command, Failure, type Group, JSON_OUTPUT, UsageError } from './tree.js';
 
 const path = (name: string) => `/api/v1/queries/${encodeURIComponent(name)}`;
 
-const list: Command = {
-  kind: 'command',
+const list = viewCommand({
   name: 'list',
   summary: 'List the saved queries',
   usage: '[options]',
   args: { min: 0, max: 0 },
-  options: { json: JSON_OUTPUT },
   examples: ['queryapigate queries list', 'queryapigate queries list --json | jq -r ".items[].name"'],
-  run: (inv) =>
-    withLocal(inv.say, async (local) => {
-      const { items } = await local.call('GET', '/api/v1/queries');
-      if (inv.values.json) printJson(inv.out, { items });
-      else {
-        printTable(
-          inv.out,
-          ['NAME', 'PUBLISHED', 'LATEST', 'CONNECTION', 'DESCRIPTION'],
-          // biome-ignore lint/suspicious/noExplicitAny: a summary as GET /api/v1/queries shapes it
-          items.map((q: any) => [
-            q.name,
-            q.published_version === null ? '-' : `v${q.published_version}`,
-            `v${q.latest_version}`,
-            cell(q.connection_name),
-            cell(q.description),
-          ]),
-          'No saved queries.',
-        );
-      }
-    }),
-};
+  route: () => '/api/v1/queries',
+  text: (out, { items }) =>
+    printTable(
+      out,
+      ['NAME', 'PUBLISHED', 'LATEST', 'CONNECTION', 'DESCRIPTION'],
+      // biome-ignore lint/suspicious/noExplicitAny: a summary as GET /api/v1/queries shapes it
+      items.map((q: any) => [
+        q.name,
+        q.published_version === null ? '-' : `v${q.published_version}`,
+        `v${q.latest_version}`,
+        cell(q.connection_name),
+        cell(q.description),
+      ]),
+      'No saved queries.',
+    ),
+});
 
-const show: Command = {
-  kind: 'command',
+const show = viewCommand({
   name: 'show',
   summary: 'Show one saved query with its versions',
   usage: 'NAME [options]',
   description: ['--json prints what GET /api/v1/queries/NAME answers.'],
   args: { min: 1, max: 1 },
-  options: { json: JSON_OUTPUT },
   examples: ['queryapigate queries show example_film_lookup'],
-  run: (inv) =>
-    withLocal(inv.say, async (local) => {
-      const q = await local.call('GET', path(inv.args[0]));
-      if (inv.values.json) {
-        printJson(inv.out, q);
-        return;
-      }
-      const { versions, ...summary } = q;
-      printFields(inv.out, summary);
-      for (const x of versions) {
-        inv.out('');
-        inv.out(`version ${x.version} (${x.status}), connection ${cell(x.connection_name)}: ${x.description}`);
-        for (const [p, rule] of Object.entries(x.parameters)) inv.out(`  :${p} ${JSON.stringify(rule)}`);
-        for (const line of x.sql.split('\n')) inv.out(`  | ${line}`);
-      }
-    }),
-};
+  route: ([name]) => path(name),
+  text: (out, { versions, ...summary }) => {
+    printFields(out, summary);
+    for (const x of versions) {
+      out('');
+      out(`version ${x.version} (${x.status}), connection ${cell(x.connection_name)}: ${x.description}`);
+      for (const [p, rule] of Object.entries(x.parameters)) out(`  :${p} ${JSON.stringify(rule)}`);
+      for (const line of x.sql.split('\n')) out(`  | ${line}`);
+    }
+  },
+});
 
 const exportQueries: Command = {
   kind: 'command',
@@ -149,6 +134,7 @@ const importQueries: Command = {
           'connection_not_found',
         );
       }
+      await checkVersions(local, bundle);
       const done: Imported[] = [];
       for (const q of bundle.queries) done.push(await importQuery(local, q));
       if (inv.values.json) printJson(inv.out, { queries: done });
@@ -165,16 +151,7 @@ async function importQuery(local: LocalControl, q: BundleQuery): Promise<Importe
   return existing ? updateQuery(local, q, existing) : createQuery(local, q);
 }
 
-const versionBody = (x: BundleVersion, publish: boolean) => ({
-  description: x.description,
-  author: x.author,
-  tags: x.tags,
-  sql: x.sql,
-  connection_name: x.connection_name,
-  parameters: x.parameters,
-  cache_ttl: x.cache_ttl,
-  publish,
-});
+const versionBody = (x: BundleVersion, publish: boolean) => ({ ...versionFields(x), publish });
 
 /** A new query: its versions made in order, each one that was ever published published on the way, so
  * statuses come out as in the bundle; then the bundle's published version (or none) set last. */
@@ -223,6 +200,23 @@ function describe(d: Imported): string {
   if (d.action === 'created') return `created ${d.name}: ${d.added.length} version${d.added.length === 1 ? '' : 's'}${published}`;
   if (d.action === 'unchanged') return `unchanged ${d.name}`;
   return `updated ${d.name}: ${d.added.length ? `added ${d.added.map((n) => `v${n}`).join(', ')}` : 'no new version'}${published}`;
+}
+
+/**
+ * Every version passes the checks a save makes (POST /api/v1/queries/validate: one statement that
+ * parses in its connection's dialect, markers and parameters agreeing) before anything is written,
+ * so a bad version late in the file leaves the store as it was.
+ */
+async function checkVersions(local: LocalControl, bundle: Bundle): Promise<void> {
+  for (const q of bundle.queries) {
+    for (const x of q.versions) {
+      const report = await local.call('POST', '/api/v1/queries/validate', { name: q.name, ...versionFields(x) });
+      if (report.valid) continue;
+      const [first] = report.errors as Array<{ code: string; message: string }>;
+      // The file is at fault, not the command line: exit 1 whatever the code, which the message still names.
+      throw new Failure(`query '${q.name}' version ${x.version}: ${first.message} (${first.code})`);
+    }
+  }
 }
 
 async function missingConnections(local: LocalControl, bundle: Bundle): Promise<string[]> {

@@ -502,8 +502,20 @@ test('queries import checks the whole file before writing anything', async () =>
     writeFileSync(file, JSON.stringify({ format: 'queryapigate-queries/1', queries: [good, bad] }));
     const r = await cli(['queries', 'import', file], { home });
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /query 'broken' version 1: invalid parameters: a: has unknown type 'colour'/);
+    assert.match(r.stderr, /query 'broken' version 1: Invalid parameters: a: has unknown type 'colour'.*\(invalid_body\)$/m);
     assert.match(await ok(['queries', 'list'], { home }), /No saved queries/);
+    // The checks a save makes, for every version: here two statements, and a marker no parameter declares.
+    for (const [sql, said] of [
+      ['SELECT 1; SELECT 2', /query 'broken' version 1: Only one SQL statement is allowed \(multiple_statements\)/],
+      ['SELECT :undeclared', /query 'broken' version 1: .*:undeclared.*\(param_undeclared\)/],
+    ] as const) {
+      const worse = { name: 'broken', versions: [{ version: 1, status: 'draft', description: 'd', sql }] };
+      writeFileSync(file, JSON.stringify({ format: 'queryapigate-queries/1', queries: [good, worse] }));
+      const refused = await cli(['queries', 'import', file], { home });
+      assert.equal(refused.code, 1, refused.stderr);
+      assert.match(refused.stderr, said);
+      assert.match(await ok(['queries', 'list'], { home }), /No saved queries/);
+    }
 
     writeFileSync(file, 'format: queryapigate-queries/1\nqueries:\n  - name: x\n    versions: []\n');
     assert.match((await cli(['queries', 'import', file], { home })).stderr, /queries\[0\]\.versions: must hold at least one version/);
