@@ -6,7 +6,7 @@ import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
 import { ENV_FILE } from './settings.js';
 import { type Command, Failure } from './tree.js';
-import { packageVersion } from './version.js';
+import { packageVersion } from '../contract/version.js';
 
 /** The commented settings: each variable, its default as config.ts has it, and what it does. */
 export const STARTER_SETTINGS: Array<[name: string, fallback: string, meaning: string]> = [

@@ -5,7 +5,7 @@ import { ConfigError } from '../config.js';
 import { GatewayError } from '../contract/errors.js';
 import { StoreTooNewError } from '../store/migrations.js';
 import { ROOT } from './commands.js';
-import { packageVersion } from './version.js';
+import { packageVersion } from '../contract/version.js';
 import { type Command, commandHelp, didYouMean, Failure, type Group, groupHelp, readCommandLine, UsageError } from './tree.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;

@@ -1,7 +1,10 @@
-// In charge of the package's version, as package.json has it: three folders up from this file, both
-// from dist/src/cli/ (the built command) and from src/cli/ (the sources).
+// In charge of the gateway's version, as package.json has it (what /health, /openapi.json and
+// `queryapigate --version` report): three folders up from the built file, dist/src/contract/.
 import { readFileSync } from 'node:fs';
 
+let version: string | undefined;
+
 export function packageVersion(): string {
-  return JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')).version;
+  version ??= JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')).version as string;
+  return version;
 }

@@ -15,6 +15,7 @@ import { type CatalogCache, policySlot } from '../catalog/cache.js';
 import { DocsFiles } from '../catalog/docsPage.js';
 import { openApiDocument } from '../catalog/openapi.js';
 import { GatewayError } from '../contract/errors.js';
+import { packageVersion } from '../contract/version.js';
 import { type Answer, errorAnswer, jsonAnswer, type Request } from '../contract/exchange.js';
 import { bound, type ProcessMetrics } from '../metrics/metrics.js';
 import type { Dispatcher } from './dispatch.js';
@@ -22,7 +23,7 @@ import type { EventHub } from './events.js';
 import { serve, type Handler, type ServeOptions, type StreamStart } from './respond.js';
 import { relayStream, wantsStream } from './streamRelay.js';
 
-export const VERSION = '0.1.0';
+export const VERSION = packageVersion();
 
 /** Status codes as label text, made once. */
 const STATUS: Record<number, string> = Object.fromEntries(

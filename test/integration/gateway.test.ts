@@ -1,6 +1,7 @@
 // The conformance suite: the same calls against every way the gateway runs (inline and pooled
 // executors, SQLite and PostgreSQL stores), each against a real PostgreSQL data source.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { ADMIN_KEY, CONFORMANCE_MODES as MODES, eventually, request, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
@@ -316,6 +317,7 @@ test('/health is public; unknown routes and methods get JSON errors with a reque
     const health = await request(s.url, 'GET', '/health', { key: null });
     assert.equal(health.status, 200);
     assert.equal(health.json.status, 'ok');
+    assert.equal(health.json.version, JSON.parse(readFileSync('package.json', 'utf8')).version, "package.json's version");
     assert.match(health.json.utc_offset, /^[+-]\d{2}:\d{2}$/);
     const missing = await request(s.url, 'GET', '/nowhere', { key: null });
     assert.equal(missing.status, 404);
