@@ -24,7 +24,7 @@ const POSTGRES_RELATIONS = `SELECT n.nspname::text, c.relname::text
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
   AND (n.oid = pg_my_temp_schema() OR has_schema_privilege(n.oid, 'USAGE'))`;
-const POSTGRES_PATH = `SELECT array_to_string(current_schemas(true), chr(0)) AS path`;
+const POSTGRES_PATH = `SELECT s::text FROM unnest(current_schemas(true)) WITH ORDINALITY AS p(s, n) ORDER BY n`;
 
 const MYSQL_COLUMNS = `SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, t.TABLE_TYPE
 FROM information_schema.COLUMNS c
@@ -54,7 +54,7 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
   const [columns, second, third] = results;
   let path: string[];
   let foldTables = dialect === 'sqlite';
-  if (dialect === 'postgres') path = String(third?.[0]?.[0] ?? '').split('\u0000').filter((s) => s !== '');
+  if (dialect === 'postgres') path = (third ?? []).map((r) => String(r[0]));
   else if (dialect === 'mysql') {
     const row = second?.[0] ?? [];
     path = row[0] === null || row[0] === undefined ? [] : [String(row[0])];

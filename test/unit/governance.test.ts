@@ -560,7 +560,7 @@ test('schema queries and rows: every relation, the search path, the case rules',
       ['public', 'Film'],
       ['public', 'mv'],
     ],
-    [['pg_catalog\u0000public\u0000archive']],
+    [['pg_catalog'], ['public'], ['archive']],
   ]);
   assert.deepEqual(pg.path, ['pg_catalog', 'public', 'archive']);
   // exact case: "Film" is not film, which the path finds in archive
