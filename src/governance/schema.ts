@@ -26,9 +26,10 @@ WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
   AND (n.oid = pg_my_temp_schema() OR has_schema_privilege(n.oid, 'USAGE'))`;
 const POSTGRES_PATH = `SELECT s::text FROM unnest(current_schemas(true)) WITH ORDINALITY AS p(s, n) ORDER BY n`;
 
+// The join compares names exactly: information_schema's collation would pair Customers with customers.
 const MYSQL_COLUMNS = `SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, t.TABLE_TYPE
 FROM information_schema.COLUMNS c
-JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME
+JOIN information_schema.TABLES t ON BINARY t.TABLE_SCHEMA = BINARY c.TABLE_SCHEMA AND BINARY t.TABLE_NAME = BINARY c.TABLE_NAME
 WHERE c.TABLE_SCHEMA NOT IN ('information_schema', 'performance_schema', 'mysql', 'sys')
 ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION`;
 const MYSQL_PATH = `SELECT DATABASE(), @@lower_case_table_names`;
