@@ -6,11 +6,13 @@
 // session is put back afterwards. After every shape, the sessions still hold the gateway's settings.
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import { after, before, describe, test } from 'node:test';
-import { ADMIN_KEY, type Reply, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
+import { openSource } from '../../src/sources/index.js';
+import { ADMIN_KEY, type Reply, rejectsWith, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
 let n = 0;
 async function call(s: TestServer, conn: string, sql: string, key: string): Promise<Reply> {
@@ -237,5 +239,26 @@ describe('SQLite: the connection stays as the gateway opened it', () => {
     ]);
     const r = await call(s, 'lite', 'SELECT name FROM customers', ADMIN_KEY);
     assert.deepEqual(r.json, [{ name: 'Ann' }]);
+  });
+});
+
+describe("PostgreSQL source: the gateway's time limit does not rest on the session's settings", () => {
+  test('a session whose statement_timeout a statement switched off still stops a call at its limit', async () => {
+    const source = openSource({ name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: 'postgres', user: 'postgres' }, { poolSize: 1, home: tmpdir() });
+    try {
+      const opts = { timeoutMs: 500, readOnly: true };
+      // Run below governance (which refuses it): the session's limit is now off, unknown to the source.
+      await source.run("SELECT set_config('statement_timeout', '0', false)", [], opts);
+      const started = performance.now();
+      await rejectsWith(source.run('SELECT pg_sleep(5)', [], opts), 'query_timeout');
+      const took = performance.now() - started;
+      assert.ok(took < 2500, `stopped after ${Math.round(took)} ms`);
+      // the client that held it was retired: the next call runs, with the limit
+      await rejectsWith(source.run('SELECT pg_sleep(5)', [], opts), 'query_timeout');
+      const r = await source.run("SELECT current_setting('statement_timeout') AS t", [], opts);
+      assert.deepEqual(r.rows, [['500ms']]);
+    } finally {
+      await source.close();
+    }
   });
 });
