@@ -25,6 +25,7 @@ import { parseArgs } from 'node:util';
 import type { Caller } from '../src/auth/keys.js';
 import type { Inspection, SqlDialect } from '../src/governance/analysis.js';
 import type { MaskRule, Schema } from '../src/governance/masking.js';
+import { schemaOf } from '../src/governance/names.js';
 import { exampleQueries } from '../src/examples/catalog.js';
 import { adminApi, fmt, median, today, writeResults } from './gateway.js';
 import { ALLOWED_TABLES, MASK, SQL } from './tpcc/queries.js';
@@ -69,10 +70,10 @@ const CASES: Case[] = [
     label: 'example_film_lookup (sqlite)',
     dialect: 'sqlite',
     sql: (i) => (i === 0 ? FILM_SQL : FILM_SQL.replace("'-30 days'", `'-${30 + i} days'`)),
-    schema: new Map([
+    schema: schemaOf('sqlite', new Map([
       ['film', ['film_id', 'title', 'category', 'rating', 'length', 'rental_rate', 'rental_duration', 'release_year']],
       ['rental', ['rental_id', 'film_id', 'customer_id', 'staff_id', 'rental_date', 'return_date', 'amount']],
-    ]),
+    ])),
     allowed: ['film', 'rental'],
     mask: [{ column: '*.title', action: 'hash' }],
     expect: { tables: ['film', 'rental'], actions: [null, 'hash', null, null, null, null, null] },
@@ -82,10 +83,10 @@ const CASES: Case[] = [
     label: 'pgbench account lookup (postgres)',
     dialect: 'postgres',
     sql: (i) => (i === 0 ? ACCOUNT_SQL : ACCOUNT_SQL.replace('FROM pgbench_accounts', `FROM pgbench_accounts t${i}`)),
-    schema: new Map([
+    schema: schemaOf('postgres', new Map([
       ['pgbench_accounts', ['aid', 'bid', 'abalance', 'filler']],
       ['pgbench_branches', ['bid', 'bbalance', 'filler']],
-    ]),
+    ])),
     allowed: ['pgbench_accounts', 'pgbench_branches'],
     mask: [{ column: '*.abalance', action: 'hash' }],
     expect: { tables: ['pgbench_accounts'], actions: [null, null, 'hash'] },
@@ -95,10 +96,10 @@ const CASES: Case[] = [
     label: 'pgbench 100-row page with the join (postgres)',
     dialect: 'postgres',
     sql: (i) => (i === 0 ? PAGE_SQL : PAGE_SQL.replace(':start + 99', `:start + ${99 + i}`)),
-    schema: new Map([
+    schema: schemaOf('postgres', new Map([
       ['pgbench_accounts', ['aid', 'bid', 'abalance', 'filler']],
       ['pgbench_branches', ['bid', 'bbalance', 'filler']],
-    ]),
+    ])),
     allowed: ['pgbench_accounts', 'pgbench_branches'],
     mask: [{ column: '*.abalance', action: 'hash' }],
     expect: { tables: ['pgbench_accounts', 'pgbench_branches'], actions: [null, 'hash', null, null] },
@@ -108,7 +109,7 @@ const CASES: Case[] = [
     label: 'TPC-C order_status (mysql)',
     dialect: 'mysql',
     sql: (i) => (i === 0 ? ORDER_STATUS_SQL : ORDER_STATUS_SQL.replace(/\bo2\b/g, `o2_${i}`)),
-    schema: new Map([
+    schema: schemaOf('mysql', new Map([
       [
         'customer',
         [
@@ -137,7 +138,7 @@ const CASES: Case[] = [
       ],
       ['orders', ['o_id', 'o_d_id', 'o_w_id', 'o_c_id', 'o_entry_d', 'o_carrier_id', 'o_ol_cnt', 'o_all_local']],
       ['order_line', ['ol_o_id', 'ol_d_id', 'ol_w_id', 'ol_number', 'ol_i_id', 'ol_supply_w_id', 'ol_delivery_d', 'ol_quantity', 'ol_amount', 'ol_dist_info']],
-    ]),
+    ])),
     allowed: ALLOWED_TABLES,
     mask: MASK,
     expect: { tables: ['customer', 'order_line', 'orders'], actions: [null, null, 'hash', null, null, null, null, null, null, null, null, null, null] },
@@ -185,7 +186,7 @@ function governOnce(g: Gov, c: Case, sql: string): Timed {
   const t0 = performance.now();
   const inspection = g.inspectStatement(sql, c.dialect);
   const t1 = performance.now();
-  g.checkTables(inspection.analysis, c.allowed);
+  g.checkTables(inspection.analysis, c.allowed, c.schema);
   const t2 = performance.now();
   const plan = g.planMasks(inspection.analysis, c.schema, c.mask);
   const t3 = performance.now();

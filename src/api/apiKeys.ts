@@ -17,6 +17,11 @@ const lowerNames = v.pipe(
   names,
   v.transform((a) => [...new Set(a.map((s) => s.toLowerCase()))].sort()),
 );
+// Table names keep their case and quotes: they are read as SQL names on the connection (governance/names.ts).
+const tableNames = v.pipe(
+  names,
+  v.transform((a) => [...new Set(a.map((s) => s.trim()))].sort()),
+);
 const rateLimit = v.pipe(v.string('must be text'), v.regex(RATE_LIMIT, 'must look like N/second, N/minute, N/hour or N/day'));
 const ipOrCidr = v.pipe(v.string('must be text'), v.check(validIpOrCidr, 'must be an IPv4 or IPv6 address or CIDR'));
 const date = v.pipe(v.string('must be text'), v.check(validDate, 'must be a date, YYYY-MM-DD'));
@@ -31,7 +36,7 @@ const grants = {
   ),
   allow_writes: v.optional(v.boolean('must be true or false')),
   allowed_write_ops: v.optional(v.nullable(lowerNames)),
-  allowed_tables: v.optional(v.nullable(lowerNames)),
+  allowed_tables: v.optional(v.nullable(tableNames)),
   mask: v.optional(
     v.nullable(
       v.array(

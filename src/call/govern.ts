@@ -4,14 +4,15 @@
 // statement reaches the database.
 import type { LRUCache } from 'lru-cache';
 import type { Caller } from '../auth/keys.js';
-import { checkPredicates, compileMasker, planMasks, type MaskPlan, type Masker } from '../governance/masking.js';
-import { checkFunctions } from '../governance/functions.js';
-import { checkStatement } from '../governance/policy.js';
+import { checkPredicates, compileMasker, planMasks, type MaskPlan, type MaskRule, type Masker } from '../governance/masking.js';
+import { allSafe, checkFunctions } from '../governance/functions.js';
+import { resolveTable } from '../governance/names.js';
+import { checkStatement, checkTables } from '../governance/policy.js';
 import type { Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { CallPlan } from './plan.js';
 import { policyFingerprint } from './resultCache.js';
-import type { SchemaCache } from './schemaCache.js';
+import type { KnownSchema, SchemaCache } from './schemaCache.js';
 
 /** What the stage needs of its executor: the server's write ceiling, schemas, traces, the mask secret. */
 export interface Governance {
@@ -27,9 +28,15 @@ export interface Governance {
 export interface Governed {
   masker: Masker | null;
   masked: MaskPlan['masked'] | null;
+  /**
+   * The statement may leave state on its session that analysis can't see (a write's triggers, a
+   * function the catalog can't vouch for, a view's functions): the source resets the session after it.
+   */
+  resetSession?: boolean;
 }
 
 const UNMASKED: Governed = { masker: null, masked: null };
+const UNMASKED_RESET: Governed = { masker: null, masked: null, resetSession: true };
 /** No hash action, no secret needed. */
 const NO_SECRET = Buffer.alloc(0);
 
@@ -52,38 +59,63 @@ export async function governCall(
   const { scan, analysis } = plan.inspection;
   const key = caller.kind === 'key' ? caller.key : null;
   const writer = mayWrite(caller, queryName, g.allowWrites);
-  checkStatement(scan, analysis, { mayWrite: writer, allowedWriteOps: key?.allowed_write_ops ?? null, allowedTables: key?.allowed_tables ?? null });
+  checkStatement(scan, { mayWrite: writer, allowedWriteOps: key?.allowed_write_ops ?? null });
   const rules = key?.mask?.length ? key.mask : null;
-  // A call that may not write runs only functions the catalog says cannot change anything.
-  const judgeCalls = !writer && scan.calls.length > 0 && source.dialect === 'postgres';
-  if (!rules && !judgeCalls) return UNMASKED;
+  const tables = key?.allowed_tables ?? null;
+  // PostgreSQL and MySQL sessions are pooled; SQLite runs only statements that return rows, read-only.
+  const pooled = source.dialect !== 'sqlite';
+  // A write may fire triggers or rules, which can do anything to the session.
+  const resetAnyway = pooled && writer && plan.write;
+  // On PostgreSQL a call that may not write runs only functions the catalog says cannot change
+  // anything; any other call that runs a function the catalog can't vouch for (on MySQL, a stored
+  // function), or reads a view (which may call one), has its session reset after it.
+  const judgeCalls = pooled && scan.calls.length > 0;
+  const readsRelations = pooled && (analysis === null || analysis.tables.length > 0);
+  if (!rules && !tables && !judgeCalls && !readsRelations) return resetAnyway ? UNMASKED_RESET : UNMASKED;
 
   const known = await g.schemas.get(connection, source);
-  if (judgeCalls && known.functions) checkFunctions(scan.calls, known.functions);
-  if (!rules) return UNMASKED;
+  let reset = resetAnyway;
+  if (judgeCalls && known.functions) {
+    if (!writer && source.dialect === 'postgres') checkFunctions(scan.calls, known.functions);
+    else if (!reset && !allSafe(scan.calls, known.functions)) reset = true;
+  }
+  if (pooled && !reset && (analysis === null || analysis.tables.some((t) => !resolveTable(known.schema, t)?.columns))) reset = true;
+  if (!rules && !tables) return reset ? UNMASKED_RESET : UNMASKED;
   // The caller's rules as the result cache fingerprints them (tables and masks): one string per key row.
   const slot = `${plan.id}\u0000${policyFingerprint(caller)}\u0000${known.fingerprint}`;
   let traced = g.traces.get(slot);
   if (!traced) {
-    const maskPlan = planMasks(analysis, known.schema, rules);
-    if (key?.mask_predicates === 'refuse') checkPredicates(analysis, known.schema, rules); // refused: not kept, thrown each time
-    // Where `*` was expanded, a masker even when no rule applies now: it checks the result against the
-    // schema traced on, so a column added or moved since is refused, not shown (then the schema is read again).
-    const stars = maskPlan.expected?.some((name) => name !== null) ?? false;
-    if (maskPlan.actions.length === 0 && !stars) traced = UNMASKED;
-    else {
-      const check = compileMasker(maskPlan, maskPlan.actions.includes('hash') ? await g.maskSecret() : NO_SECRET);
-      const masker: Masker = (columns, rows) => {
-        try {
-          return check(columns, rows);
-        } catch (e) {
-          g.schemas.clear(connection.name);
-          throw e;
-        }
-      };
-      traced = { masker, masked: maskPlan.masked.length ? maskPlan.masked : null };
-    }
+    // Refusals are not kept: thrown each time.
+    checkTables(analysis, tables, known.schema);
+    traced = rules ? await traceMasks(g, plan, key?.mask_predicates === 'refuse', rules, known, connection) : UNMASKED;
     g.traces.set(slot, traced);
   }
-  return traced;
+  return reset ? { ...traced, resetSession: true } : traced;
+}
+
+async function traceMasks(
+  g: Governance,
+  plan: CallPlan,
+  refusePredicates: boolean,
+  rules: MaskRule[],
+  known: KnownSchema,
+  connection: ConnectionRow,
+): Promise<Governed> {
+  const { analysis } = plan.inspection;
+  const maskPlan = planMasks(analysis, known.schema, rules);
+  if (refusePredicates) checkPredicates(analysis, known.schema, rules);
+  // Where `*` was expanded, a masker even when no rule applies now: it checks the result against the
+  // schema traced on, so a column added or moved since is refused, not shown (then the schema is read again).
+  const stars = maskPlan.expected?.some((name) => name !== null) ?? false;
+  if (maskPlan.actions.length === 0 && !stars) return UNMASKED;
+  const check = compileMasker(maskPlan, maskPlan.actions.includes('hash') ? await g.maskSecret() : NO_SECRET);
+  const masker: Masker = (columns, rows) => {
+    try {
+      return check(columns, rows);
+    } catch (e) {
+      g.schemas.clear(connection.name);
+      throw e;
+    }
+  };
+  return { masker, masked: maskPlan.masked.length ? maskPlan.masked : null };
 }

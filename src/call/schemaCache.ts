@@ -4,20 +4,19 @@
 // re-read at once when the connection's row changes. Bounded by the number of connections kept.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { type FunctionCatalog, POSTGRES_FUNCTIONS, toFunctionCatalog } from '../governance/functions.js';
-import { type ColumnTypes, schemaQuery, toColumnTypes, toSchema } from '../governance/schema.js';
-import type { Schema } from '../governance/masking.js';
+import { type FunctionCatalog, MYSQL_FUNCTIONS, POSTGRES_FUNCTIONS, toFunctionCatalog } from '../governance/functions.js';
+import type { Schema } from '../governance/names.js';
+import { schemaQueries, toSchema } from '../governance/schema.js';
 import type { Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
 
 export interface KnownSchema {
+  /** Every relation the connection can name, base tables' columns and types, the search path, the case rules. */
   schema: Schema;
-  /** Changes only when the tables or columns do, so traces built on it can be kept. */
+  /** Changes only when the relations, columns, path or case rules do, so traces built on it can be kept. */
   fingerprint: string;
-  /** PostgreSQL: which functions a read-only call may run (governance/functions.ts); null elsewhere. */
+  /** Which functions cannot change anything (governance/functions.ts): PostgreSQL's pg_proc, MySQL's stored functions; null on SQLite. */
   functions: FunctionCatalog | null;
-  /** Each column's data type, for the catalog; not part of the fingerprint (masking does not read it). */
-  types: ColumnTypes;
 }
 
 const MAX_AGE_MS = 60_000;
@@ -62,14 +61,19 @@ export class SchemaCache {
 
 async function read(source: Source): Promise<KnownSchema> {
   const opts = { timeoutMs: 30_000, readOnly: true };
-  const [result, functions] = await Promise.all([
-    source.run(schemaQuery(source.dialect), [], opts),
-    source.dialect === 'postgres' ? source.run(POSTGRES_FUNCTIONS, [], opts).then((r) => toFunctionCatalog(r.rows)) : null,
+  const [results, functions] = await Promise.all([
+    Promise.all(schemaQueries(source.dialect).map((q) => source.run(q, [], opts).then((r) => r.rows))),
+    source.dialect === 'postgres'
+      ? source.run(POSTGRES_FUNCTIONS, [], opts).then((r) => toFunctionCatalog(r.rows))
+      : source.dialect === 'mysql'
+        ? source.run(MYSQL_FUNCTIONS, [], opts).then((r) => toFunctionCatalog(r.rows))
+        : null,
   ]);
-  const schema = toSchema(result.rows);
+  const schema = toSchema(source.dialect, results);
+  // Types are in the fingerprint too: a column whose type changed is a new table to the catalog.
   const fingerprint = createHash('sha256')
-    .update(JSON.stringify([...schema]))
+    .update(JSON.stringify([schema.path, schema.foldTables, [...schema.relations.values()]]))
     .digest('hex')
     .slice(0, 16);
-  return { schema, fingerprint, functions, types: toColumnTypes(result.rows) };
+  return { schema, fingerprint, functions };
 }

@@ -82,7 +82,7 @@ export async function streamCall(
     });
   };
   try {
-    await source.stream(plan.text, values, { timeoutMs: timeoutS * 1000, readOnly: true, batchRows: BATCH_ROWS }, async (cols, batch) => {
+    await source.stream(plan.text, values, { timeoutMs: timeoutS * 1000, readOnly: true, resetSession: governed.resetSession === true, batchRows: BATCH_ROWS }, async (cols, batch) => {
       if (gone) throw new ClientGone();
       let rows = batch;
       if (max > 0 && sent + rows.length >= max) {

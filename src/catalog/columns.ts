@@ -4,8 +4,8 @@
 // a `*` column) has a type; anything computed is left untyped rather than guessed.
 import { uniqueColumnNames } from '../call/formats.js';
 import type { StatementAnalysis } from '../governance/analysis.js';
-import { type Schema, traceOutputs } from '../governance/masking.js';
-import type { ColumnTypes } from '../governance/schema.js';
+import { traceOutputs } from '../governance/masking.js';
+import type { Schema } from '../governance/names.js';
 import type { Dialect } from '../sources/types.js';
 
 /** A JSON Schema for one value, as the gateway renders it (see call/formats.ts). */
@@ -24,23 +24,24 @@ export interface CatalogColumn {
  * over a table the schema does not know). A statement that returns nothing (a write without
  * RETURNING) has [].
  */
-export function outputColumns(analysis: StatementAnalysis | null, schema: Schema, types: ColumnTypes, dialect: Dialect): CatalogColumn[] | null {
+export function outputColumns(analysis: StatementAnalysis | null, schema: Schema, dialect: Dialect): CatalogColumn[] | null {
   if (analysis === null || analysis.outputs === null) return null;
   const traced = traceOutputs(analysis.outputs, schema);
   // A `*` the schema could not expand stands for columns nobody can name.
   if (traced.some((c) => c.untraced !== null && c.name.endsWith('*'))) return null;
   const names = uniqueColumnNames(traced.map((c) => c.name)); // id, id_2: as the answer names them
   return traced.map((c, i) => {
-    const dataType = c.direct && c.untraced === null ? commonType(c.sources, types) : null;
+    const dataType = c.direct && c.untraced === null ? commonType(c.sources, schema) : null;
     return { name: names[i], dataType, schema: dataType === null ? {} : valueSchema(dialect, dataType) };
   });
 }
 
 /** The one data type every source column has, or null. */
-function commonType(sources: Array<{ table: string; column: string }>, types: ColumnTypes): string | null {
+function commonType(sources: Array<{ table: string; column: string }>, schema: Schema): string | null {
   let type: string | null = null;
   for (const s of sources) {
-    const t = types.get(s.table)?.get(s.column);
+    const rel = schema.relations.get(s.table);
+    const t = rel?.types[rel.columns?.indexOf(s.column) ?? -1];
     if (t === undefined || t === '' || (type !== null && t !== type)) return null;
     type = t;
   }

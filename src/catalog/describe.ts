@@ -10,6 +10,7 @@ import { governCall, mayWrite } from '../call/govern.js';
 import type { ParamRule } from '../call/paramValues.js';
 import { planFor, type CallPlan } from '../call/plan.js';
 import type { KnownSchema } from '../call/schemaCache.js';
+import { emptySchema } from '../governance/names.js';
 import { GatewayError } from '../contract/errors.js';
 import type { Dialect, Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
@@ -105,7 +106,7 @@ export async function describeQuery(ctx: CallContext, caller: Caller, r: Reachab
     facts.writes = plan.write;
     if (reading?.dialect) {
       const known = reading.schema;
-      facts.columns = outputColumns(plan.inspection.analysis, known?.schema ?? new Map(), known?.types ?? new Map(), reading.dialect);
+      facts.columns = outputColumns(plan.inspection.analysis, known?.schema ?? emptySchema(reading.dialect), reading.dialect);
     }
   }
   facts.parameters = parametersOf(version.parameters, plan?.params ?? null);

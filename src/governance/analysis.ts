@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import type * as pg from 'pgsql-ast-parser';
 import { countStatements, scanMarkers } from './markers.js';
 import { type ColumnSource, describe, type OutputColumn, type Query } from './lineage.js';
-import { lowerNspStatement } from './lowerNsp.js';
+import { lowerNspTop } from './lowerNsp.js';
 import { lowerPgStatement } from './lowerPg.js';
 import { isUnsafeFunction, judgeTokens, lex, type LexicalRisks, type Token } from './scan.js';
 
@@ -36,6 +36,8 @@ export interface StatementScan {
   unreadable: string | null;
   /** Every name called as a function (followed by `(`), as the database folds it, sorted; keywords included. */
   calls: string[];
+  /** What would change the pooled session beyond the call (SET, set_config(..., false), LISTEN, ...), sorted. */
+  sessionChanges: string[];
 }
 
 export interface StatementAnalysis extends StatementScan {
@@ -107,6 +109,9 @@ export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAna
   if (risks.nestedComment) throw new AnalysisError('a nested block comment is read differently by the database and the parser', scan);
   if (scan.unreadable) throw new AnalysisError(scan.unreadable, scan);
   if (risks.doubledBacktick) throw new AnalysisError('a `...` name with a doubled backtick, which the parsers read differently from the database', scan);
+  if (risks.unicodeFold && dialect !== 'mysql') {
+    throw new AnalysisError('an unquoted name with a non-ASCII capital letter, which the database does not fold as the parsers do', scan);
+  }
 
   let q: Query;
   let parser: StatementAnalysis['parser'] = 'lexical';
@@ -154,6 +159,7 @@ export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAna
     unsafeFunctions: [...unsafe].sort(),
     unreadable: null,
     calls: scan.calls,
+    sessionChanges: scan.sessionChanges,
     reads: verbs.length === 0,
     tables: lineage.tables,
     writeTargets: lineage.writeTargets,
@@ -170,7 +176,7 @@ function trimStatement(sql: string): string {
 
 function scanParts(text: string, dialect: SqlDialect): { scan: StatementScan; tokens: Token[]; risks: LexicalRisks; explainedAt: number } {
   const { tokens, risks } = lex(text, dialect);
-  const v = judgeTokens(tokens);
+  const v = judgeTokens(tokens, dialect);
   const scan: StatementScan = {
     statements: countStatements(text, dialect),
     verb: v.verb,
@@ -179,6 +185,7 @@ function scanParts(text: string, dialect: SqlDialect): { scan: StatementScan; to
     executableComment: risks.executableComment,
     unsafeFunctions: v.unsafeFunctions,
     calls: v.calls,
+    sessionChanges: v.sessionChanges,
     unreadable: risks.unicodeEscape ? 'a Unicode-escaped name or string (U&"..." or U&\'...\')' : null,
   };
   return { scan, tokens, risks, explainedAt: v.explainedAt };
@@ -252,6 +259,7 @@ function nspUnsafe(risks: LexicalRisks, dialect: SqlDialect): string | null {
   if (risks.dashDashNoSpace) return "'--' without a following space";
   if (risks.hashOutsideComment && dialect !== 'mysql') return "a '#' outside a comment";
   if (risks.dollarQuote) return 'a dollar-quoted string';
+  if (risks.quotedUpper && dialect === 'postgres') return 'a quoted name with capital letters';
   return null;
 }
 
@@ -275,7 +283,7 @@ function parse(text: string, dialect: SqlDialect, risks: LexicalRisks, scan: Sta
       const stmts = pgsqlParse(withPlaceholders(text, dialect, 'dollar'));
       read = true;
       if (stmts.length !== 1) throw new AnalysisError('more than one statement', scan);
-      return { q: lowerPgStatement(stmts[0]), parser: 'pgsql-ast-parser' };
+      return { q: lowerPgStatement(stmts[0], dialect), parser: 'pgsql-ast-parser' };
     } catch (e) {
       if (e instanceof AnalysisError) throw e;
       first = firstLine(e);
@@ -288,7 +296,7 @@ function parse(text: string, dialect: SqlDialect, risks: LexicalRisks, scan: Sta
     read = true;
     const list = Array.isArray(ast) ? ast : [ast];
     if (list.length !== 1) throw new AnalysisError('more than one statement', scan);
-    return { q: lowerNspStatement(list[0] as Record<string, unknown>), parser: 'node-sql-parser' };
+    return { q: lowerNspTop(list[0] as Record<string, unknown>, dialect), parser: 'node-sql-parser' };
   } catch (e) {
     if (e instanceof AnalysisError) throw e;
     throw new AnalysisError(`could not parse the statement: ${first ? `${first}; ` : ''}${firstLine(e)}`, scan, !read);

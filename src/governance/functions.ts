@@ -15,6 +15,13 @@ export const POSTGRES_FUNCTIONS = `SELECT p.proname::text, bool_and(p.provolatil
 FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner
 GROUP BY p.proname`;
 
+/**
+ * MySQL/MariaDB: the stored functions the connection can see, none vouched for (a stored function
+ * may set user variables or take locks that stay on the session). Built-in functions are not listed,
+ * so the catalog does not know them. Names compare case-insensitively there, so lower case.
+ */
+export const MYSQL_FUNCTIONS = `SELECT DISTINCT LOWER(ROUTINE_NAME), 0 FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION'`;
+
 /** Volatile only because their answer changes from call to call: they change nothing. */
 const HARMLESS_VOLATILE = new Set([
   'random',
@@ -42,14 +49,20 @@ export function toFunctionCatalog(rows: unknown[][]): FunctionCatalog {
  * function that does not exist (the database refuses it).
  */
 export function checkFunctions(calls: readonly string[], catalog: FunctionCatalog): void {
-  const refused: string[] = [];
-  for (const name of calls) {
-    if (catalog.get(name) === false && !HARMLESS_VOLATILE.has(name)) refused.push(`${name}()`);
-  }
+  const refused = calls.filter((name) => !isSafe(name, catalog)).map((name) => `${name}()`);
   if (refused.length) {
     throw new GatewayError(
       'read_only',
       `${READ_ONLY_MESSAGE} - and only functions that cannot change anything (${refused.join(', ')} can). Set QUERYAPIGATE_ALLOW_WRITES=1 to lift this restriction.`,
     );
   }
+}
+
+/** True when every function called is one the catalog vouches for (or a keyword, which it does not know). */
+export function allSafe(calls: readonly string[], catalog: FunctionCatalog): boolean {
+  return calls.every((name) => isSafe(name, catalog));
+}
+
+function isSafe(name: string, catalog: FunctionCatalog): boolean {
+  return catalog.get(name) !== false || HARMLESS_VOLATILE.has(name);
 }

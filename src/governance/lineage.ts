@@ -1,9 +1,14 @@
 // In charge of the one dialect-neutral description of a statement (the IR both parsers are lowered to)
 // and of reading it: tables read and written, write verbs, table functions and output-column lineage.
 // Policy code reads only what this computes. Must not import HTTP/uWS or sources.
+import { tableRef } from './names.js';
 import { readsOutsideTables } from './scan.js';
 
-/** A column reference: `q.name`, `name`, `q.*` (name '*'), all lower-case; `*` alone is count(*)'s. */
+/**
+ * A column reference: `q.name`, `name`, `q.*` (name '*'); `*` alone is count(*)'s. Names are as the
+ * lowering folded them for the dialect (governance/lowerPg.ts, lowerNsp.ts) and compared exactly; `q`
+ * is a table reference (names.ts: an alias, a table, or schema and table).
+ */
 export interface Ref {
   q: string | null;
   name: string;
@@ -59,6 +64,7 @@ export type Query =
 
 /** A base-table column an output is computed from; column '*' = every column of the table. */
 export interface ColumnSource {
+  /** The table as the statement names it (names.ts tableRef); the schema resolves it. */
   table: string;
   column: string;
   /**
@@ -70,6 +76,8 @@ export interface ColumnSource {
   exact: boolean;
   ref?: number;
   tier?: number;
+  /** The name is also an output column's, so it may resolve to no table column (ORDER BY total). */
+  optional?: boolean;
 }
 
 /**
@@ -162,6 +170,8 @@ interface Item {
 }
 
 interface Scope {
+  /** While a SELECT's clauses after its list are read: the names its output columns have. */
+  outputNames?: Set<string>;
   items: Item[];
   ctes: Map<string, OutputColumn[] | null>;
   parent: Scope | null;
@@ -208,9 +218,13 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
     case 'select': {
       const scope = withCtes(q.ctes, outer, acc);
       for (const f of q.from) addFrom(f, scope, acc);
+      const out = selectList(q.cols, scope, acc);
+      // ORDER BY, GROUP BY and HAVING may name an output column: such a name need not be a table's.
+      scope.outputNames = new Set(q.cols.map((c) => c.alias ?? c.implicitName).filter((n): n is string => n !== null));
       for (const e of q.extra) mergeInto(acc.predicates, evalEx(e, scope, acc));
+      scope.outputNames = undefined;
       if (q.into) acc.selectInto = true;
-      return selectList(q.cols, scope, acc);
+      return out;
     }
     case 'setop': {
       const scope = withCtes(q.ctes, outer, acc);
@@ -235,9 +249,10 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
       acc.verbs.add(q.verb);
       for (const t of q.targets) {
         // a target named like a CTE in scope is still a table write (CTEs can't be written)
-        acc.tables.add(t.name);
-        acc.targets.add(t.name);
-        scope.items.push({ names: itemNames(t.alias, t.name), kind: 'table', table: t.name });
+        const ref = tableRef(t.schema, t.name);
+        acc.tables.add(ref);
+        acc.targets.add(ref);
+        scope.items.push({ names: itemNames(t.alias, t.name), kind: 'table', table: ref });
       }
       if (q.source) query(q.source, scope, acc);
       for (const f of q.from) addFrom(f, scope, acc);
@@ -260,7 +275,7 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
 function withCtes(ctes: Cte[], outer: Scope | null, acc: Acc): Scope {
   const scope: Scope = { items: [], ctes: new Map(), parent: outer };
   for (const c of ctes) {
-    const name = c.name.toLowerCase();
+    const name = c.name;
     if (c.recursive && c.q.k === 'setop' && c.q.parts.length > 1) {
       // The anchor gives the provisional shape the recursive branch reads itself through.
       const anchor = query(c.q.parts[0], scope, acc);
@@ -272,31 +287,39 @@ function withCtes(ctes: Cte[], outer: Scope | null, acc: Acc): Scope {
   return scope;
 }
 
-function findCte(name: string, scope: Scope | null): { shape: OutputColumn[] | null } | null {
+/**
+ * The CTE a table name names. A CTE whose name differs from it only in case (MySQL names keep their
+ * case, and which the server matches is not certain) might be it or not: `ambiguous`, read as both.
+ */
+function findCte(name: string, scope: Scope | null): { shape: OutputColumn[] | null; ambiguous?: boolean } | null {
   for (let s = scope; s; s = s.parent) if (s.ctes.has(name)) return { shape: s.ctes.get(name) ?? null };
+  const folded = name.toLowerCase();
+  for (let s = scope; s; s = s.parent) for (const cte of s.ctes.keys()) if (cte.toLowerCase() === folded) return { shape: null, ambiguous: true };
   return null;
 }
 
 function itemNames(alias: string | null, name: string): string[] {
-  return alias ? [alias.toLowerCase()] : [name.toLowerCase()];
+  return alias ? [alias] : [name];
 }
 
 function addFrom(f: FromItem, scope: Scope, acc: Acc): void {
   if (f.k === 'table') {
     const cte = f.schema === null ? findCte(f.name, scope) : null;
     if (cte) {
+      if (cte.ambiguous) acc.tables.add(f.name);
       const shape = cte.shape ? rename(cte.shape, f.cols) : [opaqueColumn(f.alias ?? f.name)];
       scope.items.push({ names: itemNames(f.alias, f.name), kind: 'shape', shape });
       return;
     }
-    acc.tables.add(f.name);
-    scope.items.push({ names: itemNames(f.alias, f.name), kind: 'table', table: f.name, renamed: f.cols !== null });
+    const ref = tableRef(f.schema, f.name);
+    acc.tables.add(ref);
+    scope.items.push({ names: itemNames(f.alias, f.name), kind: 'table', table: ref, renamed: f.cols !== null });
     return;
   }
   if (f.k === 'sub') {
     const shape = query(f.q, scope, acc);
     scope.items.push({
-      names: f.alias ? [f.alias.toLowerCase()] : [],
+      names: f.alias ? [f.alias] : [],
       kind: 'shape',
       shape: shape ? rename(shape, f.cols) : [opaqueColumn(f.alias ?? 'subquery')],
     });
@@ -312,11 +335,11 @@ function addFrom(f: FromItem, scope: Scope, acc: Acc): void {
     if (cols && f.ordinality) cols = [...cols, 'ordinality'];
   }
   scope.items.push({
-    names: [(f.alias ?? f.name).toLowerCase()],
+    names: [f.alias ?? f.name],
     kind: 'func',
     funcSources: args.sources,
     funcTraced: pure && args.traced,
-    funcCols: cols ? cols.map((c) => c.toLowerCase()) : null,
+    funcCols: cols,
   });
 }
 
@@ -392,9 +415,9 @@ function rename(shape: OutputColumn[], cols: string[] | null): OutputColumn[] {
   // Renaming lines up by position, which a star or set operation only fixes after expansion.
   if (shape.some((c) => c.kind !== 'column')) {
     const all = flattenSources(shape);
-    return cols.map((name) => ({ kind: 'column', name: name.toLowerCase(), sources: all.sources, traced: all.traced }));
+    return cols.map((name) => ({ kind: 'column', name, sources: all.sources, traced: all.traced }));
   }
-  return shape.map((c, i) => (i < cols.length ? { ...(c as Col), name: cols[i].toLowerCase() } : c));
+  return shape.map((c, i) => (i < cols.length ? { ...(c as Col), name: cols[i] } : c));
 }
 
 /** Columns of each branch, lined up by position when every branch is plain columns of one width. */
@@ -417,7 +440,7 @@ function mergeInto(col: { sources: ColumnSource[]; traced: boolean }, r: { sourc
 
 function addSource(list: ColumnSource[], s: ColumnSource): void {
   for (const have of list) {
-    if (have.table === s.table && have.column === s.column && have.exact === s.exact && have.ref === s.ref && have.tier === s.tier) return;
+    if (have.table === s.table && have.column === s.column && have.exact === s.exact && have.ref === s.ref && have.tier === s.tier && have.optional === s.optional) return;
   }
   list.push({ ...s });
 }
@@ -433,11 +456,17 @@ function flattenSources(shape: OutputColumn[]): { sources: ColumnSource[]; trace
   return r;
 }
 
+/**
+ * The FROM item a qualifier names: an alias or unaliased table name, or a table as written (`s.t`).
+ * Names compare exactly (the lowering folded them as the dialect does); a qualifier that matches an
+ * item only when case is ignored is not resolved (MySQL keeps alias and table case per server setting).
+ */
 function findItem(q: string, scope: Scope | null): Item | null {
-  const name = q.toLowerCase();
   for (let s = scope; s; s = s.parent) {
-    for (const item of s.items) if (item.names.includes(name)) return item;
-    for (const item of s.items) if (item.kind === 'table' && item.table === name) return item;
+    for (const item of s.items) if (item.names.includes(q)) return item;
+    for (const item of s.items) if (item.kind === 'table' && item.table === q) return item;
+    const folded = q.toLowerCase();
+    for (const item of s.items) if (item.names.some((n) => n.toLowerCase() === folded) || (item.kind === 'table' && item.table!.toLowerCase() === folded)) return null;
   }
   return null;
 }
@@ -516,6 +545,7 @@ function resolve(ref: Ref, scope: Scope, acc: Acc): { sources: ColumnSource[]; t
   const id = acc.refs++;
   const r = { sources: [] as ColumnSource[], traced: true };
   let found = false;
+  let wholeRow = false; // then a column of that name need not exist: the name is the row
   let tier = 0;
   for (let s: Scope | null = scope; s; s = s.parent, tier++) {
     let definite = false;
@@ -531,11 +561,13 @@ function resolve(ref: Ref, scope: Scope, acc: Acc): { sources: ColumnSource[]; t
       if (item.names.includes(ref.name)) {
         found = true;
         definite = true;
+        wholeRow = true;
         mergeInto(r, wholeItem(item));
       }
     }
     if (definite) break;
   }
   if (!found) r.traced = false;
+  if (wholeRow || scope.outputNames?.has(ref.name)) for (const src of r.sources) if (src.ref === id) src.optional = true;
   return r;
 }

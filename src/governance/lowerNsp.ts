@@ -3,6 +3,15 @@
 // refused, never guessed. Must not import HTTP/uWS or sources.
 import type { Cte, Ex, FromItem, Query, SelCol } from './lineage.js';
 import { LoweringError } from './lowerPg.js';
+import { tableRef } from './names.js';
+
+/**
+ * Whether table, database and alias names keep their case, set by lowerNspStatement for the one
+ * synchronous lowering it runs: on MySQL/MariaDB they compare per lower_case_table_names (decided
+ * with the schema), so they stay as written; column names, and every name on SQLite and on
+ * PostgreSQL text (which analysis.ts only hands over without mixed-case quoted names), fold to lower case.
+ */
+let tableCase = false;
 
 /**
  * A node of node-sql-parser's AST. Its published types don't describe what every dialect build emits,
@@ -29,7 +38,18 @@ function lcIdent(x: unknown): string | null {
   return s === null ? null : s.toLowerCase();
 }
 
-export function lowerNspStatement(st: Node): Query {
+/** A table, database or alias name: as written on MySQL, folded elsewhere. */
+function tblIdent(x: unknown): string | null {
+  const s = ident(x);
+  return s === null ? null : tableCase ? s : s.toLowerCase();
+}
+
+export function lowerNspTop(st: Node, dialect: 'postgres' | 'sqlite' | 'mysql'): Query {
+  tableCase = dialect === 'mysql';
+  return lowerNspStatement(st);
+}
+
+function lowerNspStatement(st: Node): Query {
   switch (st.type) {
     case 'select':
       return lowerSelectChain(st);
@@ -86,7 +106,8 @@ function lowerSelect(s: Node, ctes: Cte[]): Query {
 function lowerSelCol(c: Node): SelCol {
   const e = (c.expr ?? c) as Node;
   if (e.type === 'column_ref' && ident(e.column) === '*') {
-    return { ex: emptyEx(), alias: null, star: { q: lcIdent(e.table) }, implicitName: null };
+    const table = tblIdent(e.table);
+    return { ex: emptyEx(), alias: null, star: { q: table === null ? null : tableRef(tblIdent(e.schema) ?? tblIdent(e.db), table) }, implicitName: null };
   }
   const col: SelCol = { ex: lowerEx(e), alias: lcIdent(c.as), implicitName: implicitName(e) };
   if (e.type === 'column_ref') col.bare = true;
@@ -110,20 +131,20 @@ function funcName(e: Node): string {
 
 /** `g(i, j)` as node-sql-parser keeps a PostgreSQL alias with a column list. */
 function splitAlias(as: unknown): { alias: string | null; cols: string[] | null } {
-  const a = lcIdent(as);
+  const a = tblIdent(as);
   if (a === null) return { alias: null, cols: null };
   const m = /^([^()]+)\(([^()]*)\)$/.exec(a);
   if (!m) return { alias: a, cols: null };
-  return { alias: m[1].trim(), cols: m[2].split(',').map((s) => s.trim().replace(/^"|"$/g, '')) };
+  return { alias: m[1].trim(), cols: m[2].split(',').map((s) => s.trim().replace(/^"|"$/g, '').toLowerCase()) };
 }
 
 function lowerFrom(f: Node): FromItem | null {
   if (f.type === 'dual') return null;
   const { alias, cols } = splitAlias(f.as);
   if (f.table !== undefined && f.expr === undefined) {
-    const name = lcIdent(f.table);
+    const name = tblIdent(f.table);
     if (!name) throw new LoweringError('a table without a name');
-    const schema = lcIdent(f.schema) ?? lcIdent(f.db);
+    const schema = tblIdent(f.schema) ?? tblIdent(f.db);
     return { k: 'table', name, schema, alias, cols };
   }
   const e = f.expr as Node | undefined;
@@ -160,10 +181,10 @@ function lowerWrite(st: Node): Query {
       return lowerFrom(f);
     });
     for (const t of tableItems) {
-      const name = lcIdent(t.table);
+      const name = tblIdent(t.table);
       const hit = lowered.find((l) => l && l.k === 'table' && (l.alias === name || l.name === name));
       if (hit && hit.k === 'table') targets.push({ name: hit.name, schema: hit.schema, alias: hit.alias });
-      else if (name) targets.push({ name, schema: lcIdent(t.db), alias: null });
+      else if (name) targets.push({ name, schema: tblIdent(t.db), alias: null });
     }
     for (const l of lowered) if (l) from.push(l);
   } else {
@@ -223,7 +244,9 @@ function walk(node: unknown, ex: Ex): void {
         ex.opaque = true;
         return;
       }
-      ex.refs.push({ q: lcIdent(n.table), name: column === '*' ? '*' : column.toLowerCase() });
+      const table = tblIdent(n.table);
+      const nsp = tblIdent(n.schema) ?? tblIdent(n.db);
+      ex.refs.push({ q: table === null ? null : tableRef(nsp, table), name: column === '*' ? '*' : column.toLowerCase() });
       // An UPDATE's SET item is a column_ref carrying its new value: the value may read tables too.
       walk(n.value, ex);
       return;

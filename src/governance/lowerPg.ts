@@ -3,12 +3,21 @@
 // sources.
 import type * as pg from 'pgsql-ast-parser';
 import type { Cte, Ex, FromItem, Query, SelCol } from './lineage.js';
+import { tableRef } from './names.js';
 
 export class LoweringError extends Error {}
 
+/**
+ * How names compare in the dialect being lowered, set by lowerPgStatement for the one synchronous
+ * lowering it runs: PostgreSQL exactly as the parser folded them (unquoted to lower case, quoted as
+ * written), SQLite case-insensitively.
+ */
+let caseless = false;
+
 const SELECT_KINDS = new Set(['select', 'union', 'union all', 'values', 'with', 'with recursive']);
 
-export function lowerPgStatement(st: pg.Statement): Query {
+export function lowerPgStatement(st: pg.Statement, dialect: 'postgres' | 'sqlite'): Query {
+  caseless = dialect === 'sqlite';
   if (SELECT_KINDS.has(st.type)) return lowerQuery(st as pg.SelectStatement);
   switch (st.type) {
     case 'insert':
@@ -18,18 +27,18 @@ export function lowerPgStatement(st: pg.Statement): Query {
     case 'show':
       return { k: 'other', verb: null, tables: [], targets: [], inner: null };
     case 'truncate table':
-      return { k: 'other', verb: 'truncate', tables: [], targets: st.tables.map((t) => lc(t.name)), inner: null };
+      return { k: 'other', verb: 'truncate', tables: [], targets: st.tables.map(tableOf), inner: null };
     case 'drop table':
-      return { k: 'other', verb: 'drop', tables: [], targets: st.names.map((t) => lc(t.name)), inner: null };
+      return { k: 'other', verb: 'drop', tables: [], targets: st.names.map(tableOf), inner: null };
     case 'alter table':
-      return { k: 'other', verb: 'alter', tables: [], targets: [lc(st.table.name)], inner: null };
+      return { k: 'other', verb: 'alter', tables: [], targets: [tableOf(st.table)], inner: null };
     case 'create index':
-      return { k: 'other', verb: 'create', tables: [], targets: [lc(st.table.name)], inner: null };
+      return { k: 'other', verb: 'create', tables: [], targets: [tableOf(st.table)], inner: null };
     case 'create table':
-      return { k: 'other', verb: 'create', tables: [], targets: [lc(st.name.name)], inner: null };
+      return { k: 'other', verb: 'create', tables: [], targets: [tableOf(st.name)], inner: null };
     case 'create view':
     case 'create materialized view':
-      return { k: 'other', verb: 'create', tables: [], targets: [lc(st.name.name)], inner: lowerQuery(st.query) };
+      return { k: 'other', verb: 'create', tables: [], targets: [tableOf(st.name)], inner: lowerQuery(st.query) };
     default:
       throw new LoweringError(`statement kind '${st.type}' is not analysed`);
   }
@@ -37,7 +46,13 @@ export function lowerPgStatement(st: pg.Statement): Query {
 
 /** A name as the analysis compares it; pgsql-ast-parser leaves a quoted name's doubled `""` as written. */
 function lc(s: string): string {
-  return (s.includes('""') ? s.replaceAll('""', '"') : s).toLowerCase();
+  const name = s.includes('""') ? s.replaceAll('""', '"') : s;
+  return caseless ? name.toLowerCase() : name;
+}
+
+/** A table name as the IR keeps it: its schema too, when written. */
+function tableOf(n: { name: string; schema?: string }): string {
+  return tableRef(n.schema ? lc(n.schema) : null, lc(n.name));
 }
 
 function lowerQuery(q: pg.SelectStatement | pg.WithStatementBinding): Query {
@@ -112,7 +127,7 @@ function lowerSelect(s: pg.SelectFromStatement, ctes: Cte[]): Query {
 function lowerSelCol(c: pg.SelectedColumn): SelCol {
   const e = c.expr;
   if (e.type === 'ref' && e.name === '*') {
-    return { ex: emptyEx(), alias: null, star: { q: e.table ? lc(e.table.name) : null }, implicitName: null };
+    return { ex: emptyEx(), alias: null, star: { q: e.table ? qualifier(e.table) : null }, implicitName: null };
   }
   const col: SelCol = { ex: lowerEx(e), alias: c.alias ? lc(c.alias.name) : null, implicitName: implicitName(e) };
   if (e.type === 'ref') col.bare = true;
@@ -161,7 +176,7 @@ function lowerWrite(w: pg.InsertStatement | pg.UpdateStatement | pg.DeleteStatem
       k: 'write',
       ctes,
       verb: 'insert',
-      targets: [{ name: lc(w.into.name), schema: w.into.schema ?? null, alias: w.into.alias ? lc(w.into.alias) : null }],
+      targets: [{ name: lc(w.into.name), schema: w.into.schema ? lc(w.into.schema) : null, alias: w.into.alias ? lc(w.into.alias) : null }],
       from: [],
       extra: [extra],
       source: lowerQuery(w.insert),
@@ -180,7 +195,7 @@ function lowerWrite(w: pg.InsertStatement | pg.UpdateStatement | pg.DeleteStatem
       k: 'write',
       ctes,
       verb: 'update',
-      targets: [{ name: lc(w.table.name), schema: w.table.schema ?? null, alias: w.table.alias ? lc(w.table.alias) : null }],
+      targets: [{ name: lc(w.table.name), schema: w.table.schema ? lc(w.table.schema) : null, alias: w.table.alias ? lc(w.table.alias) : null }],
       from,
       extra: [extra],
       source: null,
@@ -192,12 +207,17 @@ function lowerWrite(w: pg.InsertStatement | pg.UpdateStatement | pg.DeleteStatem
     k: 'write',
     ctes,
     verb: 'delete',
-    targets: [{ name: lc(w.from.name), schema: w.from.schema ?? null, alias: w.from.alias ? lc(w.from.alias) : null }],
+    targets: [{ name: lc(w.from.name), schema: w.from.schema ? lc(w.from.schema) : null, alias: w.from.alias ? lc(w.from.alias) : null }],
     from: [],
     extra: [extra],
     source: null,
     returning,
   };
+}
+
+/** A column's qualifier: an alias or table name, with its schema when written (`s.t.c`). */
+function qualifier(t: { name: string; schema?: string }): string {
+  return tableOf(t);
 }
 
 function emptyEx(): Ex {
@@ -221,7 +241,7 @@ function walk(node: unknown, ex: Ex): void {
   const type = n.type;
   if (type === 'ref') {
     const r = n as unknown as pg.ExprRef;
-    ex.refs.push({ q: r.table ? lc(r.table.name) : null, name: r.name === '*' ? '*' : lc(r.name) });
+    ex.refs.push({ q: r.table ? qualifier(r.table) : null, name: r.name === '*' ? '*' : lc(r.name) });
     return;
   }
   if (typeof type === 'string' && (SELECT_KINDS.has(type) || type === 'insert' || type === 'update' || type === 'delete')) {

@@ -4,10 +4,10 @@
 // Must not import HTTP/uWS or sources.
 import { createHmac } from 'node:crypto';
 import type { ColumnSource, OutputColumn, StatementAnalysis } from './analysis.js';
+import { findColumn, resolveTable, type Schema, SEP, showRef } from './names.js';
 import { governanceError } from './policy.js';
 
-/** Base tables of a connection: bare lower-case name → column names in order. Views are left out on purpose. */
-export type Schema = Map<string, string[]>;
+export type { Schema } from './names.js';
 
 export type MaskAction = 'hash' | 'mask' | 'null' | 'drop';
 
@@ -31,6 +31,8 @@ export interface MaskPlan {
 const STRICTNESS: Record<MaskAction, number> = { hash: 1, mask: 2, null: 3, drop: 4 };
 
 interface CompiledRule {
+  /** Matched against the relation's schema; null when the rule names none (any schema). */
+  schema: RegExp | null;
   table: RegExp;
   column: RegExp;
   action: MaskAction;
@@ -39,6 +41,7 @@ interface CompiledRule {
 /** One output column traced to the base-table columns it is computed from, `*` expanded from the schema. */
 export interface TracedColumn {
   name: string;
+  /** `table` is the relation's key (names.ts), `column` the relation's own name for it. */
   sources: Array<{ table: string; column: string }>;
   /** Why the column can't be traced, or null. */
   untraced: string | null;
@@ -78,7 +81,7 @@ export function planMasks(a: StatementAnalysis | null, schema: Schema, rules: Ma
     let best: MaskAction | null = null;
     for (const s of p.sources) {
       for (const r of compiled) {
-        if (r.table.test(s.table) && r.column.test(s.column) && (best === null || STRICTNESS[r.action] > STRICTNESS[best])) best = r.action;
+        if (matches(r, s) && (best === null || STRICTNESS[r.action] > STRICTNESS[best])) best = r.action;
       }
     }
     actions.push(best);
@@ -105,8 +108,7 @@ export function checkPredicates(a: StatementAnalysis | null, schema: Schema, rul
   const compiled = rules.map(compileRule);
   for (const s of p.sources) {
     for (const r of compiled) {
-      if (r.table.test(s.table) && r.column.test(s.column))
-        throw predicateError(`it filters, joins, groups or sorts by the masked column ${s.table}.${s.column}`);
+      if (matches(r, s)) throw predicateError(`it filters, joins, groups or sorts by the masked column ${showRef(s.table)}.${s.column}`);
     }
   }
 }
@@ -123,10 +125,19 @@ function compileRule(rule: MaskRule): CompiledRule {
   const action = rule.action.toLowerCase();
   if (!(action in STRICTNESS)) throw new TypeError(`unknown mask action '${rule.action}'`);
   const parts = rule.column.trim().toLowerCase().split('.');
-  // schema.table.column, table.column, or a bare column (any table)
+  // schema.table.column, table.column, or a bare column (any table, any schema)
   const column = parts[parts.length - 1];
   const table = parts.length >= 2 ? parts[parts.length - 2] : '*';
-  return { table: glob(table), column: glob(column), action: action as MaskAction };
+  const schema = parts.length >= 3 ? glob(parts[parts.length - 3]) : null;
+  return { schema, table: glob(table), column: glob(column), action: action as MaskAction };
+}
+
+/** A rule against a traced source: case-insensitive, as the contract says, so it covers every spelling. */
+function matches(r: CompiledRule, s: { table: string; column: string }): boolean {
+  const at = s.table.indexOf(SEP);
+  const table = s.table.slice(at + 1).toLowerCase();
+  if (!r.table.test(table) || !r.column.test(s.column.toLowerCase())) return false;
+  return r.schema === null || r.schema.test(s.table.slice(0, at).toLowerCase());
 }
 
 function glob(pattern: string): RegExp {
@@ -146,12 +157,12 @@ export function traceOutputs(outputs: OutputColumn[], schema: Schema): TracedCol
       if (c.direct) p.direct = true;
       out.push(p);
     } else if (c.kind === 'star') {
-      const cols = schema.get(c.table);
-      if (!cols) {
-        out.push({ name: `${c.table}.*`, sources: [], untraced: `'${c.table}' is not a table in the connection's schema, so * can't be expanded` });
+      const rel = resolveTable(schema, c.table);
+      if (!rel?.columns) {
+        out.push({ name: `${showRef(c.table)}.*`, sources: [], untraced: `${notTable(c.table, rel !== null)}, so * can't be expanded` });
         continue;
       }
-      for (const col of cols) out.push({ name: col, sources: [{ table: c.table, column: col.toLowerCase() }], untraced: null, expected: col, direct: true });
+      for (const col of rel.columns) out.push({ name: col, sources: [{ table: rel.key, column: col }], untraced: null, expected: col, direct: true });
     } else {
       const parts = c.parts.map((p) => traceOutputs(p, schema));
       const width = parts[0].length;
@@ -184,33 +195,50 @@ function planColumn(name: string, sources: ColumnSource[], traced: boolean, sche
       else groups.set(s.ref, [s]);
       continue;
     }
-    const cols = schema.get(s.table);
-    if (!cols) return { name, sources: [], untraced: `'${s.table}' is not a table in the connection's schema` };
-    if (s.column === '*') for (const col of cols) kept.push({ table: s.table, column: col.toLowerCase() });
-    else kept.push({ table: s.table, column: s.column });
+    const rel = resolveTable(schema, s.table);
+    if (!rel?.columns) return { name, sources: [], untraced: notTable(s.table, rel !== null) };
+    if (s.column === '*') {
+      for (const col of rel.columns) kept.push({ table: rel.key, column: col });
+      continue;
+    }
+    const col = findColumn(schema, rel.columns, s.column);
+    if (col === null) return { name, sources: [], untraced: `'${showRef(s.table)}' has no column '${s.column}'` };
+    kept.push({ table: rel.key, column: col });
   }
-  // An unqualified name comes from the innermost tier whose table has it; a table the schema does not
-  // know (a view, another schema) at or inside that tier might be the one, so the column is untraced.
+  // An unqualified name comes from the innermost tier whose table has it; a relation the schema can't
+  // trace (a view, a table it does not know) at or inside that tier might be the one, so the column is
+  // untraced; a name no candidate has is refused too, unless it may be an output column's.
   for (const g of groups.values()) {
     let best = Infinity;
     let unknown: string | null = null;
+    const found: Array<{ tier: number; table: string; column: string }> = [];
     for (const s of g) {
-      const cols = schema.get(s.table);
+      const rel = resolveTable(schema, s.table);
       const tier = s.tier ?? 0;
-      if (!cols) {
+      if (!rel?.columns) {
         if (tier <= best) unknown = s.table;
         best = Math.min(best, tier);
-      } else if (cols.some((c) => c.toLowerCase() === s.column)) best = Math.min(best, tier);
+        continue;
+      }
+      const col = findColumn(schema, rel.columns, s.column);
+      if (col !== null) {
+        best = Math.min(best, tier);
+        found.push({ tier, table: rel.key, column: col });
+      }
     }
-    if (unknown !== null && g.some((s) => !schema.has(s.table) && (s.tier ?? 0) <= best)) {
-      return { name, sources: [], untraced: `'${unknown}' is not a table in the connection's schema` };
+    if (unknown !== null && g.some((s) => !resolveTable(schema, s.table)?.columns && (s.tier ?? 0) <= best)) {
+      return { name, sources: [], untraced: notTable(unknown, resolveTable(schema, unknown) !== null) };
     }
-    for (const s of g) {
-      const cols = schema.get(s.table);
-      if ((s.tier ?? 0) === best && cols && cols.some((c) => c.toLowerCase() === s.column)) kept.push({ table: s.table, column: s.column });
+    if (best === Infinity && !g.every((s) => s.optional)) {
+      return { name, sources: [], untraced: `no table it reads has a column '${g[0].column}'` };
     }
+    for (const f of found) if (f.tier === best) kept.push({ table: f.table, column: f.column });
   }
   return { name, sources: kept, untraced: null };
+}
+
+function notTable(ref: string, known: boolean): string {
+  return known ? `'${showRef(ref)}' is a view or another relation whose columns can't be traced` : `'${showRef(ref)}' is not a table in the connection's schema`;
 }
 
 // --- applying a plan --------------------------------------------------------------------------

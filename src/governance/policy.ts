@@ -2,8 +2,9 @@
 // the caller may write, allowed write verbs, allowed tables. Throws GatewayError with the contract's codes;
 // must not import HTTP/uWS or sources.
 import { type CodeOf, GatewayError } from '../contract/errors.js';
-import type { StatementAnalysis, StatementScan } from './analysis.js';
+import type { SqlDialect, StatementAnalysis, StatementScan } from './analysis.js';
 import { PURE_GENERATORS } from './lineage.js';
+import { parseTableName, type Schema, showRef, tableKey } from './names.js';
 import { readsOutsideTables, SESSION_OR_WRITE_FUNCTIONS } from './scan.js';
 
 export const READ_ONLY_MESSAGE = 'Only read-only statements (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN) are allowed';
@@ -48,38 +49,58 @@ export function checkWriteOps(a: StatementScan, allowedWriteOps: string[] | null
 }
 
 /**
+ * Statements that change the pooled session beyond the call (SET without LOCAL, set_config(..., false),
+ * RESET, SET ROLE, LISTEN, PREPARE, temporary tables, session locks, MySQL user variables, PRAGMA,
+ * ATTACH, ...): a later call, anyone's, would run in that state. A caller that may not write is told
+ * `read_only`; any other caller, the admin included, `forbidden`: the gateway sets the session.
+ */
+export function checkSession(a: StatementScan, mayWrite: boolean): void {
+  if (a.sessionChanges.length === 0) return;
+  const what = a.sessionChanges.join(', ');
+  if (!mayWrite) throw governanceError('read_only', `${READ_ONLY_MESSAGE} - not one that changes the session (${what}).`);
+  throw governanceError('forbidden', `Statements that change the session for later calls are not run through the gateway (${what}); the gateway sets each call's session.`);
+}
+
+/**
  * For a key with `allowed_tables` (null = unrestricted): 403 table_check_failed when the statement
  * could not be analysed (`a` null), 403 table_not_allowed when it touches a table outside the list or
- * reads through a table function that is not a pure generator or a data-reading function.
+ * reads through a table function that is not a pure generator or a data-reading function. Tables are
+ * compared as the connection resolves them (names.ts): an entry `customers` is the table an
+ * unqualified `customers` reads there (the search path's first), `private.customers` that schema's.
  */
-export function checkTables(a: StatementAnalysis | null, allowedTables: string[] | null): void {
+export function checkTables(a: StatementAnalysis | null, allowedTables: string[] | null, schema: Schema): void {
   if (allowedTables === null) return;
   if (a === null) throw governanceError('table_check_failed', 'This query could not be analyzed to enforce its table access restrictions');
-  const allowed = new Set(allowedTables.map(bareName));
+  const allowed = allowedKeys(allowedTables, schema);
   const forbidden = new Set<string>();
-  for (const t of a.tables) if (!allowed.has(t)) forbidden.add(t);
+  for (const t of a.tables) {
+    const key = tableKey(schema, t);
+    if (key === null || !allowed.has(key)) forbidden.add(showRef(t));
+  }
   for (const f of a.tableFunctions) if (!PURE_GENERATORS.has(f)) forbidden.add(`${f}()`);
   for (const f of a.unsafeFunctions) if (readsOutsideTables(f)) forbidden.add(`${f}()`);
   if (forbidden.size === 0) return;
-  const list = [...allowed].sort().join(', ') || '(none)';
+  const list = [...allowedTables].sort().join(', ') || '(none)';
   throw governanceError('table_not_allowed', `This API key may only query these tables: ${list}. Forbidden: ${[...forbidden].sort().join(', ')}.`);
+}
+
+function allowedKeys(entries: string[], schema: Schema): Set<string> {
+  const keys = new Set<string>();
+  for (const e of entries) {
+    const key = tableKey(schema, parseTableName(e, schema.dialect as SqlDialect));
+    if (key !== null) keys.add(key);
+  }
+  return keys;
 }
 
 export interface GovernanceGrants {
   mayWrite: boolean;
   allowedWriteOps: string[] | null;
-  allowedTables: string[] | null;
 }
 
-/** Every statement check in the contract's order: statements, read-only, write ops, tables. */
-export function checkStatement(scan: StatementScan, analysis: StatementAnalysis | null, grants: GovernanceGrants): void {
+/** The statement checks that need no schema, in the contract's order: statements, read-only, session, write ops. */
+export function checkStatement(scan: StatementScan, grants: GovernanceGrants): void {
   checkReadOnly(scan, grants.mayWrite);
+  checkSession(scan, grants.mayWrite);
   if (grants.mayWrite) checkWriteOps(scan, grants.allowedWriteOps);
-  checkTables(analysis, grants.allowedTables);
-}
-
-function bareName(t: string): string {
-  const name = t.trim().toLowerCase();
-  const dot = name.lastIndexOf('.');
-  return dot === -1 ? name : name.slice(dot + 1);
 }

@@ -10,6 +10,7 @@
 // - `--` comments (in mysql only before whitespace or the end), `#` comments in mysql, `/* */` comments
 //   that nest in postgres only, $tag$ quoting in postgres only.
 
+import { sessionChanges } from './session.js';
 import { endOfBlockComment, endOfDollarQuote, endOfLine, endOfQuoted, isIdentChar } from './sqlText.js';
 
 export type ScanDialect = 'postgres' | 'sqlite' | 'mysql';
@@ -45,6 +46,13 @@ export interface LexicalRisks {
   unicodeEscape: boolean;
   /** A `...` name with a doubled backtick inside, which neither parser decodes as the database does. */
   doubledBacktick: boolean;
+  /** A quoted name with upper-case letters: node-sql-parser's PostgreSQL grammar can't tell it from an unquoted one, which folds. */
+  quotedUpper: boolean;
+  /**
+   * An unquoted name with a non-ASCII letter that has a lower-case form: PostgreSQL and SQLite fold
+   * only ASCII letters, the parsers fold every letter, so the name they give is not the database's.
+   */
+  unicodeFold: boolean;
 }
 
 export interface Lexed {
@@ -236,6 +244,8 @@ export function lex(sql: string, dialect: ScanDialect): Lexed {
     doubleQuotedString: false,
     unicodeEscape: false,
     doubledBacktick: false,
+    quotedUpper: false,
+    unicodeFold: false,
   };
   const len = sql.length;
   let i = 0;
@@ -288,7 +298,10 @@ export function lex(sql: string, dialect: ScanDialect): Lexed {
         risks.doubleQuotedString = true;
         if (text.includes('\\')) risks.backslashInString = true;
         tokens.push({ kind: 'str', text, at: i });
-      } else tokens.push({ kind: 'name', text, at: i });
+      } else {
+        if (text !== text.toLowerCase()) risks.quotedUpper = true;
+        tokens.push({ kind: 'name', text, at: i });
+      }
       i = end;
       continue;
     }
@@ -324,7 +337,9 @@ export function lex(sql: string, dialect: ScanDialect): Lexed {
         const q = sql.charCodeAt(end + 1);
         if (q === 0x22 || q === 0x27) risks.unicodeEscape = true; // U&"..." or U&'...'
       }
-      tokens.push({ kind: 'word', text: sql.slice(i, end).toLowerCase(), at: i });
+      const word = sql.slice(i, end);
+      if (/[^\x00-\x7f]/.test(word) && word.replace(/[A-Z]/g, '') !== word.replace(/[A-Z]/g, '').toLowerCase()) risks.unicodeFold = true;
+      tokens.push({ kind: 'word', text: word.toLowerCase(), at: i });
       i = end;
       continue;
     }
@@ -353,10 +368,12 @@ export interface LexicalVerdict {
   calls: string[];
   /** Index of the first token of the explained statement when the verb is EXPLAIN, else -1. */
   explainedAt: number;
+  /** What would change the pooled session beyond the call (governance/session.ts), sorted. */
+  sessionChanges: string[];
 }
 
 /** The keyword guard's reading of the tokens (the reference's `write_operations`, plus function names). */
-export function judgeTokens(tokens: Token[]): LexicalVerdict {
+export function judgeTokens(tokens: Token[], dialect: ScanDialect): LexicalVerdict {
   let start = 0;
   while (start < tokens.length && tokens[start].kind === 'punct' && tokens[start].text === '(') start++;
   const first = tokens[start];
@@ -423,7 +440,8 @@ export function judgeTokens(tokens: Token[]): LexicalVerdict {
       }
     }
   }
-  return { verb, writeVerbs: [...writes].sort(), selectInto, unsafeFunctions: [...unsafe].sort(), calls: [...calls].sort(), explainedAt };
+  const session = sessionChanges(start ? tokens.slice(start) : tokens, dialect, verb);
+  return { verb, writeVerbs: [...writes].sort(), selectInto, unsafeFunctions: [...unsafe].sort(), calls: [...calls].sort(), explainedAt, sessionChanges: session };
 }
 
 function isNameStart(c: number): boolean {

@@ -1,82 +1,87 @@
-// In charge of the SQL that reads a connection's base tables and their columns (what `*` expands to
-// for masking), per dialect, and of turning its rows into a Schema. Must not import HTTP/uWS or
-// sources: the caller runs the query through its source.
+// In charge of the SQL that reads what a connection's names resolve to (every relation it can name,
+// the columns of its base tables, the search path and the case rules), per dialect, and of turning
+// its rows into a Schema (governance/names.ts). Must not import HTTP/uWS or sources: the caller runs
+// the queries through its source.
 //
-// Views are left out on purpose: a view's columns can't be traced to the tables they come from, so a
-// column read through a view is untraceable and a key with mask rules is refused (fail closed).
+// Views are known by name but carry no columns on purpose: a view's columns can't be traced to the
+// tables they come from, so a column read through a view is untraceable and a key with mask rules is
+// refused (fail closed). Knowing the view still matters: an unqualified name that a view (or a
+// catalog table) answers on the search path must not be taken for a table of that name further on.
 import type { SqlDialect } from './analysis.js';
-import type { Schema } from './masking.js';
+import { type Relation, type Schema, SEP } from './names.js';
 
-const POSTGRES = `SELECT c.table_name::text, c.column_name::text, c.data_type::text, c.table_schema::text
+// Rows: (schema, table, column, data_type, table_type). information_schema lists only what the user
+// has some privilege on, which is what it can read.
+const POSTGRES_COLUMNS = `SELECT c.table_schema::text, c.table_name::text, c.column_name::text, c.data_type::text, t.table_type::text
 FROM information_schema.columns c
 JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
-WHERE t.table_type IN ('BASE TABLE', 'FOREIGN', 'FOREIGN TABLE')
-  AND c.table_schema = ANY (current_schemas(false))
-  AND c.table_schema NOT IN ('pg_catalog', 'information_schema')
-ORDER BY array_position(current_schemas(false), c.table_schema::name), c.table_name, c.ordinal_position`;
+WHERE c.table_schema NOT IN ('pg_catalog', 'information_schema')
+ORDER BY c.table_schema, c.table_name, c.ordinal_position`;
 
-const SQLITE = `SELECT m.name, p.name, p.type
-FROM sqlite_master m JOIN pragma_table_info(m.name) p
-WHERE m.type = 'table'
-ORDER BY m.name, p.cid`;
+// Rows: (schema, relation) for every relation a FROM can name in a schema the user may use, the
+// catalogs included (pg_catalog is searched first); then one row: the effective search path.
+const POSTGRES_RELATIONS = `SELECT n.nspname::text, c.relname::text
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+  AND (n.oid = pg_my_temp_schema() OR has_schema_privilege(n.oid, 'USAGE'))`;
+const POSTGRES_PATH = `SELECT s::text FROM unnest(current_schemas(true)) WITH ORDINALITY AS p(s, n) ORDER BY n`;
 
-const MYSQL = `SELECT c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE
+// The join compares names exactly: information_schema's collation would pair Customers with customers.
+const MYSQL_COLUMNS = `SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, t.TABLE_TYPE
 FROM information_schema.COLUMNS c
-JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME
-WHERE c.TABLE_SCHEMA = DATABASE() AND t.TABLE_TYPE = 'BASE TABLE'
-ORDER BY c.TABLE_NAME, c.ORDINAL_POSITION`;
+JOIN information_schema.TABLES t ON BINARY t.TABLE_SCHEMA = BINARY c.TABLE_SCHEMA AND BINARY t.TABLE_NAME = BINARY c.TABLE_NAME
+WHERE c.TABLE_SCHEMA NOT IN ('information_schema', 'performance_schema', 'mysql', 'sys')
+ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION`;
+const MYSQL_PATH = `SELECT DATABASE(), @@lower_case_table_names`;
 
-/**
- * A query returning rows (table_name, column_name, data_type[, table_schema]) in column order, base
- * tables only. data_type is the database's own name (information_schema's, or SQLite's declared type).
- */
-export function schemaQuery(dialect: SqlDialect): string {
-  return dialect === 'postgres' ? POSTGRES : dialect === 'sqlite' ? SQLITE : MYSQL;
+const SQLITE_COLUMNS = `SELECT l.schema, l.name, p.name, p.type, l.type
+FROM pragma_database_list d
+JOIN pragma_table_list l ON l.schema = d.name
+LEFT JOIN pragma_table_info(l.name, l.schema) p
+ORDER BY d.seq, l.name, p.cid`;
+const SQLITE_PATH = `SELECT name FROM pragma_database_list ORDER BY CASE name WHEN 'temp' THEN 0 ELSE 1 END, seq`;
+
+/** The queries to run, in this order, and hand to toSchema. */
+export function schemaQueries(dialect: SqlDialect): string[] {
+  if (dialect === 'postgres') return [POSTGRES_COLUMNS, POSTGRES_RELATIONS, POSTGRES_PATH];
+  if (dialect === 'mysql') return [MYSQL_COLUMNS, MYSQL_PATH];
+  return [SQLITE_COLUMNS, SQLITE_PATH];
 }
 
-/** Per bare lower-case table, its columns' data types by lower-case column name (for the catalog). */
-export type ColumnTypes = Map<string, Map<string, string>>;
+const TRACEABLE = new Set(['BASE TABLE', 'FOREIGN', 'FOREIGN TABLE', 'table', 'virtual', 'shadow']);
 
-/**
- * Rows (table_name, column_name, data_type[, table_schema]) to a Schema keyed by bare lower-case table
- * name. When two schemas on the search path hold a table of the same name, the first one seen (earlier
- * on the path) wins. Rows of one table must be contiguous, as the queries above order them.
- */
-export function toSchema(rows: unknown[][]): Schema {
-  const schema: Schema = new Map();
-  eachTable(rows, (key, cols) =>
-    schema.set(
-      key,
-      cols.map((row) => String(row[1])),
-    ),
-  );
-  return schema;
-}
-
-/** The same rows to each column's data type, with the same rule for a name on two schemas. */
-export function toColumnTypes(rows: unknown[][]): ColumnTypes {
-  const types: ColumnTypes = new Map();
-  eachTable(rows, (key, cols) => types.set(key, new Map(cols.map((row) => [String(row[1]).toLowerCase(), String(row[2] ?? '')]))));
-  return types;
-}
-
-/** Calls `use` once per table (its key and rows), the first of several schemas' tables of one name only. */
-function eachTable(rows: unknown[][], use: (key: string, rows: unknown[][]) => void): void {
-  const seen = new Set<string>();
-  let run: string | null = null; // the table (and schema) whose rows are being read
-  let key = '';
-  let cols: unknown[][] | null = null;
-  for (const row of rows) {
-    const table = String(row[0]);
-    const id = row.length > 3 ? `${String(row[3])}\u0000${table}` : table;
-    if (id !== run) {
-      if (cols) use(key, cols);
-      run = id;
-      key = table.toLowerCase();
-      cols = seen.has(key) ? null : [];
-      seen.add(key);
+/** The rows of schemaQueries(dialect), each query's rows in turn, to a Schema. */
+export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
+  const [columns, second, third] = results;
+  let path: string[];
+  let foldTables = dialect === 'sqlite';
+  if (dialect === 'postgres') path = (third ?? []).map((r) => String(r[0]));
+  else if (dialect === 'mysql') {
+    const row = second?.[0] ?? [];
+    path = row[0] === null || row[0] === undefined ? [] : [String(row[0])];
+    foldTables = Number(row[1] ?? 0) !== 0;
+  } else path = (second ?? []).map((r) => String(r[0]));
+  const fold = (s: string) => (foldTables ? s.toLowerCase() : s);
+  const relations = new Map<string, Relation>();
+  for (const row of columns ?? []) {
+    const schema = String(row[0]);
+    const name = String(row[1]);
+    const key = `${fold(schema)}${SEP}${fold(name)}`;
+    let r = relations.get(key);
+    if (!r) {
+      r = { key, schema, name, columns: TRACEABLE.has(String(row[4])) ? [] : null, types: [] };
+      relations.set(key, r);
     }
-    if (cols) cols.push(row);
+    if (r.columns && row[2] !== null && row[2] !== undefined) {
+      r.columns.push(String(row[2]));
+      r.types.push(String(row[3] ?? ''));
+    }
   }
-  if (cols) use(key, cols);
+  if (dialect === 'postgres') {
+    for (const row of second ?? []) {
+      const key = `${String(row[0])}${SEP}${String(row[1])}`;
+      if (!relations.has(key)) relations.set(key, { key, schema: String(row[0]), name: String(row[1]), columns: null, types: [] });
+    }
+  }
+  return { dialect, relations, path, foldTables, memo: new Map() };
 }

@@ -199,7 +199,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     const pool = opts.readOnly ? readPool : writer();
     const c = await connect(pool);
     // Put back in the pool afterwards unless something may have left the session unlike the others.
-    let keep = opts.readOnly || isCleanWrite(text);
+    let keep = (opts.readOnly || isCleanWrite(text)) && !opts.resetSession;
     try {
       let session = sessions.get(c);
       if (!session) {
@@ -306,7 +306,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
           throw connectionFailed(detailOf(err, password));
         }
         out = await pump(c, text, bindable(values), ms, batchRows, onBatch);
-        keep = out.clean;
+        keep = out.clean && !opts.resetSession;
       } finally {
         if (keep) c.release();
         else {

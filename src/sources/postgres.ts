@@ -65,6 +65,19 @@ interface Client {
  *   calls again at once.
  */
 const CANCEL_GRACE_MS = 2000;
+/**
+ * The gateway's own time limit does not rest on the session's statement_timeout alone (a statement
+ * could have changed it for later calls): a call still running this long past its limit is cancelled
+ * from here and its client retired, whatever the session's settings say.
+ */
+const BACKSTOP_MS = 1000;
+/**
+ * Puts a session back as it started (the startup parameters are RESET ALL's defaults: the read
+ * pool's default_transaction_read_only, the server's statement_timeout), role and authorization
+ * included; drops what a statement may have left on it. Sent after a statement governance could not
+ * rule out (RunOptions.resetSession), pipelined. A session it fails on is retired.
+ */
+const RESET_SESSION = 'SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *; CLOSE ALL; DISCARD TEMP; SELECT pg_advisory_unlock_all()';
 /** SQLSTATE syntax_error: the server could not parse the statement. */
 const SYNTAX_ERROR = '42601';
 /** pick()'s weight for a streaming client: busier than any number of ordinary calls. */
@@ -178,10 +191,24 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     breaker.admit();
     const client = pick(opts.readOnly ? readPool : writer());
     const ms = toMs(opts.timeoutMs);
+    let timer: NodeJS.Timeout | undefined;
     client.busy++;
     try {
       prime(client, ms);
-      const res = await client.sql.unsafe(text, values as never[], { prepare: true }).values();
+      const query = client.sql.unsafe(text, values as never[], { prepare: true }).values();
+      if (opts.resetSession) reset(client);
+      let res: Awaited<typeof query>;
+      if (ms > 0) {
+        query.catch(noop); // once the backstop has answered, the cancelled statement's failure is nobody's
+        const backstop = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            query.cancel();
+            retire(client, CANCEL_GRACE_MS / 1000);
+            reject(timeoutError(ms));
+          }, ms + BACKSTOP_MS);
+        });
+        res = await Promise.race([query, backstop]);
+      } else res = await query;
       const columns = namesOf(res.columns);
       const rowCount = res.length > 0 || columns.length > 0 ? res.length : (res.count ?? 0);
       breaker.reached();
@@ -190,8 +217,18 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     } catch (err) {
       throw noted(err, toCallError(err, ms, password));
     } finally {
+      clearTimeout(timer);
       client.busy--;
     }
+  }
+
+  /** Queues RESET_SESSION right behind what was sent to the client (see there). */
+  function reset(client: Client): void {
+    client.sessionMs = startupMs;
+    client.sql
+      .unsafe(RESET_SESSION)
+      .simple()
+      .catch(() => retire(client, 5));
   }
 
   async function syntaxError(text: string): Promise<string | null> {
@@ -227,6 +264,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     try {
       prime(client, 0); // see "Time limit" above
       const query = client.sql.unsafe(text, values as never[], { prepare: true }).values();
+      if (opts.resetSession) reset(client);
       const arm = (): void => {
         if (ms > 0 && !st.timedOut) timer = setTimeout(onTimeout, ms);
       };
@@ -368,6 +406,8 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     client.retired = true;
     const at = readPool.indexOf(client);
     if (at >= 0 && !closed) readPool[at] = makeClient(true);
+    const w = writePool ? writePool.indexOf(client) : -1;
+    if (w >= 0 && writePool && !closed) writePool[w] = makeClient(false);
     const done: Promise<void> = client.sql
       .end({ timeout: timeoutS })
       .catch(noop)

@@ -40,6 +40,13 @@ export interface RunOptions {
   timeoutMs: number;
   /** True: the database itself must refuse writes for this run. */
   readOnly: boolean;
+  /**
+   * True: the statement may leave state on its session that governance could not rule out (a write's
+   * triggers, a function it can't vouch for): the session is put back as the gateway set it afterwards
+   * (PostgreSQL: settings, role, listens, cursors, temporary tables, advisory locks; MySQL: the
+   * connection is not reused).
+   */
+  resetSession?: boolean;
 }
 
 export interface StreamOptions extends RunOptions {

@@ -5,35 +5,23 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { outputColumns, valueSchema } from '../../src/catalog/columns.js';
 import { analyzeStatement, type SqlDialect } from '../../src/governance/analysis.js';
-import type { Schema } from '../../src/governance/masking.js';
-import type { ColumnTypes } from '../../src/governance/schema.js';
+import { emptySchema, type Schema, schemaOf } from '../../src/governance/names.js';
 
-const SCHEMA: Schema = new Map([
-  ['film', ['film_id', 'title', 'length']],
-  ['rental', ['rental_id', 'film_id', 'rental_date']],
-]);
-const TYPES: ColumnTypes = new Map([
-  [
-    'film',
-    new Map([
-      ['film_id', 'integer'],
-      ['title', 'text'],
-      ['length', 'smallint'],
-    ]),
-  ],
-  [
-    'rental',
-    new Map([
-      ['rental_id', 'bigint'],
-      ['film_id', 'integer'],
-      ['rental_date', 'timestamp without time zone'],
-    ]),
-  ],
-]);
+const TYPES: Record<string, Record<string, string>> = {
+  film: { film_id: 'integer', title: 'text', length: 'smallint' },
+  rental: { rental_id: 'bigint', film_id: 'integer', rental_date: 'timestamp without time zone' },
+};
+
+/** The two tables in the dialect's default schema, with their types. */
+function typedSchema(dialect: SqlDialect): Schema {
+  const s = schemaOf(dialect, Object.fromEntries(Object.entries(TYPES).map(([t, cols]) => [t, Object.keys(cols)])));
+  for (const r of s.relations.values()) r.types = Object.values(TYPES[r.name]);
+  return s;
+}
 
 /** name:type per column ('?' untyped), or null when the columns can't be listed. */
-function columns(sql: string, dialect: SqlDialect = 'postgres', schema = SCHEMA): string[] | null {
-  const cols = outputColumns(analyzeStatement(sql, dialect), schema, TYPES, dialect);
+function columns(sql: string, dialect: SqlDialect = 'postgres', schema = typedSchema(dialect)): string[] | null {
+  const cols = outputColumns(analyzeStatement(sql, dialect), schema, dialect);
   return cols?.map((c) => `${c.name}:${c.dataType ?? '?'}`) ?? null;
 }
 
@@ -74,7 +62,7 @@ test('output columns on MySQL and SQLite', () => {
   assert.deepEqual(columns('SELECT CONCAT(title, "!") AS t FROM film', 'mysql'), ['t:?']);
   assert.deepEqual(columns('SELECT * FROM film', 'sqlite'), ['film_id:integer', 'title:text', 'length:smallint']);
   // without a schema, named columns are still listed, untyped
-  assert.deepEqual(columns('SELECT film_id, title FROM film', 'sqlite', new Map()), ['film_id:?', 'title:?']);
+  assert.deepEqual(columns('SELECT film_id, title FROM film', 'sqlite', emptySchema('sqlite')), ['film_id:?', 'title:?']);
 });
 
 test('value schemas follow what the gateway answers', () => {

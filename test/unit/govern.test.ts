@@ -17,7 +17,9 @@ import { hashValue } from '../../src/governance/masking.js';
 import { openSource } from '../../src/sources/index.js';
 import type { Dialect, Source } from '../../src/sources/types.js';
 import type { ConnectionRow, KeyRow, VersionRow } from '../../src/store/types.js';
+import mysql from 'mysql2/promise';
 import { keyRow } from '../fixtures.js';
+import { scratchDatabase } from '../helpers.js';
 
 const KEY: KeyRow = keyRow({ queries: ['q'] });
 
@@ -60,13 +62,12 @@ function governance(allowWrites: boolean): Governance & { secretReads: number } 
   return g;
 }
 
-// The statement checks never read the connection; a source that fails loudly proves it.
-const UNUSED_SOURCE: Source = {
-  dialect: 'postgres',
-  run: () => assert.fail('the source was used'),
-  stream: () => assert.fail('the source was used'),
-  close: async () => undefined,
-} as unknown as Source;
+// Real connections with the tables the statements name: customers (id, name), orders (id, customer_id, total).
+const TABLES_SQL = 'CREATE TABLE customers (id int PRIMARY KEY, name text); CREATE TABLE orders (id int PRIMARY KEY, customer_id int, total int)';
+const sources = new Map<Dialect, { conn: ConnectionRow; source: Source }>();
+let dropPg: (() => Promise<void>) | null = null;
+let dropMy: (() => Promise<void>) | null = null;
+let liteDir = '';
 
 const NO_CONNECTION: ConnectionRow = {
   name: 'pg',
@@ -83,12 +84,43 @@ const NO_CONNECTION: ConnectionRow = {
   updated_at: '',
 };
 
+before(async () => {
+  const pg = await scratchDatabase('qag_govern');
+  await pg.sql.unsafe(TABLES_SQL);
+  dropPg = pg.drop;
+  const pgConn: ConnectionRow = { ...NO_CONNECTION, name: 'pg', host: '127.0.0.1', port: 5432, database: pg.name, user: 'postgres' };
+  sources.set('postgres', { conn: pgConn, source: openSource(pgConn, { poolSize: 1, home: tmpdir() }) });
+  const db = `qag_govern_${process.pid}`;
+  const admin = await mysql.createConnection({ host: '127.0.0.1', port: 3306, user: 'root', multipleStatements: true });
+  await admin.query(`DROP DATABASE IF EXISTS ${db}; CREATE DATABASE ${db}; USE ${db}; ${TABLES_SQL.replaceAll(' text', ' varchar(50)')}`);
+  dropMy = async () => {
+    await admin.query(`DROP DATABASE IF EXISTS ${db}`);
+    await admin.end();
+  };
+  const myConn: ConnectionRow = { ...NO_CONNECTION, name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: db, user: 'root' };
+  sources.set('mysql', { conn: myConn, source: openSource(myConn, { poolSize: 1, home: tmpdir() }) });
+  liteDir = mkdtempSync(join(tmpdir(), 'qag-govern-decide-'));
+  const lite = new Database(join(liteDir, 'shop.db'));
+  lite.exec(TABLES_SQL);
+  lite.close();
+  const liteConn: ConnectionRow = { ...NO_CONNECTION, name: 'lite', db: 'sqlite', database: 'shop.db' };
+  sources.set('sqlite', { conn: liteConn, source: openSource(liteConn, { poolSize: 1, home: liteDir }) });
+});
+
+after(async () => {
+  for (const { source } of sources.values()) await source.close();
+  await dropPg?.();
+  await dropMy?.();
+  rmSync(liteDir, { recursive: true, force: true });
+});
+
 /** 'allowed' or the refusal's code. */
 async function decide(caller: Caller, sql: string, dialect: Dialect, allowWrites: boolean, queryName = 'q'): Promise<string> {
   const plan = planCall('p', version(sql), dialect);
+  const { conn, source } = sources.get(dialect)!;
   try {
-    const governed = await governCall(governance(allowWrites), plan, caller, queryName, NO_CONNECTION, UNUSED_SOURCE);
-    assert.deepEqual(governed, { masker: null, masked: null }, 'no mask rules, no masker');
+    const governed = await governCall(governance(allowWrites), plan, caller, queryName, conn, source);
+    assert.equal(governed.masker, null, 'no mask rules, no masker');
     return 'allowed';
   } catch (e) {
     assert.ok(e instanceof GatewayError, String(e));
@@ -153,7 +185,10 @@ test('governCall: (caller grants, statement, dialect, server ceiling) -> allowed
     // allowed_tables: every table read or written
     ['a read inside allowed_tables', key({ allowed_tables: ['customers'] }), READ, 'postgres', true, 'allowed'],
     ['allowed_tables with a schema prefix', key({ allowed_tables: ['public.customers'] }), READ, 'postgres', true, 'allowed'],
-    ['allowed_tables in another case', key({ allowed_tables: ['Customers'] }), READ, 'mysql', true, 'allowed'],
+    ['allowed_tables in another case, folded as PostgreSQL folds an unquoted name', key({ allowed_tables: ['Customers'] }), READ, 'postgres', true, 'allowed'],
+    ['allowed_tables quoted in another case: another table', key({ allowed_tables: ['"Customers"'] }), READ, 'postgres', true, 'table_not_allowed'],
+    ['allowed_tables in another case on MariaDB (lower_case_table_names 0): another table', key({ allowed_tables: ['Customers'] }), READ, 'mysql', true, 'table_not_allowed'],
+    ['allowed_tables in another schema', key({ allowed_tables: ['private.customers'] }), READ, 'postgres', true, 'table_not_allowed'],
     ['a join reaching outside allowed_tables', key({ allowed_tables: ['customers'] }), JOIN, 'postgres', true, 'table_not_allowed'],
     ['a join reaching outside allowed_tables (mysql)', key({ allowed_tables: ['customers'] }), JOIN, 'mysql', true, 'table_not_allowed'],
     ['a join reaching outside allowed_tables (sqlite)', key({ allowed_tables: ['customers'] }), JOIN, 'sqlite', true, 'table_not_allowed'],
@@ -313,9 +348,9 @@ describe('masking over a real SQLite connection', () => {
     const g = governance(false);
     const plan = planCall('plain', version('SELECT * FROM customer_emails'), 'sqlite');
     // a view cannot be traced, but without rules nothing needs to be
-    assert.deepEqual(await governCall(g, plan, key({}), 'q', conn, UNUSED_SOURCE), { masker: null, masked: null });
-    assert.deepEqual(await governCall(g, plan, key({ mask: [] }), 'q', conn, UNUSED_SOURCE), { masker: null, masked: null });
-    assert.deepEqual(await governCall(g, plan, ADMIN, 'q', conn, UNUSED_SOURCE), { masker: null, masked: null });
+    assert.deepEqual(await governCall(g, plan, key({}), 'q', conn, source), { masker: null, masked: null });
+    assert.deepEqual(await governCall(g, plan, key({ mask: [] }), 'q', conn, source), { masker: null, masked: null });
+    assert.deepEqual(await governCall(g, plan, ADMIN, 'q', conn, source), { masker: null, masked: null });
     assert.equal(g.traces.size, 0);
   });
 

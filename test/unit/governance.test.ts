@@ -5,19 +5,23 @@ import assert from 'node:assert/strict';
 import { type GatewayError, statusOf } from '../../src/contract/errors.js';
 import { analyzeStatement, inspectStatement, scanStatement, type SqlDialect } from '../../src/governance/analysis.js';
 import { checkReadOnly, checkStatement, checkTables, checkWriteOps } from '../../src/governance/policy.js';
-import { compileMasker, hashValue, maskValue, planMasks, type MaskRule, type Schema } from '../../src/governance/masking.js';
-import { schemaQuery, toColumnTypes, toSchema } from '../../src/governance/schema.js';
+import { compileMasker, hashValue, maskValue, planMasks, type MaskRule } from '../../src/governance/masking.js';
+import { resolveTable, schemaOf } from '../../src/governance/names.js';
+import { schemaQueries, toSchema } from '../../src/governance/schema.js';
 
-const SCHEMA: Schema = new Map([
+const TABLES = new Map<string, string[]>([
   ['customers', ['id', 'name', 'email', 'phone', 'national_id', 'created_at']],
   ['orders', ['id', 'customer_id', 'total', 'status', 'created_at']],
   ['employees', ['id', 'manager_id', 'name', 'salary', 'dept']],
   ['film', ['film_id', 'title', 'category', 'rating', 'length']],
   ['rental', ['rental_id', 'film_id', 'customer_id', 'rental_date', 'return_date']],
-  ['mixedcase', ['Id', 'Email']],
+  ['MixedCase', ['Id', 'Email']],
   ['pgbench_accounts', ['aid', 'bid', 'abalance', 'filler']],
   ['pgbench_branches', ['bid', 'bbalance', 'filler']],
 ]);
+const SCHEMA = schemaOf('postgres', TABLES);
+// MySQL's tables in a database named public, so the rule on public.customers.national_id reads the same there.
+const schemaFor = (dialect: SqlDialect) => schemaOf(dialect, TABLES, dialect === 'mysql' ? 'public' : undefined);
 
 const RULES: MaskRule[] = [
   { column: 'customers.email', action: 'hash' },
@@ -105,8 +109,13 @@ const CORPUS: LineageCase[] = [
   { sql: 'SELECT (SELECT email FROM orders o WHERE o.customer_id = c.id LIMIT 1) AS mail FROM customers c', tables: ['customers', 'orders'], masks: 'h' },
   { sql: 'SELECT c.name FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id)', tables: ['customers', 'orders'], masks: '-' },
   { sql: "SELECT id FROM (SELECT id, email FROM customers) s WHERE s.email LIKE 'a%'", tables: ['customers'], masks: '-' },
-  { sql: 'SELECT "MixedCase"."Email", "Id" FROM "MixedCase"', mysql: 'SELECT `MixedCase`.`Email`, `Id` FROM `MixedCase`', tables: ['mixedcase'], masks: 'm -' },
-  { sql: 'SELECT Email AS "E-Mail", ID FROM public.Customers', mysql: 'SELECT Email AS `E-Mail`, ID FROM shop.Customers', tables: ['customers'], masks: 'h -' },
+  { sql: 'SELECT "MixedCase"."Email", "Id" FROM "MixedCase"', mysql: 'SELECT `MixedCase`.`Email`, `Id` FROM `MixedCase`', tables: ['MixedCase'], masks: 'm -' },
+  // unquoted names fold on PostgreSQL; MySQL keeps a table's case (lower_case_table_names 0): another table
+  { sql: 'SELECT Email AS "E-Mail", ID FROM public.Customers', only: ['postgres'], tables: ['public\u0000customers'], masks: 'h -' },
+  { sql: 'SELECT Email AS `E-Mail`, ID FROM public.Customers', only: ['mysql'], tables: ['public\u0000Customers'], masks: { refused: 'mask_unresolvable' } },
+  { sql: 'SELECT Email AS `E-Mail`, ID FROM public.customers', only: ['mysql'], tables: ['public\u0000customers'], masks: 'h -' },
+  // a quoted name keeps its case on PostgreSQL: "Customers" is not customers
+  { sql: 'SELECT email FROM "Customers"', only: ['postgres'], tables: ['Customers'], masks: { refused: 'mask_unresolvable' } },
   { sql: 'SELECT f.title, r.rental_date FROM film f JOIN rental r USING (film_id)', tables: ['film', 'rental'], masks: '- -' },
   // unqualified names over a join: the schema says which table has the column
   { sql: 'SELECT phone, total FROM customers JOIN orders ON orders.customer_id = customers.id', tables: ['customers', 'orders'], masks: 'm -' },
@@ -198,6 +207,7 @@ for (const dialect of ['postgres', 'mysql'] as SqlDialect[]) {
       await t.test(sql, () => {
         const a = analyzeStatement(sql, dialect);
         assert.deepEqual(a.tables, c.tables, 'tables');
+        const SCHEMA = schemaFor(dialect);
         if (typeof c.masks === 'string') {
           const plan = planMasks(a, SCHEMA, RULES);
           const width = c.masks === '' ? 0 : c.masks.split(' ').length;
@@ -237,7 +247,7 @@ test('sqlite statements: pgsql-ast-parser, with node-sql-parser for SQLite-only 
   const r = inspectStatement('SELECT [title] FROM [film]', 'sqlite');
   assert.equal(r.analysis, null);
   assert.throws(
-    () => checkTables(r.analysis, ['film']),
+    () => checkTables(r.analysis, ['film'], SCHEMA),
     (e: unknown) => (e as GatewayError).code === 'table_check_failed',
   );
 });
@@ -353,7 +363,7 @@ test('allowed_tables decisions', () => {
   const decide = (sql: string, allowed: string[] | null, dialect: SqlDialect = 'postgres'): string => {
     const r = inspectStatement(sql, dialect);
     try {
-      checkTables(r.analysis, allowed);
+      checkTables(r.analysis, allowed, schemaFor(dialect));
       return 'ok';
     } catch (e) {
       const { code } = e as GatewayError;
@@ -401,7 +411,7 @@ test('allowed_tables decisions', () => {
   // the message names the allowed and the forbidden tables
   const r = inspectStatement('SELECT * FROM film JOIN rental USING (film_id) JOIN customers USING (customer_id)', 'postgres');
   assert.throws(
-    () => checkTables(r.analysis, ['film']),
+    () => checkTables(r.analysis, ['film'], SCHEMA),
     (e: unknown) => {
       const err = e as GatewayError;
       return err.code === 'table_not_allowed' && err.message === 'This API key may only query these tables: film. Forbidden: customers, rental.';
@@ -410,7 +420,7 @@ test('allowed_tables decisions', () => {
   // a write-op refusal comes before a table refusal
   const w = inspectStatement('DELETE FROM secret', 'postgres');
   assert.throws(
-    () => checkStatement(w.scan, w.analysis, { mayWrite: true, allowedWriteOps: ['insert'], allowedTables: ['film'] }),
+    () => checkStatement(w.scan, { mayWrite: true, allowedWriteOps: ['insert'] }),
     (e: unknown) => (e as GatewayError).code === 'write_op_not_allowed',
   );
 });
@@ -506,12 +516,12 @@ test("seeds' governed examples", () => {
     'sqlite',
   );
   assert.equal(film.parser, 'pgsql-ast-parser');
-  assert.doesNotThrow(() => checkTables(film, ['film', 'rental']));
+  assert.doesNotThrow(() => checkTables(film, ['film', 'rental'], schemaFor('sqlite')));
   assert.throws(
-    () => checkTables(film, ['film']),
+    () => checkTables(film, ['film'], schemaFor('sqlite')),
     (e: unknown) => (e as GatewayError).code === 'table_not_allowed',
   );
-  const plan = planMasks(film, SCHEMA, [{ column: '*.title', action: 'hash' }]);
+  const plan = planMasks(film, schemaFor('sqlite'), [{ column: '*.title', action: 'hash' }]);
   assert.deepEqual(plan.actions, [null, 'hash', null, null, null, null, null]);
   const secret = Buffer.from('k');
   const out = compileMasker(plan, secret)(
@@ -532,46 +542,52 @@ test("seeds' governed examples", () => {
   assert.deepEqual(planMasks(range, SCHEMA, rules).actions, [null, 'hash', null, null]);
 });
 
-test('schema queries and rows', () => {
-  assert.match(schemaQuery('postgres'), /information_schema\.columns/);
-  assert.match(schemaQuery('sqlite'), /pragma_table_info/);
-  assert.match(schemaQuery('mysql'), /DATABASE\(\)/);
-  const rows = [
-    ['Film', 'film_id', 'integer', 'public'],
-    ['Film', 'Title', 'text', 'public'],
-    ['rental', 'rental_id', 'bigint', 'public'],
-    ['film', 'other', 'text', 'archive'],
-  ];
-  const s = toSchema(rows);
-  assert.deepEqual(
-    [...s.entries()],
+test('schema queries and rows: every relation, the search path, the case rules', () => {
+  assert.match(schemaQueries('postgres')[0], /information_schema\.columns/);
+  assert.match(schemaQueries('postgres')[2], /current_schemas\(true\)/);
+  assert.match(schemaQueries('sqlite')[0], /pragma_table_list/);
+  assert.match(schemaQueries('mysql')[1], /lower_case_table_names/);
+  const pg = toSchema('postgres', [
     [
-      ['film', ['film_id', 'Title']],
-      ['rental', ['rental_id']],
+      ['archive', 'film', 'other', 'text', 'BASE TABLE'],
+      ['public', 'Film', 'film_id', 'integer', 'BASE TABLE'],
+      ['public', 'Film', 'Title', 'text', 'BASE TABLE'],
+      ['public', 'rental', 'rental_id', 'bigint', 'BASE TABLE'],
+      ['public', 'v', 'x', 'integer', 'VIEW'],
     ],
-  );
-  // The types follow the same first-on-the-path rule, by lower-case column name.
-  assert.deepEqual(
-    [...toColumnTypes(rows)].map(([t, cols]) => [t, [...cols]]),
     [
-      [
-        'film',
-        [
-          ['film_id', 'integer'],
-          ['title', 'text'],
-        ],
-      ],
-      ['rental', [['rental_id', 'bigint']]],
+      ['pg_catalog', 'pg_class'],
+      ['public', 'Film'],
+      ['public', 'mv'],
     ],
-  );
-  // SQLite and MySQL rows have no schema column.
-  assert.deepEqual(
+    [['pg_catalog'], ['public'], ['archive']],
+  ]);
+  assert.deepEqual(pg.path, ['pg_catalog', 'public', 'archive']);
+  // exact case: "Film" is not film, which the path finds in archive
+  assert.deepEqual(resolveTable(pg, 'Film')?.columns, ['film_id', 'Title']);
+  assert.deepEqual(resolveTable(pg, 'film')?.columns, ['other']);
+  assert.equal(resolveTable(pg, 'public\u0000film'), null);
+  assert.equal(resolveTable(pg, 'v')?.columns, null, 'a view is known, not traceable');
+  assert.equal(resolveTable(pg, 'mv')?.columns, null, 'a materialized view too');
+  assert.equal(resolveTable(pg, 'pg_class')?.schema, 'pg_catalog', 'the catalog is searched first');
+  assert.deepEqual(resolveTable(pg, 'rental')?.types, ['bigint']);
+  // MySQL: the current database; lower_case_table_names decides case
+  const rows = [['shop', 'Orders', 'id', 'int', 'BASE TABLE'], ['other', 'orders', 'secret', 'text', 'BASE TABLE']];
+  const exact = toSchema('mysql', [rows, [['shop', 0]]]);
+  assert.equal(resolveTable(exact, 'orders'), null);
+  assert.deepEqual(resolveTable(exact, 'Orders')?.columns, ['id']);
+  assert.deepEqual(resolveTable(exact, 'other\u0000orders')?.columns, ['secret']);
+  const folded = toSchema('mysql', [rows, [['shop', 1]]]);
+  assert.deepEqual(resolveTable(folded, 'ORDERS')?.columns, ['id']);
+  assert.deepEqual(resolveTable(folded, 'OTHER\u0000Orders')?.columns, ['secret']);
+  // SQLite: temp before main, any case
+  const lite = toSchema('sqlite', [
     [
-      ...toSchema([
-        ['t', 'a', 'INTEGER'],
-        ['t', 'b', ''],
-      ]),
+      ['main', 't', 'a', 'INTEGER', 'table'],
+      ['temp', 'T', 'b', '', 'table'],
     ],
-    [['t', ['a', 'b']]],
-  );
+    [['temp'], ['main']],
+  ]);
+  assert.deepEqual(resolveTable(lite, 't')?.columns, ['b']);
+  assert.deepEqual(resolveTable(lite, 'MAIN\u0000t')?.columns, ['a']);
 });

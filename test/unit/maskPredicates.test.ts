@@ -5,9 +5,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { GatewayError } from '../../src/contract/errors.js';
 import { analyzeStatement, type SqlDialect } from '../../src/governance/analysis.js';
-import { checkPredicates, type MaskRule, type Schema } from '../../src/governance/masking.js';
+import { checkPredicates, type MaskRule } from '../../src/governance/masking.js';
+import { schemaOf } from '../../src/governance/names.js';
 
-const SCHEMA: Schema = new Map([
+const TABLES = new Map<string, string[]>([
   ['customers', ['id', 'name', 'email']],
   ['orders', ['id', 'customer_id', 'total', 'status']],
   ['contacts', ['id', 'email']],
@@ -16,7 +17,7 @@ const RULES: MaskRule[] = [{ column: 'customers.email', action: 'hash' }];
 
 function verdict(sql: string, dialect: SqlDialect): string {
   try {
-    checkPredicates(analyzeStatement(sql, dialect), SCHEMA, RULES);
+    checkPredicates(analyzeStatement(sql, dialect), schemaOf(dialect, TABLES), RULES);
     return 'ok';
   } catch (e) {
     if (e instanceof GatewayError) return e.code;
@@ -68,5 +69,5 @@ test('postgres and mysql: JOIN ... USING a masked column is refused', () => {
 });
 
 test('without rules nothing is refused', () => {
-  checkPredicates(analyzeStatement('SELECT name FROM customers WHERE email LIKE :p', 'postgres'), SCHEMA, []);
+  checkPredicates(analyzeStatement('SELECT name FROM customers WHERE email LIKE :p', 'postgres'), schemaOf('postgres', TABLES), []);
 });
