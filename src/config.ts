@@ -47,8 +47,20 @@ export interface Config {
   readonly eventRetention: number;
   /** Open /events streams at most; 0 turns /events off. */
   readonly eventsMaxStreams: number;
-  /** Each setting's value as read and the text it was given (null: its default), for GET /api/v1/settings. */
-  readonly settings: Readonly<Record<string, { value: unknown; given: string | null }>>;
+}
+
+/** A setting as loadConfig read it: its value, and the text it was given (null: its default). */
+export interface SettingRead {
+  value: unknown;
+  given: string | null;
+}
+
+/** Kept beside each config loadConfig made (not in it: a config is compared, cloned and logged as it is). */
+const READS = new WeakMap<Config, Readonly<Record<string, SettingRead>>>();
+
+/** How each setting of `config` was read, for GET /api/v1/settings; empty for a config loadConfig did not make. */
+export function settingsRead(config: Config): Readonly<Record<string, SettingRead>> {
+  return READS.get(config) ?? {};
 }
 
 const flag = v.pipe(
@@ -196,7 +208,7 @@ const warnOnStderr = (line: string): void => {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: string) => void = warnOnStderr): Config {
   for (const line of unknownVariables(env)) warn(line);
   const problems: string[] = [];
-  const settings: Record<string, { value: unknown; given: string | null }> = {};
+  const settings: Record<string, SettingRead> = {};
   const read = <N extends Name>(name: N): Value<N> => {
     const [schema, fallback] = VARIABLES[name];
     const raw = env[`QUERYAPIGATE_${name}`];
@@ -237,11 +249,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: st
     streamMaxRows: read('STREAM_MAX_ROWS'),
     eventRetention: read('EVENT_RETENTION'),
     eventsMaxStreams: read('EVENTS_MAX_STREAMS'),
-    settings,
   };
   settings.HOME.value = config.home; // as used: resolved to an absolute folder
   if (problems.length) throw new ConfigError(problems);
-  return Object.freeze(config);
+  Object.freeze(config);
+  READS.set(config, settings);
+  return config;
 }
 
 /** A warning per QUERYAPIGATE_* variable that is not a setting; values are never shown (one may be a secret). */

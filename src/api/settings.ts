@@ -1,7 +1,7 @@
 // In charge of GET /api/v1/settings: every setting in its group, the value the server runs with, and
 // where it came from (the environment or the default). A secret shows only as "configured", and the
 // text it was given is never returned.
-import { type Config, SETTING_GROUPS, settingList } from '../config.js';
+import { type Config, SETTING_GROUPS, settingList, settingsRead } from '../config.js';
 import { jsonAnswer } from '../contract/exchange.js';
 import { type ApiRouter, NOTHING_CHANGED } from './routes.js';
 
@@ -24,8 +24,9 @@ export interface SettingRow {
 const labelOf = (name: string) => name.charAt(0) + name.slice(1).toLowerCase().replaceAll('_', ' ');
 
 export function settingsReport(config: Config) {
+  const reads = settingsRead(config);
   const rows = settingList().map((s) => {
-    const read = config.settings[s.name] ?? { value: null, given: null };
+    const read = reads[s.name] ?? { value: null, given: null };
     const row: SettingRow = {
       label: labelOf(s.name),
       description: s.description,
