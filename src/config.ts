@@ -49,6 +49,20 @@ export interface Config {
   readonly eventsMaxStreams: number;
 }
 
+/** A setting as loadConfig read it: its value, and the text it was given (null: its default). */
+export interface SettingRead {
+  value: unknown;
+  given: string | null;
+}
+
+/** Kept beside each config loadConfig made (not in it: a config is compared, cloned and logged as it is). */
+const READS = new WeakMap<Config, Readonly<Record<string, SettingRead>>>();
+
+/** How each setting of `config` was read, for GET /api/v1/settings; empty for a config loadConfig did not make. */
+export function settingsRead(config: Config): Readonly<Record<string, SettingRead>> {
+  return READS.get(config) ?? {};
+}
+
 const flag = v.pipe(
   v.string(),
   v.transform((s) => s.trim().toLowerCase()),
@@ -92,6 +106,93 @@ const VARIABLES = {
 } as const;
 
 type Name = keyof typeof VARIABLES;
+
+export type SettingGroup = 'server' | 'access' | 'calls' | 'history' | 'caching';
+
+/** The groups GET /api/v1/settings and docs/config.md show the settings in, in this order. */
+export const SETTING_GROUPS: ReadonlyArray<{ id: SettingGroup; title: string; description: string }> = [
+  { id: 'server', title: 'Server', description: 'Where the gateway listens, where its store is, and its threads.' },
+  { id: 'access', title: 'Access', description: 'The admin key, writes, masks and limits per client address.' },
+  { id: 'calls', title: 'Calls', description: 'Time limits, pages, pools and exports of saved-query calls.' },
+  { id: 'history', title: 'History and events', description: 'Run history, the event log and /events.' },
+  { id: 'caching', title: 'Caching and sharing', description: 'Cached rows, and Redis shared by instances.' },
+];
+
+/**
+ * What each setting is, for GET /api/v1/settings and docs/config.md (npm run docs:config): its group,
+ * the type of value it takes, one sentence for a user, and whether it is a secret (its value never
+ * shown, only that it is configured); `defaultText` where the default is not one value everywhere.
+ */
+export const SETTING_INFO: Readonly<Record<Name, { group: SettingGroup; type: string; description: string; secret?: true; defaultText?: string }>> = {
+  HOME: {
+    group: 'server',
+    type: 'folder',
+    description: "Holds queryapigate.db (the SQLite store) and examples.db; a SQLite connection's file must be inside it.",
+  },
+  HOST: { group: 'server', type: 'address', description: 'The address the server listens on.' },
+  PORT: { group: 'server', type: 'whole number, 0-65535', description: 'The port the server listens on; 0 picks a free one.' },
+  DATABASE_URL: {
+    group: 'server',
+    type: 'postgres:// URL',
+    description: 'A PostgreSQL store instead of the SQLite file, shared by instances.',
+    secret: true,
+  },
+  LOAD_EXAMPLES: { group: 'server', type: 'flag', description: 'Loads the example APIs at start, idempotently.' },
+  WORKERS: {
+    group: 'server',
+    type: 'whole number, 0-256',
+    description: 'Executor threads; 0 runs calls inline in the acceptor.',
+    defaultText: 'cores - 1, at least 1', // the number differs by machine
+  },
+  TASKS_PER_WORKER: { group: 'server', type: 'whole number, 1-100000', description: 'Calls one executor thread runs at once.' },
+  MAX_QUEUE: { group: 'server', type: 'whole number, 1-10000000', description: 'Calls waiting for an executor; beyond it 503 unavailable.' },
+  MAX_BODY_BYTES: { group: 'server', type: 'whole number, bytes', description: 'The largest request body; 413 beyond it.' },
+  API_KEY: { group: 'access', type: 'text', description: 'The admin key. Unset, the server is open until the first API key is created.', secret: true },
+  ALLOW_WRITES: { group: 'access', type: 'flag', description: 'The server-wide ceiling for writes: without it no key may write.' },
+  MASK_KEY: {
+    group: 'access',
+    type: 'text, 16 characters or more',
+    description: 'HMAC key for hash masks (default: a random secret kept in the store).',
+    secret: true,
+  },
+  RATE_LIMIT: { group: 'access', type: 'N/second|minute|hour|day', description: 'Calls per client address, checked before authentication.' },
+  TRUST_PROXY: { group: 'access', type: 'whole number, 0-32', description: 'Trusted X-Forwarded-For hops in front of the server.' },
+  QUERY_TIMEOUT: { group: 'calls', type: 'seconds, 0-86400', description: 'Time limit per statement; 0 disables it; a request may lower it.' },
+  CONNECT_TIMEOUT: {
+    group: 'calls',
+    type: 'seconds, 0.1-600',
+    description: 'How long a new connection to a data source or a PostgreSQL store may take; a data source slower than that is taken as down.',
+  },
+  MAX_PAGE_SIZE: { group: 'calls', type: 'whole number, 1-1000000', description: 'The largest page_size a call may ask for.' },
+  POOL_SIZE: { group: 'calls', type: 'whole number, 1-1000', description: 'Connections per data source per executor thread.' },
+  STREAM_MAX_ROWS: { group: 'calls', type: 'whole number', description: 'Rows after which a ?stream=true export ends, marked truncated; 0 is unbounded.' },
+  HISTORY_LIMIT: { group: 'history', type: 'whole number, 1-1000000', description: 'Runs kept per saved-query version.' },
+  HISTORY_FLUSH_INTERVAL: { group: 'history', type: 'seconds, 0.01-60', description: 'Seconds between batched history writes.' },
+  HISTORY_MAX_PENDING: {
+    group: 'history',
+    type: 'whole number, 1-10000000',
+    description: 'Runs held for the recorder (also while the store is unavailable) before new ones are dropped and counted.',
+  },
+  EVENT_RETENTION: { group: 'history', type: 'seconds, 60-2592000', description: 'How long every run stays in the event log, at least.' },
+  EVENTS_MAX_STREAMS: { group: 'history', type: 'whole number, 0-100000', description: 'Open /events streams at most; 0 turns /events off.' },
+  METADATA_CACHE_TTL: { group: 'caching', type: 'seconds, 0-86400', description: 'Seconds executors keep key, query and connection rows; 0 is off.' },
+  REDIS_URL: {
+    group: 'caching',
+    type: 'redis://, rediss:// or unix:// URL',
+    description: 'Shared rate limits, response cache and change notices across instances.',
+    secret: true,
+  },
+};
+
+/** Every setting, in the table's order: its variable, default (as text; null: unset) and what it is. */
+export function settingList() {
+  return (Object.keys(VARIABLES) as Name[]).map((name) => ({
+    name,
+    env: `${PREFIX}${name}`,
+    default: VARIABLES[name][1] as string | null,
+    ...SETTING_INFO[name],
+  }));
+}
 /** What a variable reads as: its schema's output, or null when it has no default and is unset. */
 type Value<N extends Name> = v.InferOutput<(typeof VARIABLES)[N][0]> | ((typeof VARIABLES)[N][1] extends null ? null : never);
 
@@ -107,12 +208,16 @@ const warnOnStderr = (line: string): void => {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: string) => void = warnOnStderr): Config {
   for (const line of unknownVariables(env)) warn(line);
   const problems: string[] = [];
+  const settings: Record<string, SettingRead> = {};
   const read = <N extends Name>(name: N): Value<N> => {
     const [schema, fallback] = VARIABLES[name];
     const raw = env[`QUERYAPIGATE_${name}`];
-    const value = raw === undefined || raw === '' ? fallback : raw;
+    const given = raw === undefined || raw === '' ? null : raw;
+    const value = given ?? fallback;
+    settings[name] = { value: null, given };
     if (value === null) return null as Value<N>; // only variables whose default is null get here
     const parsed = v.safeParse(schema as v.GenericSchema<string, unknown>, value);
+    settings[name].value = parsed.output;
     if (parsed.success) return parsed.output as Value<N>;
     problems.push(`QUERYAPIGATE_${name}=${JSON.stringify(raw)}: ${parsed.issues[0].message}`);
     return null as Value<N>; // a placeholder: with a problem, the config below is never returned
@@ -145,8 +250,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: st
     eventRetention: read('EVENT_RETENTION'),
     eventsMaxStreams: read('EVENTS_MAX_STREAMS'),
   };
+  settings.HOME.value = config.home; // as used: resolved to an absolute folder
   if (problems.length) throw new ConfigError(problems);
-  return Object.freeze(config);
+  Object.freeze(config);
+  READS.set(config, settings);
+  return config;
 }
 
 /** A warning per QUERYAPIGATE_* variable that is not a setting; values are never shown (one may be a secret). */

@@ -6,6 +6,7 @@ import { INIT } from './init.js';
 import { KEYS } from './keys.js';
 import { QUERIES } from './queries.js';
 import { SERVE } from './serve.js';
+import { STORE_COPY_COMMANDS } from './storeCopy.js';
 import type { Group } from './tree.js';
 
 export const ROOT: Group = {
@@ -17,6 +18,6 @@ export const ROOT: Group = {
     'Exit codes: 0 ok, 1 the command failed (one line on stderr says why), 2 the command line is wrong.',
     'Docs: docs/cli.md.',
   ],
-  children: [SERVE, INIT, EXAMPLES, KEYS, QUERIES, EXPORT],
+  children: [SERVE, INIT, EXAMPLES, KEYS, QUERIES, EXPORT, ...STORE_COPY_COMMANDS],
   examples: ['queryapigate init && queryapigate serve', 'queryapigate keys create partner --queries example_film_lookup'],
 };

@@ -7,6 +7,7 @@ import { connectionRoutes } from '../api/connections.js';
 import { historyRoutes } from '../api/history.js';
 import { queryRoutes } from '../api/queries.js';
 import { ApiRouter, requireAdmin, type ControlContext } from '../api/routes.js';
+import { settingsRoutes } from '../api/settings.js';
 import { identify } from '../auth/identify.js';
 import type { RateLimits } from '../auth/rateLimit.js';
 import { RATE_LIMIT_MESSAGES, rateLimitHeaders, type RateCheck } from '../auth/rates.js';
@@ -60,6 +61,7 @@ export function buildApp(
   queryRoutes(router);
   apiKeyRoutes(router);
   historyRoutes(router);
+  settingsRoutes(router);
   router.lock();
 
   const health = healthBody();

@@ -61,6 +61,19 @@ const LOCK_EXPIRE = 20261202;
 
 const COLUMNS = 'id, executed_at, query, key_name, status, payload';
 const SEGMENT_TABLE = (segment: number) => `events_${segment}`;
+/** A segment table's name: events_<segment>. */
+export const SEGMENT_TABLE_NAME = /^events_\d+$/;
+
+/** CREATE TABLE IF NOT EXISTS for one segment table (also used to restore a store's copy). */
+export function segmentTableSql(dialect: SqlDb['dialect'], table: string): string {
+  if (dialect === 'sqlite') {
+    return `CREATE TABLE IF NOT EXISTS ${table} (id INTEGER PRIMARY KEY, executed_at TEXT NOT NULL, query TEXT,
+      key_name TEXT, status TEXT NOT NULL, payload TEXT NOT NULL)`;
+  }
+  // Insert-only and dropped whole: no autovacuum work for them.
+  return `CREATE TABLE IF NOT EXISTS ${table} (id BIGINT PRIMARY KEY, executed_at TEXT NOT NULL, query TEXT COLLATE "C",
+    key_name TEXT COLLATE "C", status TEXT NOT NULL, payload TEXT NOT NULL) WITH (autovacuum_enabled = false)`;
+}
 
 export class EventLog {
   readonly #db: SqlDb;
@@ -161,8 +174,7 @@ export class EventLog {
       const segment = Math.max(this.#segmentNow(now), newest);
       const table = SEGMENT_TABLE(segment);
       if (segment !== newest) {
-        await t.run(`CREATE TABLE IF NOT EXISTS ${table} (id INTEGER PRIMARY KEY, executed_at TEXT NOT NULL, query TEXT,
-          key_name TEXT, status TEXT NOT NULL, payload TEXT NOT NULL)`);
+        await t.run(segmentTableSql('sqlite', table));
         await t.run('INSERT OR IGNORE INTO event_segments (segment, table_name, first_id, last_id, created_ms, closed_ms) VALUES (?, ?, NULL, NULL, ?, ?)', [
           segment,
           table,
@@ -260,9 +272,7 @@ export class EventLog {
     const table = SEGMENT_TABLE(segment);
     await this.#db.tx(async (t) => {
       await t.all('SELECT pg_advisory_xact_lock(?)', [LOCK_CREATE]);
-      // Insert-only and dropped whole: no autovacuum work for them.
-      await t.run(`CREATE TABLE IF NOT EXISTS ${table} (id BIGINT PRIMARY KEY, executed_at TEXT NOT NULL, query TEXT COLLATE "C",
-        key_name TEXT COLLATE "C", status TEXT NOT NULL, payload TEXT NOT NULL) WITH (autovacuum_enabled = false)`);
+      await t.run(segmentTableSql('postgres', table));
       await t.run(
         `INSERT INTO event_segments (segment, table_name, first_id, last_id, created_ms, closed_ms)
         VALUES (?, ?, NULL, NULL, ?, ?) ON CONFLICT (segment) DO NOTHING`,

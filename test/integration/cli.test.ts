@@ -3,56 +3,18 @@
 // what it does to the store checked over HTTP against a real server on the same home or store.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFileSync, copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, copyFileSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseEnv } from 'node:util';
 import { test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import { STARTER_SETTINGS, starterEnv } from '../../src/cli/init.js';
 import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/store.js';
+import { cleanEnv, cli, MAIN, ok, tempHome } from '../cli.js';
 import { ADMIN_KEY, eventually, request, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
-const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 const PACKAGE = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'));
-
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The environment without any QUERYAPIGATE_* of the test's own, so only what a test passes counts. */
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('QUERYAPIGATE_')) env[k] = v;
-  return { ...env, ...extra };
-}
-
-/** Runs `queryapigate ARGS` in `cwd` (by default the home, so no stray .env is read). */
-function cli(args: string[], opts: { home: string; env?: Record<string, string>; cwd?: string }): Promise<Ran> {
-  const child = spawn(process.execPath, [MAIN, ...args], {
-    cwd: opts.cwd ?? opts.home,
-    env: cleanEnv({ QUERYAPIGATE_HOME: opts.home, ...opts.env }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
-
-/** The command must have succeeded; its stdout. */
-async function ok(args: string[], opts: Parameters<typeof cli>[1]): Promise<string> {
-  const r = await cli(args, opts);
-  assert.equal(r.code, 0, `queryapigate ${args.join(' ')} exited ${r.code}:\n${r.stderr}${r.stdout}`);
-  return r.stdout;
-}
-
-const tempHome = () => mkdtempSync(join(tmpdir(), 'qag-cli-'));
 const NO_STACK = /\bat .*\.js:\d+/;
 
 /** Every command and group of the tree, as a user types its path. */
@@ -75,6 +37,11 @@ const PATHS = [
   ['queries', 'export'],
   ['queries', 'import'],
   ['export'],
+  ['backup'],
+  ['restore'],
+  ['migrate-to-postgres'],
+  ['events'],
+  ['events', 'tail'],
 ];
 
 test('--help and -h on every command and group say what it does, its options and an example; help PATH is the same', async () => {
