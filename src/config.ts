@@ -32,6 +32,8 @@ export interface Config {
   /** Runs an executor holds for the recorder before it drops and counts them. */
   readonly historyMaxPending: number;
   readonly maxBodyBytes: number;
+  /** Largest answer body (UTF-8 bytes) a call renders; ?stream=true exports are not limited by it. */
+  readonly maxAnswerBytes: number;
   /** Seconds an executor keeps the key, query and connection rows it read; 0 = off. */
   readonly metadataCacheTtl: number;
   readonly redisUrl: string | null;
@@ -95,6 +97,8 @@ const VARIABLES = {
   HISTORY_FLUSH_INTERVAL: [num(0.01, 60), '1'],
   HISTORY_MAX_PENDING: [int(1, 10_000_000), '10000'],
   MAX_BODY_BYTES: [int(1, 1 << 30), String(1 << 20)],
+  // At most 256 MiB: an answer is one string in memory, and V8's strings end near 512 M characters.
+  MAX_ANSWER_BYTES: [int(1024, 1 << 28), String(1 << 26)],
   METADATA_CACHE_TTL: [num(0, 86400), '0'],
   MASK_KEY: [v.pipe(text, v.minLength(16, 'must be at least 16 characters')), null],
   RATE_LIMIT: [v.pipe(text, v.regex(/^\s*[1-9]\d*\s*\/\s*(second|minute|hour|day)s?\s*$/i, "must look like '60/minute' (N/second|minute|hour|day)")), null],
@@ -241,6 +245,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: st
     historyFlushInterval: read('HISTORY_FLUSH_INTERVAL'),
     historyMaxPending: read('HISTORY_MAX_PENDING'),
     maxBodyBytes: read('MAX_BODY_BYTES'),
+    maxAnswerBytes: read('MAX_ANSWER_BYTES'),
     metadataCacheTtl: read('METADATA_CACHE_TTL'),
     redisUrl: read('REDIS_URL'),
     maskKey: read('MASK_KEY'),

@@ -23,6 +23,8 @@
 //   format (internals §1.3 step 21), so writeEmpty() gives that for every format. A stream with no rows
 //   sends just `head` (the CSV/TSV header; nothing for NDJSON).
 
+import { GatewayError } from '../contract/errors.js';
+
 export type Format = 'json' | 'ndjson' | 'csv' | 'tsv';
 
 /** Every format a call may ask for. */
@@ -39,9 +41,12 @@ export const EMPTY_JSON = '{"message": "No results returned"}';
 
 type Rows = readonly (readonly unknown[])[];
 
-/** A compiled writer: call it with a page of rows for the whole body. */
+/**
+ * A compiled writer: call it with a page of rows for the whole body. With `maxBytes` it stops as soon
+ * as the body passes that many UTF-8 bytes (`answer_too_large`), never building the rest.
+ */
 export interface Writer {
-  (rows: Rows): string;
+  (rows: Rows, maxBytes?: number): string;
   readonly format: Format;
   readonly contentType: string;
   /** What a stream sends first: the CSV/TSV header line, '[' for JSON, '' for NDJSON. */
@@ -80,11 +85,11 @@ export function compileWriter(columns: readonly string[], format: Format): Write
   switch (format) {
     case 'json': {
       const rowsText = jsonRows(names, ',');
-      return writer(format, '[', (rows) => `[${rowsText(rows)}]`, rowsText);
+      return writer(format, '[', (rows, max) => `[${rowsText(rows, max)}]`, rowsText);
     }
     case 'ndjson': {
       const lines = jsonRows(names, '\n');
-      const chunk = (rows: Rows): string => (rows.length ? `${lines(rows)}\n` : '');
+      const chunk = (rows: Rows, max?: number): string => (rows.length ? `${lines(rows, max)}\n` : '');
       return writer(format, '', chunk, chunk);
     }
     case 'csv':
@@ -92,7 +97,7 @@ export function compileWriter(columns: readonly string[], format: Format): Write
       const delimiter = format === 'csv' ? ',' : '\t';
       const needsQuotes = format === 'csv' ? /[",\r\n]/ : /[\t"\r\n]/;
       const head = `${delimitedRow(names, delimiter, needsQuotes)}\r\n`;
-      const chunk = (rows: Rows): string => {
+      const chunk = (rows: Rows, max = Number.POSITIVE_INFINITY): string => {
         let out = '';
         for (let r = 0; r < rows.length; r++) {
           const row = rows[r];
@@ -102,39 +107,74 @@ export function compileWriter(columns: readonly string[], format: Format): Write
             line += delimitedField(textValue(row[c]), needsQuotes);
           }
           out += `${line === '' && names.length === 1 ? '""' : line}\r\n`;
+          if (out.length > max) throw answerTooLarge(max);
         }
         return out;
       };
-      return writer(format, head, (rows) => head + chunk(rows), chunk);
+      return writer(format, head, (rows, max) => head + chunk(rows, max), chunk);
     }
     default:
       throw new Error(`unknown format ${String(format)}`);
   }
 }
 
-function writer(format: Format, head: string, body: (rows: Rows) => string, chunk: (rows: Rows) => string): Writer {
-  return Object.assign(body, { format, contentType: CONTENT_TYPES[format], head, chunk });
+type Render = (rows: Rows, maxBytes?: number) => string;
+
+function writer(format: Format, head: string, body: Render, chunk: (rows: Rows) => string): Writer {
+  const limited: Render = (rows, maxBytes) => {
+    const text = body(rows, maxBytes);
+    return maxBytes === undefined ? text : withinBytes(text, maxBytes);
+  };
+  return Object.assign(limited, { format, contentType: CONTENT_TYPES[format], head, chunk });
+}
+
+/**
+ * The writers count UTF-16 units as they go (a string's length, no extra work), which never exceeds
+ * its UTF-8 bytes, so passing `maxBytes` units is over for certain. A finished body is at most 3 bytes
+ * a unit, so only one longer than a third of the limit is measured exactly.
+ */
+function withinBytes(text: string, maxBytes: number): string {
+  if (text.length * 3 > maxBytes && Buffer.byteLength(text) > maxBytes) throw answerTooLarge(maxBytes);
+  return text;
+}
+
+/** The error for an answer past QUERYAPIGATE_MAX_ANSWER_BYTES, pointing at what does fit. */
+export function answerTooLarge(maxBytes: number): GatewayError {
+  return new GatewayError(
+    'answer_too_large',
+    `The answer is larger than this server's limit of ${byteText(maxBytes)} (QUERYAPIGATE_MAX_ANSWER_BYTES): ask for a smaller page_size, or export the whole result with ?stream=true`,
+  );
+}
+
+function byteText(n: number): string {
+  if (n % (1 << 20) === 0) return `${n / (1 << 20)} MiB`;
+  if (n % 1024 === 0) return `${n / 1024} KiB`;
+  return `${n} bytes`;
 }
 
 /** Rows as JSON objects joined by `separator`. Keys are escaped once; a row is plain concatenation. */
-function jsonRows(names: string[], separator: string): (rows: Rows) => string {
+function jsonRows(names: string[], separator: string): Render {
   const n = names.length;
   if (n === 0) {
-    return (rows) => {
+    return (rows, max = Number.POSITIVE_INFINITY) => {
       let out = '';
-      for (let r = 0; r < rows.length; r++) out += `${r ? separator : ''}{}`;
+      for (let r = 0; r < rows.length; r++) {
+        out += `${r ? separator : ''}{}`;
+        if (out.length > max) throw answerTooLarge(max);
+      }
       return out;
     };
   }
   // keys[0] = '{"a":', keys[c] = ',"b":'
   const keys = names.map((name, c) => `${c ? ',' : '{'}${JSON.stringify(name)}:`);
-  return (rows) => {
+  return (rows, max = Number.POSITIVE_INFINITY) => {
     let out = '';
     for (let r = 0; r < rows.length; r++) {
       const row = rows[r];
       if (r) out += separator;
       for (let c = 0; c < n; c++) out += keys[c] + jsonValue(row[c]);
       out += '}';
+      if (out.length > max) throw answerTooLarge(max); // stop at the limit: the rest is never built
     }
     return out;
   };

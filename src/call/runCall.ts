@@ -99,7 +99,7 @@ export async function runCall(ctx: CallContext, req: Request): Promise<Answer> {
     const text = plan.pageable ? plan.pagedText : plan.text;
     const result = await execute(ctx.metrics.activeQueries, counters, source, text, values, { timeoutMs: timeout * 1000, readOnly: !plan.write, resetSession: governed.resetSession === true });
     const executed = performance.now();
-    const shaped = shape(plan, result, paging, governed, call.format);
+    const shaped = shape(plan, result, paging, governed, call.format, ctx.config.maxAnswerBytes);
     const rendered = performance.now();
     counters.rows.inc(shaped.rows);
     ctx.serialization[call.format].observe((rendered - executed) / 1000);

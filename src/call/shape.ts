@@ -1,9 +1,10 @@
 // In charge of the shape stage: a statement's rows made into the answer's body: the page cut (when
 // the database could not cut it), masks applied before anything is rendered, the format written,
-// and the paging headers. The contract's empty answer when no row is left.
+// and the paging headers. The contract's empty answer when no row is left. A body past `maxBytes`
+// (QUERYAPIGATE_MAX_ANSWER_BYTES) is answer_too_large, found while it is written, not after.
 import type { Answer } from '../contract/exchange.js';
 import type { ResultSet } from '../sources/types.js';
-import { CONTENT_TYPES, EMPTY_JSON, type Format } from './formats.js';
+import { answerTooLarge, CONTENT_TYPES, EMPTY_JSON, type Format } from './formats.js';
 import type { Governed } from './govern.js';
 import { writerFor, type CallPlan } from './plan.js';
 import type { Paging } from './request.js';
@@ -13,7 +14,7 @@ export interface Shaped extends Answer {
   rows: number;
 }
 
-export function shape(plan: CallPlan, result: ResultSet, paging: Paging, governed: Governed, format: Format): Shaped {
+export function shape(plan: CallPlan, result: ResultSet, paging: Paging, governed: Governed, format: Format, maxBytes: number): Shaped {
   const offset = (paging.page - 1) * paging.pageSize;
   let rows = plan.pageable || plan.write ? result.rows : result.rows.slice(offset, offset + paging.pageSize + 1);
   const hasMore = !plan.write && rows.length > paging.pageSize; // one row more than the page was asked for
@@ -33,5 +34,12 @@ export function shape(plan: CallPlan, result: ResultSet, paging: Paging, governe
   if (plan.write) headers.push('X-Rows-Affected', String(result.rowCount));
   if (rows.length === 0) return { status: 200, headers, body: EMPTY_JSON, rows: 0 }; // the contract's empty answer, whatever the format
   headers[1] = CONTENT_TYPES[format];
-  return { status: 200, headers, body: writerFor(plan, columns, format)(rows), rows: rows.length };
+  let body: string;
+  try {
+    body = writerFor(plan, columns, format)(rows, maxBytes);
+  } catch (e) {
+    // A single row can be longer than V8 lets a string grow: that answer is too large as well.
+    throw e instanceof RangeError ? answerTooLarge(maxBytes) : e;
+  }
+  return { status: 200, headers, body, rows: rows.length };
 }

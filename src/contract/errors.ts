@@ -65,6 +65,10 @@ export const ERRORS = {
     connection_failed: 502,
     query_timeout: 504,
   },
+  /** Rendering the rows into the answer's body. */
+  shape: {
+    answer_too_large: 400,
+  },
   /** Management writes: what is saved must hold (its SQL, its parameters, the names it refers to). */
   manage: {
     invalid_sql: 400,

@@ -1,5 +1,6 @@
 // Tests for result serialisation: JSON, NDJSON, CSV, TSV, column names, value rules, empty results.
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
+import { GatewayError } from '../../src/contract/errors.js';
 import assert from 'node:assert/strict';
 import { CONTENT_TYPES, EMPTY_JSON, compileWriter, formatDateTime, jsonValue, textValue, uniqueColumnNames, writeEmpty } from '../../src/call/formats.js';
 
@@ -222,5 +223,55 @@ test('empty results and content types', () => {
     ndjson: 'application/x-ndjson',
     csv: 'text/csv; charset=utf-8',
     tsv: 'text/tab-separated-values; charset=utf-8',
+  });
+});
+
+describe('a byte limit (QUERYAPIGATE_MAX_ANSWER_BYTES): answer_too_large, found while rows are written', () => {
+  const FORMATS = ['json', 'ndjson', 'csv', 'tsv'] as const;
+  const tooLarge = (e: unknown) => e instanceof GatewayError && e.code === 'answer_too_large' && /page_size/.test(e.message) && /stream=true/.test(e.message);
+
+  test('a body at or under the limit is the same body as without one', () => {
+    for (const format of FORMATS) {
+      const write = compileWriter(['id', 's'], format);
+      const rows = WEIRD.map((s, i) => [i, s]);
+      const body = write(rows);
+      const bytes = Buffer.byteLength(body);
+      assert.equal(write(rows, bytes), body, format);
+      assert.equal(write(rows, bytes + 1000), body, format);
+      assert.throws(() => write(rows, bytes - 1), tooLarge, `${format}: one byte less`);
+    }
+  });
+
+  test('the limit counts UTF-8 bytes, not characters', () => {
+    for (const format of FORMATS) {
+      const write = compileWriter(['s'], format);
+      const rows = [['é'.repeat(100)], ['中'.repeat(100)], ['😀'.repeat(50)]];
+      const body = write(rows);
+      assert.ok(body.length < Buffer.byteLength(body));
+      assert.throws(() => write(rows, body.length), tooLarge, `${format}: as many bytes as characters`);
+      assert.equal(write(rows, Buffer.byteLength(body)), body);
+    }
+  });
+
+  test('rendering stops at the first row past the limit: the rest is never written', () => {
+    for (const format of FORMATS) {
+      let rendered = 0;
+      // a value the writers turn into text through String() (an object of a class), so each row written is counted
+      const counted = new (class Counted {
+        toString() {
+          rendered++;
+          return 'x'.repeat(100);
+        }
+      })();
+      const write = compileWriter(['v'], format);
+      const rows = Array.from({ length: 10_000 }, () => [counted]);
+      assert.throws(() => write(rows, 1000), tooLarge, format);
+      assert.ok(rendered >= 9 && rendered <= 11, `${format}: ${rendered} rows rendered of 10,000 for a 1,000-byte limit`);
+    }
+  });
+
+  test('stream chunks are never limited', () => {
+    const write = compileWriter(['s'], 'csv');
+    assert.equal(write.chunk([['x'.repeat(5000)]]).length, 5002);
   });
 });
