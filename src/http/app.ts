@@ -65,6 +65,8 @@ export function buildApp(
   router.lock();
 
   const health = healthBody();
+  // 503 from SIGTERM on: a load balancer's check takes the instance out while it drains.
+  const healthCheck: Handler = (req) => (state.draining ? errorAnswer('unavailable', 'The server is shutting down', req.requestId) : health);
   const call: Handler = (req) => {
     if (state.draining) return errorAnswer('unavailable', 'The server is shutting down', req.requestId);
     if (req.method !== 'GET' && req.method !== 'POST') return errorAnswer('method_not_allowed', 'Method not allowed', req.requestId);
@@ -164,7 +166,7 @@ export function buildApp(
   const limitedApi = limited(api);
   return uWS
     .App()
-    .get('/health', (res, req) => serve(res, req, () => health, healthOpts))
+    .get('/health', (res, req) => serve(res, req, healthCheck, healthOpts))
     .get('/metrics', (res, req) => serve(res, req, scrape, metricsOpts))
     .get('/events', (res, req) => serve(res, req, limited(events), eventsOpts))
     .get('/catalog', (res, req) => serve(res, req, limitedCatalog, catalogOpts))
