@@ -47,6 +47,12 @@ export interface Config {
   readonly eventRetention: number;
   /** Open /events streams at most; 0 turns /events off. */
   readonly eventsMaxStreams: number;
+  /** Ad-hoc runs kept in history, all callers together. */
+  readonly historyAdhocLimit: number;
+  /** How history keeps an ad-hoc statement: its text (first 4,000 characters), its SHA-256, or nothing. */
+  readonly historyAdhocSql: 'text' | 'hash' | 'none';
+  /** Rows an MCP tool call answers at most (the rest is said to be truncated). */
+  readonly mcpMaxRows: number;
 }
 
 const flag = v.pipe(
@@ -89,6 +95,9 @@ const VARIABLES = {
   EVENT_RETENTION: [int(60, 30 * 86400), '3600'],
   EVENTS_MAX_STREAMS: [int(0, 100_000), '4'],
   REDIS_URL: [v.pipe(text, v.regex(/^(rediss?|unix):\/\//, 'must be a redis://, rediss:// or unix:// URL')), null],
+  HISTORY_ADHOC_LIMIT: [int(1, 1_000_000), '1000'],
+  HISTORY_ADHOC_SQL: [v.pipe(text, v.toLowerCase(), v.picklist(['text', 'hash', 'none'], 'must be text, hash or none')), 'text'],
+  MCP_MAX_ROWS: [int(1, 100_000), '200'],
 } as const;
 
 type Name = keyof typeof VARIABLES;
@@ -144,6 +153,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: st
     streamMaxRows: read('STREAM_MAX_ROWS'),
     eventRetention: read('EVENT_RETENTION'),
     eventsMaxStreams: read('EVENTS_MAX_STREAMS'),
+    historyAdhocLimit: read('HISTORY_ADHOC_LIMIT'),
+    historyAdhocSql: read('HISTORY_ADHOC_SQL'),
+    mcpMaxRows: read('MCP_MAX_ROWS'),
   };
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(config);

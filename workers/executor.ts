@@ -1,8 +1,9 @@
 // The piscina worker entry: builds this thread's CallContext once and serves calls with runCall (the
-// default task) and catalog builds (the 'catalog' task). The work lives in src/call and src/catalog;
+// default task), ad-hoc statements (the 'adhoc' task) and catalog builds (the 'catalog' task). The work lives in src/call and src/catalog;
 // this file only wires it up.
 import { workerData } from 'node:worker_threads';
 import { createCallContext, type ExecutorData } from '../src/call/context.js';
+import { runAdhoc } from '../src/call/adhoc.js';
 import { runCall } from '../src/call/runCall.js';
 import { buildCatalog, type CatalogDocuments, type CatalogTask } from '../src/catalog/build.js';
 import type { Answer, Request } from '../src/contract/exchange.js';
@@ -11,6 +12,10 @@ const ctx = createCallContext(workerData as ExecutorData);
 
 export default function execute(req: Request): Promise<Answer> {
   return runCall(ctx, req);
+}
+
+export function adhoc(req: Request): Promise<Answer> {
+  return runAdhoc(ctx, req);
 }
 
 export function catalog(task: CatalogTask): Promise<CatalogDocuments> {

@@ -1,4 +1,4 @@
-// In charge of the acceptor's routes: /health, /q/<name> (handed to the executors), the management
+// In charge of the acceptor's routes: /health, /q/<name> and /execute_sql (handed to the executors), the management
 // API under /api/v1, the catalog (/catalog and /openapi.json, built in an executor and cached here;
 // /docs), and a catch-all 404. Built once before listen; the acceptor never runs SQL.
 import uWS from 'uWebSockets.js';
@@ -66,6 +66,12 @@ export function buildApp(
     if (state.draining) return errorAnswer('unavailable', 'The server is shutting down', req.requestId);
     if (req.method !== 'GET' && req.method !== 'POST') return errorAnswer('method_not_allowed', 'Method not allowed', req.requestId);
     return wantsStream(req.query) ? relayStream(req, dispatcher) : dispatcher.run(req);
+  };
+  /** POST /execute_sql: ad-hoc SQL, in an executor through the same stages as /q/. */
+  const adhoc: Handler = (req) => {
+    if (state.draining) return errorAnswer('unavailable', 'The server is shutting down', req.requestId);
+    if (req.method !== 'POST') return errorAnswer('method_not_allowed', 'Method not allowed', req.requestId);
+    return wantsStream(req.query) ? relayStream(req, dispatcher, 'adhoc') : dispatcher.run(req, undefined, 'adhoc');
   };
   const api: Handler = async (req) => {
     try {
@@ -158,6 +164,8 @@ export function buildApp(
   const limitedCatalog = limited(catalogDocument('catalog'));
   const limitedOpenapi = limited(catalogDocument('openapi'));
   const limitedCall = limited(call);
+  const limitedAdhoc = limited(adhoc);
+  const adhocOpts = opts('execute_sql');
   const limitedApi = limited(api);
   return uWS
     .App()
@@ -169,6 +177,7 @@ export function buildApp(
     .get('/docs', (res, req) => serve(res, req, docs, docsOpts))
     .get('/docs/*', (res, req) => serve(res, req, docs, docsOpts))
     .any('/q/*', (res, req) => serve(res, req, limitedCall, callOpts))
+    .any('/execute_sql', (res, req) => serve(res, req, limitedAdhoc, adhocOpts))
     .any('/api/v1/*', (res, req) => serve(res, req, limitedApi, apiOpts))
     .any('/*', (res, req) => serve(res, req, notFound, unmatchedOpts));
 }

@@ -4,15 +4,19 @@
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { createCallContext, type ExecutorData } from '../call/context.js';
+import { runAdhoc } from '../call/adhoc.js';
 import { runCall } from '../call/runCall.js';
 import { buildCatalog, type CatalogDocuments, type CatalogTask } from '../catalog/build.js';
 import type { Config } from '../config.js';
 import { GatewayError } from '../contract/errors.js';
 import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
 
+/** The executor's call tasks: a saved query (/q/, the default) or an ad-hoc statement (/execute_sql). */
+export type CallTask = 'call' | 'adhoc';
+
 export interface Dispatcher {
   /** `transfer` moves a stream's port to the executor (inline mode keeps it in this thread). */
-  run(req: Request, transfer?: Transferable[]): Promise<Answer>;
+  run(req: Request, transfer?: Transferable[], task?: CallTask): Promise<Answer>;
   /** Builds a caller's catalog in an executor (its plan and schema caches); a full queue is GatewayError 'unavailable'. */
   catalog(task: CatalogTask): Promise<CatalogDocuments>;
   /** Calls refused because the queue was full. */
@@ -26,13 +30,13 @@ const EXECUTOR = fileURLToPath(new URL('../../workers/executor.js', import.meta.
 
 export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffer): Dispatcher {
   const data: ExecutorData = { config, limiterMemory };
-  let run: (req: Request, transfer?: Transferable[]) => Promise<Answer>;
+  let run: (req: Request, transfer?: Transferable[], task?: CallTask) => Promise<Answer>;
   let catalog: (task: CatalogTask) => Promise<CatalogDocuments>;
   let close: () => Promise<void>;
   let refused = 0;
   if (config.workers === 0) {
     const ctx = createCallContext(data);
-    run = (req) => runCall(ctx, req);
+    run = (req, _transfer, task) => (task === 'adhoc' ? runAdhoc(ctx, req) : runCall(ctx, req));
     catalog = (task) => buildCatalog(ctx, task);
     close = () => ctx.close();
   } else {
@@ -50,7 +54,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
       // executor and then trip an internal assertion on the import. Make the require fail cleanly.
       execArgv: [...process.execArgv, '--no-experimental-require-module'],
     });
-    run = (req, transfer) => {
+    run = (req, transfer, task) => {
       // queueSize counts the calls waiting beyond every executor's concurrent tasks, as maxQueue does.
       if (pool.queueSize >= config.maxQueue) {
         refused++;
@@ -58,7 +62,8 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
         busy.headers.push('Retry-After', '1');
         return Promise.resolve(busy);
       }
-      return pool.run(req, transfer ? { transferList: transfer as never } : undefined) as Promise<Answer>;
+      const name = task === 'adhoc' ? 'adhoc' : undefined;
+      return pool.run(req, { name, transferList: transfer as never }) as Promise<Answer>;
     };
     catalog = (task) => {
       if (pool.queueSize >= config.maxQueue) {
@@ -84,7 +89,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
     return p;
   };
   return {
-    run: (req, transfer) => counted(run(req, transfer)),
+    run: (req, transfer, task) => counted(run(req, transfer, task)),
     catalog: (task) => counted(catalog(task)),
     get refused() {
       return refused;
