@@ -105,7 +105,7 @@ export async function describeQuery(ctx: CallContext, caller: Caller, r: Reachab
     facts.writes = plan.write;
     if (reading?.dialect) {
       const known = reading.schema;
-      facts.columns = outputColumns(plan.inspection.analysis, known?.schema ?? new Map(), known?.types ?? new Map(), reading.dialect);
+      facts.columns = outputColumns(plan.inspection.analysis, known?.schema ?? new Map(), known?.types ?? new Map(), reading.dialect, plan.text);
     }
   }
   facts.parameters = parametersOf(version.parameters, plan?.params ?? null);

@@ -3,6 +3,7 @@
 // /docs), and a catch-all 404. Built once before listen; the acceptor never runs SQL.
 import uWS from 'uWebSockets.js';
 import { apiKeyRoutes } from '../api/apiKeys.js';
+import { connectionProbeRoutes } from '../api/connectionProbe.js';
 import { connectionRoutes } from '../api/connections.js';
 import { historyRoutes } from '../api/history.js';
 import { queryRoutes } from '../api/queries.js';
@@ -56,6 +57,7 @@ export function buildApp(
   };
   const router = new ApiRouter();
   connectionRoutes(router);
+  connectionProbeRoutes(router);
   queryRoutes(router);
   apiKeyRoutes(router);
   historyRoutes(router);
