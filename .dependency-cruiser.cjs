@@ -4,8 +4,9 @@
 //   top      src/main.ts, src/cli, src/serve.ts,     may import anything below; nothing imports them
 //            workers/                                (but main.ts imports cli, and cli serve.ts)
 //   floor 4  src/http, src/api                       http may import api, not the other way
-//   floor 3  src/call, src/examples, src/catalog     examples and catalog may import call, not the other way;
-//                                                    examples and catalog do not import each other
+//   floor 3  src/call, src/examples, src/catalog,    examples and catalog may import call, not the other way;
+//            src/mcp                                 examples and catalog do not import each other; mcp may
+//                                                    import call and catalog, neither imports mcp
 //   floor 2  src/auth, src/recorder                  they do not import each other
 //   floor 1  src/store, src/sources, src/governance, src/metrics
 //   ground   src/contract, src/config.ts             import nothing of the project (config.ts: src/contract only)
@@ -18,7 +19,7 @@
 const GROUND = ['^src/contract/', '^src/config[.]ts$'];
 const FLOOR_1 = ['^src/(store|sources|governance|metrics)/'];
 const FLOOR_2 = ['^src/(auth|recorder)/'];
-const FLOOR_3 = ['^src/(call|examples|catalog)/'];
+const FLOOR_3 = ['^src/(call|examples|catalog|mcp)/'];
 /** Every module of the project: a rule's `to` is limited to these, so builtins and libraries are left alone. */
 const PROJECT = '^(src|workers)/';
 /** Libraries, whatever section of package.json they are declared in. */
@@ -103,6 +104,13 @@ module.exports = {
       comment: 'src/catalog (/catalog, /openapi.json, /docs) may import src/call and floor 2 and below: it reads calls as the call stages do.',
       from: { path: '^src/catalog/' },
       to: { path: PROJECT, pathNot: ['^src/catalog/', '^src/call/', ...FLOOR_2, ...FLOOR_1, ...GROUND] },
+    },
+    {
+      name: 'mcp-imports-only-call-catalog-and-below',
+      severity: 'error',
+      comment: 'src/mcp (the MCP server: tools over saved queries and ad-hoc SQL) may import src/call, src/catalog and floor 2 and below.',
+      from: { path: '^src/mcp/' },
+      to: { path: PROJECT, pathNot: ['^src/mcp/', '^src/call/', '^src/catalog/', ...FLOOR_2, ...FLOOR_1, ...GROUND] },
     },
     {
       name: 'examples-imports-only-call-and-below',

@@ -49,6 +49,12 @@ export interface Config {
   readonly eventRetention: number;
   /** Open /events streams at most; 0 turns /events off. */
   readonly eventsMaxStreams: number;
+  /** Ad-hoc runs kept in history, all callers together. */
+  readonly historyAdhocLimit: number;
+  /** How history keeps an ad-hoc statement: its text (first 4,000 characters), its SHA-256, or nothing. */
+  readonly historyAdhocSql: 'text' | 'hash' | 'none';
+  /** Rows an MCP tool call answers at most (the rest is said to be truncated). */
+  readonly mcpMaxRows: number;
 }
 
 /** A setting as loadConfig read it: its value, and the text it was given (null: its default). */
@@ -107,6 +113,9 @@ const VARIABLES = {
   EVENT_RETENTION: [int(60, 30 * 86400), '3600'],
   EVENTS_MAX_STREAMS: [int(0, 100_000), '4'],
   REDIS_URL: [v.pipe(text, v.regex(/^(rediss?|unix):\/\//, 'must be a redis://, rediss:// or unix:// URL')), null],
+  HISTORY_ADHOC_LIMIT: [int(1, 1_000_000), '1000'],
+  HISTORY_ADHOC_SQL: [v.pipe(text, v.toLowerCase(), v.picklist(['text', 'hash', 'none'], 'must be text, hash or none')), 'text'],
+  MCP_MAX_ROWS: [int(1, 100_000), '200'],
 } as const;
 
 type Name = keyof typeof VARIABLES;
@@ -168,9 +177,21 @@ export const SETTING_INFO: Readonly<Record<Name, { group: SettingGroup; type: st
     description: 'How long a new connection to a data source or a PostgreSQL store may take; a data source slower than that is taken as down.',
   },
   MAX_PAGE_SIZE: { group: 'calls', type: 'whole number, 1-1000000', description: 'The largest page_size a call may ask for.' },
+  MAX_ANSWER_BYTES: {
+    group: 'calls',
+    type: 'whole number, bytes, 1024-268435456',
+    description: 'The largest answer a call renders (64 MiB by default); beyond it 400 answer_too_large. Streams are not limited by it.',
+  },
+  MCP_MAX_ROWS: { group: 'calls', type: 'whole number, 1-100000', description: 'Rows an MCP tool call answers at most; the result says when more were cut.' },
   POOL_SIZE: { group: 'calls', type: 'whole number, 1-1000', description: 'Connections per data source per executor thread.' },
   STREAM_MAX_ROWS: { group: 'calls', type: 'whole number', description: 'Rows after which a ?stream=true export ends, marked truncated; 0 is unbounded.' },
   HISTORY_LIMIT: { group: 'history', type: 'whole number, 1-1000000', description: 'Runs kept per saved-query version.' },
+  HISTORY_ADHOC_LIMIT: {
+    group: 'history',
+    type: 'whole number, 1-1000000',
+    description: 'Runs of ad-hoc SQL (POST /execute_sql, MCP execute_sql) kept, the newest.',
+  },
+  HISTORY_ADHOC_SQL: { group: 'history', type: 'text, hash or none', description: 'What an ad-hoc run keeps of its SQL: the text, its SHA-256, or nothing.' },
   HISTORY_FLUSH_INTERVAL: { group: 'history', type: 'seconds, 0.01-60', description: 'Seconds between batched history writes.' },
   HISTORY_MAX_PENDING: {
     group: 'history',
@@ -254,6 +275,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: st
     streamMaxRows: read('STREAM_MAX_ROWS'),
     eventRetention: read('EVENT_RETENTION'),
     eventsMaxStreams: read('EVENTS_MAX_STREAMS'),
+    historyAdhocLimit: read('HISTORY_ADHOC_LIMIT'),
+    historyAdhocSql: read('HISTORY_ADHOC_SQL'),
+    mcpMaxRows: read('MCP_MAX_ROWS'),
   };
   settings.HOME.value = config.home; // as used: resolved to an absolute folder
   if (problems.length) throw new ConfigError(problems);

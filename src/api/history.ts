@@ -6,7 +6,7 @@ import type { ApiRouter, ControlContext } from './routes.js';
 
 const TIME = /^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}:\d{2})?$/;
 
-/** The filters history and event reads share: query, version, status, key, since, until, limit. */
+/** The filters history and event reads share: query, kind, version, status, key, since, until, limit. */
 function filters(a: URLSearchParams, defaultLimit = 100, fixedQuery?: string): HistoryFilter {
   const f: HistoryFilter = { limit: defaultLimit };
   const query = fixedQuery ?? a.get('query');
@@ -15,6 +15,11 @@ function filters(a: URLSearchParams, defaultLimit = 100, fixedQuery?: string): H
   if (version) {
     if (!/^\d+$/.test(version)) throw new GatewayError('invalid_filter', 'version must be a positive integer');
     f.version = Number(version);
+  }
+  const kind = a.get('kind');
+  if (kind) {
+    if (kind !== 'saved' && kind !== 'adhoc') throw new GatewayError('invalid_filter', 'kind must be saved or adhoc');
+    f.kind = kind;
   }
   const status = a.get('status');
   if (status) {
@@ -65,7 +70,8 @@ export function historyRoutes(r: ApiRouter): void {
     const after = a.get('after') ?? '0';
     if (!/^\d{1,15}$/.test(after)) throw new GatewayError('invalid_filter', 'after must be an event id');
     // Events carry no version column; a filter that would be ignored is refused instead.
-    if (a.has('version')) throw new GatewayError('invalid_filter', 'Events filter by query, key, status, since and until, not version');
+    if (a.has('version') || a.has('kind'))
+      throw new GatewayError('invalid_filter', 'Events filter by query, key, status, since and until, not version or kind');
     const f = filters(a);
     await ctx.flushHistory();
     const items = await ctx.events.read({ ...f, after: Number(after), limit: f.limit });

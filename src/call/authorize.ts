@@ -66,6 +66,14 @@ export function authorizeCall(caller: Caller, queryName: string, savedConnection
   throw new GatewayError('connection_forbidden', `This API key is not permitted to use the connection '${connection}'`);
 }
 
+/** Ad-hoc SQL is reached through a connections grant alone: a queries grant never allows it. */
+export function authorizeAdhoc(caller: Caller, connection: string): void {
+  if (caller.kind !== 'key') return;
+  const c = caller.key.connections;
+  if (c === '*' || c.includes(connection)) return;
+  throw new GatewayError('connection_forbidden', `This API key is not permitted to use the connection '${connection}'`);
+}
+
 export function checkConnection(conn: ConnectionRow | null, name: string): ConnectionRow {
   if (!conn) throw new GatewayError('connection_not_found', `Connection '${name}' not found`);
   if (!conn.active) {

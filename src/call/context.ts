@@ -35,6 +35,8 @@ export interface CallContext {
   meta: Metadata;
   adminKey: Buffer | null;
   plans: LRUCache<string, CallPlan>;
+  /** Plans of ad-hoc statements, apart from saved ones so ad-hoc traffic never evicts them. */
+  adhocPlans: LRUCache<string, CallPlan>;
   source(conn: ConnectionRow): Source;
   runs: RunBatcher;
   /** Answers of versions with a cache_ttl. */
@@ -104,6 +106,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     meta,
     adminKey: config.adminKey ? Buffer.from(config.adminKey, 'utf8') : null,
     plans: new LRUCache<string, CallPlan>({ max: 2000 }),
+    adhocPlans: new LRUCache<string, CallPlan>({ max: 256 }),
     source(conn) {
       const stamp = `${conn.db}|${conn.updated_at}`;
       const have = sources.get(conn.name);

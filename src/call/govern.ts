@@ -4,6 +4,7 @@
 // statement reaches the database.
 import type { LRUCache } from 'lru-cache';
 import type { Caller } from '../auth/keys.js';
+import { GatewayError } from '../contract/errors.js';
 import { checkPredicates, compileMasker, planMasks, type MaskPlan, type MaskRule, type Masker } from '../governance/masking.js';
 import { allSafe, checkFunctions } from '../governance/functions.js';
 import { resolveTable } from '../governance/names.js';
@@ -40,25 +41,41 @@ const UNMASKED_RESET: Governed = { masker: null, masked: null, resetSession: tru
 /** No hash action, no secret needed. */
 const NO_SECRET = Buffer.alloc(0);
 
-/** Writes need the server's ceiling and the caller's own permission (allow_writes or a per-query grant). */
-export function mayWrite(caller: Caller, queryName: string, serverAllows: boolean): boolean {
+/**
+ * Writes need the server's ceiling and the caller's own permission: allow_writes, or for a saved query a
+ * per-query grant (`queryName` null is ad-hoc SQL, which no per-query grant reaches).
+ */
+export function mayWrite(caller: Caller, queryName: string | null, serverAllows: boolean): boolean {
   if (!serverAllows) return false;
   if (caller.kind !== 'key') return true;
   const k = caller.key;
-  return k.allow_writes || (k.queries !== '*' && k.queries.some((g) => typeof g !== 'string' && g.name === queryName && g.allow_writes));
+  if (k.allow_writes) return true;
+  return queryName !== null && k.queries !== '*' && k.queries.some((g) => typeof g !== 'string' && g.name === queryName && g.allow_writes);
+}
+
+/** How a call is held beyond the caller's grants: MCP and streams never write. */
+export interface GovernOptions {
+  readOnly?: boolean;
 }
 
 export async function governCall(
   g: Governance,
   plan: CallPlan,
   caller: Caller,
-  queryName: string,
+  queryName: string | null,
   connection: ConnectionRow,
   source: Source,
+  options: GovernOptions = {},
 ): Promise<Governed> {
   const { scan, analysis } = plan.inspection;
   const key = caller.kind === 'key' ? caller.key : null;
-  const writer = mayWrite(caller, queryName, g.allowWrites);
+  const writer = !options.readOnly && mayWrite(caller, queryName, g.allowWrites);
+  // Ad-hoc SQL from a scoped key is the caller's own text, not an administrator's: a statement the
+  // parsers cannot read is refused outright, whatever the key's grants (the keyword guard alone is
+  // what saved queries fall back to, and an attacker's text is where it would be tried).
+  if (queryName === null && key && analysis === null) {
+    throw new GatewayError('table_check_failed', `This statement could not be analysed, so it is refused (${plan.inspection.failure ?? 'unreadable'})`);
+  }
   checkStatement(scan, { mayWrite: writer, allowedWriteOps: key?.allowed_write_ops ?? null });
   const rules = key?.mask?.length ? key.mask : null;
   const tables = key?.allowed_tables ?? null;

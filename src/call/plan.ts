@@ -42,7 +42,8 @@ export function planFor(plans: LRUCache<string, CallPlan>, version: VersionRow, 
   return plan;
 }
 
-export function planCall(id: string, version: VersionRow, dialect: Dialect): CallPlan {
+/** `version` is a saved version, or an ad-hoc statement (no declared parameters: every marker is required). */
+export function planCall(id: string, version: VersionRow | { sql: string; parameters: null }, dialect: Dialect): CallPlan {
   const sql = version.sql.replace(/[\s;]+$/, '');
   const inspection = inspectStatement(sql, dialect);
   checkSingleStatement(inspection.scan);

@@ -95,12 +95,7 @@ export function parseCall(req: Request): CallRequest {
     typed = true;
   }
   const pick = (k: string): unknown => (args[k] !== undefined ? args[k] : body?.[k]);
-
-  const formatRaw = pick('format');
-  const format = (formatRaw === undefined || formatRaw === '' ? 'json' : String(formatRaw).toLowerCase()) as Format;
-  if (!FORMATS.includes(format)) {
-    throw new GatewayError('invalid_format', `Unsupported format '${String(formatRaw)}'. Supported formats: ${FORMATS.join(', ')}`);
-  }
+  const options = callOptions(pick);
 
   let version: number | null = null;
   const versionRaw = pick('version');
@@ -109,6 +104,24 @@ export function parseCall(req: Request): CallRequest {
     if (!Number.isSafeInteger(version) || version < 1 || (typeof versionRaw === 'string' && !/^\d+$/.test(versionRaw))) {
       throw new GatewayError('invalid_request', 'version must be a positive integer');
     }
+  }
+  const connectionName = pick('connection_name');
+  return {
+    name: queryName(req.url),
+    version,
+    connectionName: connectionName === undefined || connectionName === '' ? null : String(connectionName),
+    ...options,
+    params,
+    typed,
+  };
+}
+
+/** The options every statement call takes (format, timeout, paging, stream), each from the query string or the body. */
+export function callOptions(pick: (k: string) => unknown): Pick<CallRequest, 'format' | 'timeout' | 'page' | 'pageSize' | 'stream'> {
+  const formatRaw = pick('format');
+  const format = (formatRaw === undefined || formatRaw === '' ? 'json' : String(formatRaw).toLowerCase()) as Format;
+  if (!FORMATS.includes(format)) {
+    throw new GatewayError('invalid_format', `Unsupported format '${String(formatRaw)}'. Supported formats: ${FORMATS.join(', ')}`);
   }
 
   let timeout: number | null = null;
@@ -123,19 +136,13 @@ export function parseCall(req: Request): CallRequest {
   const stream =
     streamRaw !== undefined && ['1', 'true', 'yes', 'on', true].includes(typeof streamRaw === 'string' ? streamRaw.toLowerCase() : (streamRaw as boolean));
 
-  const connectionName = pick('connection_name');
   const page = pick('page');
   const pageSize = pick('page_size');
   return {
-    name: queryName(req.url),
-    version,
-    connectionName: connectionName === undefined || connectionName === '' ? null : String(connectionName),
     format,
     page: page === undefined ? null : String(page),
     pageSize: pageSize === undefined ? null : String(pageSize),
     timeout,
-    params,
-    typed,
     stream,
   };
 }

@@ -7,12 +7,11 @@ import type { Source } from '../sources/types.js';
 import { GatewayError } from '../contract/errors.js';
 import type { Answer } from '../contract/exchange.js';
 import type { StreamCredit, StreamFrame } from '../contract/messages.js';
-import type { Target } from './authorize.js';
 import type { CallContext } from './context.js';
 import { CONTENT_TYPES } from './formats.js';
 import type { Governed } from './govern.js';
 import { writerFor, type CallPlan } from './plan.js';
-import { record } from './record.js';
+import { record, type RunTarget } from './record.js';
 import { STREAM_FORMATS, type CallRequest } from './request.js';
 
 /** Chunks in flight between executor and acceptor before the cursor waits. */
@@ -44,7 +43,8 @@ export async function streamCall(
   values: unknown[],
   timeoutS: number,
   governed: Governed,
-  target: Target,
+  run: RunTarget,
+  fileName: string,
   caller: string,
   requestId: string,
 ): Promise<Answer> {
@@ -65,7 +65,7 @@ export async function streamCall(
   };
 
   const max = ctx.config.streamMaxRows;
-  const labels = { connection: target.connectionName, dialect: source.dialect };
+  const labels = { connection: run.connectionName, dialect: source.dialect };
   const started = performance.now();
   let headed = false;
   let sent = 0;
@@ -78,31 +78,36 @@ export async function streamCall(
       t: 'head',
       status: 200,
       key: caller,
-      headers: ['Content-Type', CONTENT_TYPES[req.format], 'Content-Disposition', `attachment; filename="${target.query.name}.${req.format}"`],
+      headers: ['Content-Type', CONTENT_TYPES[req.format], 'Content-Disposition', `attachment; filename="${fileName}.${req.format}"`],
     });
   };
   try {
-    await source.stream(plan.text, values, { timeoutMs: timeoutS * 1000, readOnly: true, resetSession: governed.resetSession === true, batchRows: BATCH_ROWS }, async (cols, batch) => {
-      if (gone) throw new ClientGone();
-      let rows = batch;
-      if (max > 0 && sent + rows.length >= max) {
-        truncated = sent + rows.length > max;
-        rows = rows.slice(0, max - sent);
-      }
-      let columns = cols;
-      if (governed.masker && rows.length) ({ columns, rows } = governed.masker(columns, rows)); // every row, before rendering
-      const writer = writerFor(plan, columns, req.format);
-      if (!headed) {
-        head();
-        if (writer.head) post({ t: 'data', chunk: writer.head });
-      }
-      if (rows.length) {
-        await credit();
-        post({ t: 'data', chunk: writer.chunk(rows) });
-        sent += rows.length;
-      }
-      if (truncated) throw new Truncated();
-    });
+    await source.stream(
+      plan.text,
+      values,
+      { timeoutMs: timeoutS * 1000, readOnly: true, resetSession: governed.resetSession === true, batchRows: BATCH_ROWS },
+      async (cols, batch) => {
+        if (gone) throw new ClientGone();
+        let rows = batch;
+        if (max > 0 && sent + rows.length >= max) {
+          truncated = sent + rows.length > max;
+          rows = rows.slice(0, max - sent);
+        }
+        let columns = cols;
+        if (governed.masker && rows.length) ({ columns, rows } = governed.masker(columns, rows)); // every row, before rendering
+        const writer = writerFor(plan, columns, req.format);
+        if (!headed) {
+          head();
+          if (writer.head) post({ t: 'data', chunk: writer.head });
+        }
+        if (rows.length) {
+          await credit();
+          post({ t: 'data', chunk: writer.chunk(rows) });
+          sent += rows.length;
+        }
+        if (truncated) throw new Truncated();
+      },
+    );
   } catch (e) {
     if (!(e instanceof Truncated)) {
       if (!headed) throw e; // before the first byte: an ordinary JSON error
@@ -122,7 +127,7 @@ export async function streamCall(
   }
   post({ t: failed ? 'fail' : 'end' });
   port.close();
-  record(ctx.runs, target, caller, requestId, sent, Math.round(performance.now() - started), null, governed.masked, failed);
+  record(ctx.runs, run, caller, requestId, sent, Math.round(performance.now() - started), null, governed.masked, failed);
   ctx.metrics.streamExports.inc({ ...labels, status: failed ? 'error' : truncated ? 'truncated' : 'success', key: caller });
   ctx.metrics.rows.inc({ ...labels, key: caller }, sent);
   return { status: 200, headers: [], body: '', streamed: true };

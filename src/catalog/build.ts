@@ -4,7 +4,8 @@
 // rendered as text for the acceptor to cache. The task and its answer cross the thread as plain data.
 import type { Caller } from '../auth/keys.js';
 import type { CallContext } from '../call/context.js';
-import { describeQuery, type Reading, readConnection } from './describe.js';
+import type { ConnectionRow } from '../store/types.js';
+import { describeQuery, type QueryFacts, type Reading, readConnection } from './describe.js';
 import { catalogListing } from './listing.js';
 import { openApiDocument } from './openapi.js';
 import { grantedConnections, reachableQueries } from './reach.js';
@@ -23,6 +24,16 @@ export interface CatalogDocuments {
 
 export async function buildCatalog(ctx: CallContext, task: CatalogTask): Promise<CatalogDocuments> {
   const { caller } = task;
+  const { facts, namable } = await describeReachable(ctx, caller);
+  const { config } = ctx;
+  return {
+    catalog: JSON.stringify(catalogListing(caller, facts, namable, { allowWrites: config.allowWrites, rateLimit: config.rateLimit })),
+    openapi: JSON.stringify(openApiDocument(facts, { serverVersion: task.serverVersion, maxPageSize: config.maxPageSize, queryTimeout: config.queryTimeout })),
+  };
+}
+
+/** Every saved query the caller reaches, described as a call reads it, and the connections it may name. */
+export async function describeReachable(ctx: CallContext, caller: Caller): Promise<{ facts: QueryFacts[]; namable: ConnectionRow[] }> {
   const [queries, connections] = await Promise.all([ctx.store.listQueries(), ctx.store.listConnections()]);
   const namable = grantedConnections(caller, connections);
   const reachable = reachableQueries(caller, queries, namable);
@@ -38,9 +49,5 @@ export async function buildCatalog(ctx: CallContext, task: CatalogTask): Promise
     return r;
   };
   const facts = await Promise.all(reachable.map(async (r) => describeQuery(ctx, caller, r, await reading(r.connections[0]))));
-  const { config } = ctx;
-  return {
-    catalog: JSON.stringify(catalogListing(caller, facts, namable, { allowWrites: config.allowWrites, rateLimit: config.rateLimit })),
-    openapi: JSON.stringify(openApiDocument(facts, { serverVersion: task.serverVersion, maxPageSize: config.maxPageSize, queryTimeout: config.queryTimeout })),
-  };
+  return { facts, namable };
 }

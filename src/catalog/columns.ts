@@ -6,6 +6,7 @@ import { uniqueColumnNames } from '../call/formats.js';
 import type { StatementAnalysis } from '../governance/analysis.js';
 import { traceOutputs } from '../governance/masking.js';
 import type { Schema } from '../governance/names.js';
+import { lex } from '../governance/scan.js';
 import type { Dialect } from '../sources/types.js';
 
 /** A JSON Schema for one value, as the gateway renders it (see call/formats.ts). */
@@ -24,16 +25,73 @@ export interface CatalogColumn {
  * over a table the schema does not know). A statement that returns nothing (a write without
  * RETURNING) has [].
  */
-export function outputColumns(analysis: StatementAnalysis | null, schema: Schema, dialect: Dialect): CatalogColumn[] | null {
+export function outputColumns(analysis: StatementAnalysis | null, schema: Schema, dialect: Dialect, sql?: string): CatalogColumn[] | null {
   if (analysis === null || analysis.outputs === null) return null;
   const traced = traceOutputs(analysis.outputs, schema);
   // A `*` the schema could not expand stands for columns nobody can name.
   if (traced.some((c) => c.untraced !== null && c.name.endsWith('*'))) return null;
-  const names = uniqueColumnNames(traced.map((c) => c.name)); // id, id_2: as the answer names them
+  // The parsers fold names to lower case; MySQL names a column as the statement spells it, SQLite
+  // too when it is an alias, and a bare column reference as its table declares it.
+  const spelled = dialect !== 'postgres' && sql !== undefined ? selectListSpellings(sql, dialect) : null;
+  const asAnswered = (c: (typeof traced)[number]): string => {
+    const s = c.expected === undefined ? spelled?.get(c.name) : undefined;
+    if (!s) return c.name;
+    if (dialect === 'sqlite' && s.bare && c.sources.length === 1) {
+      const { table, column } = c.sources[0];
+      return schema.relations.get(table)?.columns?.find((declared) => declared.toLowerCase() === column.toLowerCase()) ?? s.written;
+    }
+    return s.written;
+  };
+  const names = uniqueColumnNames(traced.map(asAnswered)); // id, id_2: as the answer names them
   return traced.map((c, i) => {
     const dataType = c.direct && c.untraced === null ? commonType(c.sources, schema) : null;
     return { name: names[i], dataType, schema: dataType === null ? {} : valueSchema(dialect, dataType) };
   });
+}
+
+/**
+ * Each output name of the statement's outermost select list (the first SELECT ... FROM outside
+ * parentheses) as written, by its lower-case form, the first spelling winning; `bare` when its item is
+ * a plain column reference (`t.col`), not an alias.
+ */
+function selectListSpellings(sql: string, dialect: Dialect): Map<string, { written: string; bare: boolean }> {
+  const out = new Map<string, { written: string; bare: boolean }>();
+  let depth = 0;
+  let inList = false;
+  let last: string | null = null; // the item's last name
+  let bare = true; // the item is names and dots only
+  const endItem = () => {
+    if (last !== null && !out.has(last.toLowerCase())) out.set(last.toLowerCase(), { written: last, bare });
+    last = null;
+    bare = true;
+  };
+  let afterDot = false;
+  for (const t of lex(sql, dialect).tokens) {
+    if (t.kind === 'punct' && (t.text === '(' || t.text === ')')) {
+      depth += t.text === '(' ? 1 : -1;
+      bare = false;
+      continue;
+    }
+    if (depth !== 0) continue;
+    if (!inList) {
+      inList = t.kind === 'word' && t.text === 'select';
+      continue;
+    }
+    const word = t.kind === 'word' ? t.text : null;
+    if (word === 'from') break;
+    if (t.kind === 'punct' && t.text === ',') endItem();
+    else if (t.kind === 'punct' && t.text === '.') {
+      afterDot = true;
+      continue;
+    } else if (word === 'as') bare = false;
+    else if (t.kind === 'word' || t.kind === 'name') {
+      if (last !== null && !afterDot) bare = false; // `expr alias` without AS
+      last = t.kind === 'word' ? sql.slice(t.at, t.at + t.text.length) : t.text;
+    } else bare = false;
+    afterDot = false;
+  }
+  endItem();
+  return out;
 }
 
 /** The one data type every source column has, or null. */

@@ -106,7 +106,7 @@ export async function describeQuery(ctx: CallContext, caller: Caller, r: Reachab
     facts.writes = plan.write;
     if (reading?.dialect) {
       const known = reading.schema;
-      facts.columns = outputColumns(plan.inspection.analysis, known?.schema ?? emptySchema(reading.dialect), reading.dialect);
+      facts.columns = outputColumns(plan.inspection.analysis, known?.schema ?? emptySchema(reading.dialect), reading.dialect, plan.text);
     }
   }
   facts.parameters = parametersOf(version.parameters, plan?.params ?? null);

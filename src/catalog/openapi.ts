@@ -145,7 +145,18 @@ const JSON_TYPES: Record<string, string> = { integer: 'integer', number: 'number
 
 /** A declared parameter with its rules, or an undeclared one (required text, passed on as given). */
 function parameter(name: string, rule: ParamRule | null): Record<string, unknown> {
-  if (rule === null) return { name, in: 'query', required: true, description: 'Not declared: passed to the statement as given', schema: { type: 'string' } };
+  const { schema, required } = parameterSchema(rule);
+  const p: Record<string, unknown> = { name, in: 'query', required, schema };
+  if (rule === null) p.description = 'Not declared: passed to the statement as given';
+  else if (rule.description) p.description = rule.description;
+  const example = rule && exampleOf(rule);
+  if (example !== undefined && example !== null) p.example = example;
+  return p;
+}
+
+/** A parameter's value as JSON Schema (its type, enum, limits, pattern, default), and whether a call must give it. */
+export function parameterSchema(rule: ParamRule | null): { schema: JsonSchema; required: boolean } {
+  if (rule === null) return { schema: { type: 'string' }, required: true };
   const schema: JsonSchema = { type: rule.type ? JSON_TYPES[rule.type] : 'string' };
   if (rule.enum !== undefined) schema.enum = rule.enum;
   if (rule.min !== undefined) schema.minimum = rule.min;
@@ -155,11 +166,7 @@ function parameter(name: string, rule: ParamRule | null): Record<string, unknown
   // The gateway matches the whole value; a JSON Schema pattern matches anywhere unless anchored.
   if (rule.pattern !== undefined) schema.pattern = `^(?:${rule.pattern})$`;
   if (rule.default !== undefined && rule.default !== null) schema.default = rule.default;
-  const p: Record<string, unknown> = { name, in: 'query', required: rule.required && rule.default === undefined, schema };
-  if (rule.description) p.description = rule.description;
-  const example = exampleOf(rule);
-  if (example !== undefined) p.example = example;
-  return p;
+  return { schema, required: rule.required && rule.default === undefined };
 }
 
 /** A value that passes the rules, where one is plain to see (a default, the first enum member). */

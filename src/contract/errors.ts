@@ -16,6 +16,7 @@ export const ERRORS = {
     invalid_stream: 400,
     invalid_filter: 400,
     connection_required: 400,
+    sql_required: 400,
     reason_required: 400,
     not_found: 404,
     method_not_allowed: 405,

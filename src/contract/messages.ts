@@ -52,6 +52,12 @@ export interface RunRecord {
   code?: string;
   /** Output columns a mask rule changed, with the action. */
   masked?: Array<{ column: string; action: string }>;
+  /** Ad-hoc runs: the statement (QUERYAPIGATE_HISTORY_ADHOC_SQL text), whether it was cut, or its hash. */
+  sql?: string;
+  sql_truncated?: boolean;
+  sql_sha256?: string;
+  /** Ad-hoc runs: the parameter names, sorted, never their values. */
+  params?: string[];
 }
 
 /** A run once the event log has given it its id. */

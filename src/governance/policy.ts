@@ -58,7 +58,10 @@ export function checkSession(a: StatementScan, mayWrite: boolean): void {
   if (a.sessionChanges.length === 0) return;
   const what = a.sessionChanges.join(', ');
   if (!mayWrite) throw governanceError('read_only', `${READ_ONLY_MESSAGE} - not one that changes the session (${what}).`);
-  throw governanceError('forbidden', `Statements that change the session for later calls are not run through the gateway (${what}); the gateway sets each call's session.`);
+  throw governanceError(
+    'forbidden',
+    `Statements that change the session for later calls are not run through the gateway (${what}); the gateway sets each call's session.`,
+  );
 }
 
 /**
@@ -84,7 +87,8 @@ export function checkTables(a: StatementAnalysis | null, allowedTables: string[]
   throw governanceError('table_not_allowed', `This API key may only query these tables: ${list}. Forbidden: ${[...forbidden].sort().join(', ')}.`);
 }
 
-function allowedKeys(entries: string[], schema: Schema): Set<string> {
+/** The relation keys `allowed_tables` entries name on this connection (entries naming none left out). */
+export function allowedKeys(entries: string[], schema: Schema): Set<string> {
   const keys = new Set<string>();
   for (const e of entries) {
     const key = tableKey(schema, parseTableName(e, schema.dialect as SqlDialect));

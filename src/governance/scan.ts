@@ -441,7 +441,15 @@ export function judgeTokens(tokens: Token[], dialect: ScanDialect): LexicalVerdi
     }
   }
   const session = sessionChanges(start ? tokens.slice(start) : tokens, dialect, verb);
-  return { verb, writeVerbs: [...writes].sort(), selectInto, unsafeFunctions: [...unsafe].sort(), calls: [...calls].sort(), explainedAt, sessionChanges: session };
+  return {
+    verb,
+    writeVerbs: [...writes].sort(),
+    selectInto,
+    unsafeFunctions: [...unsafe].sort(),
+    calls: [...calls].sort(),
+    explainedAt,
+    sessionChanges: session,
+  };
 }
 
 function isNameStart(c: number): boolean {

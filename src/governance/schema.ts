@@ -1,7 +1,7 @@
 // In charge of the SQL that reads what a connection's names resolve to (every relation it can name,
 // the columns of its base tables, the search path and the case rules), per dialect, and of turning
 // its rows into a Schema (governance/names.ts). Must not import HTTP/uWS or sources: the caller runs
-// the queries through its source.
+// the queries through its source. For browsing (the schema route), tables and views with their keys.
 //
 // Views are known by name but carry no columns on purpose: a view's columns can't be traced to the
 // tables they come from, so a column read through a view is untraceable and a key with mask rules is
@@ -84,4 +84,77 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
     }
   }
   return { dialect, relations, path, foldTables, memo: new Map() };
+}
+
+// ---- Browsing (GET /api/v1/connections/{name}/schema): tables and views, every column with its type,
+// whether it may be null, its position and whether it is in the primary key. Rows are
+// (schema, table, table type, column, data type, nullable, position, primary key), in table order.
+
+/** Columns answered at most; one more is read to know the list was cut. */
+export const BROWSE_MAX_COLUMNS = 5000;
+
+const BROWSE_POSTGRES = `SELECT c.table_schema::text, c.table_name::text, t.table_type::text, c.column_name::text, c.data_type::text,
+  c.is_nullable = 'YES', c.ordinal_position::int,
+  EXISTS (SELECT 1 FROM information_schema.table_constraints k
+          JOIN information_schema.key_column_usage u ON u.constraint_schema = k.constraint_schema AND u.constraint_name = k.constraint_name
+          WHERE k.constraint_type = 'PRIMARY KEY' AND k.table_schema = c.table_schema AND k.table_name = c.table_name
+            AND u.column_name = c.column_name)
+FROM information_schema.columns c
+JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+WHERE c.table_schema = ANY (current_schemas(false)) AND c.table_schema NOT IN ('pg_catalog', 'information_schema')
+ORDER BY c.table_schema, c.table_name, c.ordinal_position
+LIMIT ${BROWSE_MAX_COLUMNS + 1}`;
+
+const BROWSE_MYSQL = `SELECT c.TABLE_SCHEMA, c.TABLE_NAME, t.TABLE_TYPE, c.COLUMN_NAME, c.COLUMN_TYPE,
+  c.IS_NULLABLE = 'YES', c.ORDINAL_POSITION, c.COLUMN_KEY = 'PRI'
+FROM information_schema.COLUMNS c
+JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME
+WHERE c.TABLE_SCHEMA = DATABASE()
+ORDER BY c.TABLE_NAME, c.ORDINAL_POSITION
+LIMIT ${BROWSE_MAX_COLUMNS + 1}`;
+
+const BROWSE_SQLITE = `SELECT 'main', m.name, m.type, p.name, p.type, p."notnull" = 0, p.cid + 1, p.pk > 0
+FROM sqlite_master m JOIN pragma_table_info(m.name) p
+WHERE m.type IN ('table', 'view') AND m.name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+ORDER BY m.name, p.cid
+LIMIT ${BROWSE_MAX_COLUMNS + 1}`;
+
+export function browseQuery(dialect: SqlDialect): string {
+  return dialect === 'postgres' ? BROWSE_POSTGRES : dialect === 'sqlite' ? BROWSE_SQLITE : BROWSE_MYSQL;
+}
+
+export interface BrowsedColumn {
+  name: string;
+  type: string;
+  nullable: boolean;
+  position: number;
+  primary_key: boolean;
+}
+
+export interface BrowsedTable {
+  name: string;
+  schema: string;
+  type: 'table' | 'view';
+  columns: BrowsedColumn[];
+}
+
+/** browseQuery's rows as tables of columns; `truncated` when there were more columns than answered. */
+export function toBrowsed(rows: unknown[][]): { tables: BrowsedTable[]; truncated: boolean } {
+  const truncated = rows.length > BROWSE_MAX_COLUMNS;
+  const tables: BrowsedTable[] = [];
+  let last: BrowsedTable | null = null;
+  for (const row of truncated ? rows.slice(0, BROWSE_MAX_COLUMNS) : rows) {
+    const [schema, table, kind] = [String(row[0]), String(row[1]), String(row[2]).toLowerCase()];
+    if (!last || last.name !== table || last.schema !== schema) {
+      last = { name: table, schema, type: kind.includes('view') ? 'view' : 'table', columns: [] };
+      tables.push(last);
+    }
+    last.columns.push({ name: String(row[3]), type: String(row[4] ?? ''), nullable: truthy(row[5]), position: Number(row[6]), primary_key: truthy(row[7]) });
+  }
+  return { tables, truncated };
+}
+
+/** A boolean as each driver answers it (true, 1, 1n, '1'). */
+function truthy(v: unknown): boolean {
+  return v === true || v === 1 || v === 1n || v === '1' || v === 't';
 }

@@ -1,8 +1,9 @@
-// In charge of the acceptor's routes: /health, /q/<name> (handed to the executors), the management
-// API under /api/v1, the catalog (/catalog and /openapi.json, built in an executor and cached here;
-// /docs), and a catch-all 404. Built once before listen; the acceptor never runs SQL.
+// In charge of the acceptor's routes: /health, /q/<name> and /execute_sql (handed to the executors),
+// the management API under /api/v1, the catalog (/catalog and /openapi.json, built in an executor and
+// cached here; /docs), MCP at /mcp (answered in an executor), and a catch-all 404. Built once before listen; the acceptor never runs SQL.
 import uWS from 'uWebSockets.js';
 import { apiKeyRoutes } from '../api/apiKeys.js';
+import { connectionProbeRoutes } from '../api/connectionProbe.js';
 import { connectionRoutes } from '../api/connections.js';
 import { historyRoutes } from '../api/history.js';
 import { queryRoutes } from '../api/queries.js';
@@ -28,7 +29,7 @@ export const VERSION = packageVersion();
 
 /** Status codes as label text, made once. */
 const STATUS: Record<number, string> = Object.fromEntries(
-  [200, 201, 204, 304, 400, 401, 403, 404, 405, 409, 413, 429, 500, 502, 503, 504].map((c) => [c, String(c)]),
+  [200, 201, 202, 204, 304, 400, 401, 403, 404, 405, 406, 409, 413, 415, 429, 500, 502, 503, 504].map((c) => [c, String(c)]),
 );
 
 export function buildApp(
@@ -58,6 +59,7 @@ export function buildApp(
   };
   const router = new ApiRouter();
   connectionRoutes(router);
+  connectionProbeRoutes(router);
   queryRoutes(router);
   apiKeyRoutes(router);
   historyRoutes(router);
@@ -71,6 +73,12 @@ export function buildApp(
     if (state.draining) return errorAnswer('unavailable', 'The server is shutting down', req.requestId);
     if (req.method !== 'GET' && req.method !== 'POST') return errorAnswer('method_not_allowed', 'Method not allowed', req.requestId);
     return wantsStream(req.query) ? relayStream(req, dispatcher) : dispatcher.run(req);
+  };
+  /** POST /execute_sql: ad-hoc SQL, in an executor through the same stages as /q/. */
+  const adhoc: Handler = (req) => {
+    if (state.draining) return errorAnswer('unavailable', 'The server is shutting down', req.requestId);
+    if (req.method !== 'POST') return errorAnswer('method_not_allowed', 'Method not allowed', req.requestId);
+    return wantsStream(req.query) ? relayStream(req, dispatcher, 'adhoc') : dispatcher.run(req, undefined, 'adhoc');
   };
   const api: Handler = async (req) => {
     try {
@@ -104,6 +112,30 @@ export function buildApp(
     return hub.open(who.kind === 'key' ? who.name : null, resume ? Number(resume) : null);
   };
   const notFound: Handler = (req) => errorAnswer('not_found', 'Not found', req.requestId);
+
+  /** /mcp: MCP over Streamable HTTP, stateless, so only POST (no session to resume or end); answered in an executor. */
+  const mcp: Handler = (req) => {
+    if (state.draining) return errorAnswer('unavailable', 'The server is shutting down', req.requestId);
+    if (req.method !== 'POST') {
+      return withHeaders(errorAnswer('method_not_allowed', 'This MCP server is stateless: POST each JSON-RPC message to /mcp', req.requestId), [
+        'Allow',
+        'POST',
+      ]);
+    }
+    return dispatcher.mcp({ request: req, serverVersion: VERSION });
+  };
+  /** GET /api/v1/mcp/tools: the tools an administrator sees (each key sees its own share of them). */
+  const mcpTools: Handler = async (req) => {
+    const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip);
+    if (!who) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
+    if (who.kind === 'key') return errorAnswer('admin_only', 'Only an administrator may do this', req.requestId);
+    try {
+      return { ...jsonAnswer(200, { items: await dispatcher.mcpTools({ caller: who }) }), key: who.name };
+    } catch (e) {
+      if (e instanceof GatewayError) return errorAnswer(e.code, e.message, req.requestId, e.extras);
+      throw e;
+    }
+  };
 
   // Without a key (and with keys configured) /openapi.json is the document with no saved query in it.
   const { maxPageSize, queryTimeout } = control.config;
@@ -163,6 +195,11 @@ export function buildApp(
   const limitedCatalog = limited(catalogDocument('catalog'));
   const limitedOpenapi = limited(catalogDocument('openapi'));
   const limitedCall = limited(call);
+  const limitedAdhoc = limited(adhoc);
+  const adhocOpts = opts('execute_sql');
+  const limitedMcp = limited(mcp);
+  const mcpOpts: ServeOptions = { ...opts('mcp'), headers: ['accept', 'content-type', 'mcp-protocol-version'] };
+  const limitedMcpTools = limited(mcpTools);
   const limitedApi = limited(api);
   return uWS
     .App()
@@ -174,6 +211,9 @@ export function buildApp(
     .get('/docs', (res, req) => serve(res, req, docs, docsOpts))
     .get('/docs/*', (res, req) => serve(res, req, docs, docsOpts))
     .any('/q/*', (res, req) => serve(res, req, limitedCall, callOpts))
+    .any('/execute_sql', (res, req) => serve(res, req, limitedAdhoc, adhocOpts))
+    .any('/mcp', (res, req) => serve(res, req, limitedMcp, mcpOpts))
+    .get('/api/v1/mcp/tools', (res, req) => serve(res, req, limitedMcpTools, apiOpts))
     .any('/api/v1/*', (res, req) => serve(res, req, limitedApi, apiOpts))
     .any('/*', (res, req) => serve(res, req, notFound, unmatchedOpts));
 }

@@ -1,20 +1,29 @@
-// In charge of handing /q/ calls (and catalog builds) to the executors: a piscina pool tuned for
+// In charge of handing /q/ and /execute_sql calls (and catalog builds, MCP requests) to the executors: a piscina pool tuned for
 // I/O-bound tasks, or the same modules inline when QUERYAPIGATE_WORKERS=0. A full queue answers 503 at
 // once (counted), and shutdown can wait for the tasks in flight.
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { createCallContext, type ExecutorData } from '../call/context.js';
+import { runAdhoc } from '../call/adhoc.js';
 import { runCall } from '../call/runCall.js';
 import { buildCatalog, type CatalogDocuments, type CatalogTask } from '../catalog/build.js';
+import { type McpTask, type McpToolListing, type McpToolsTask, mcpTools, serveMcp } from '../mcp/server.js';
 import type { Config } from '../config.js';
 import { GatewayError } from '../contract/errors.js';
 import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
 
+/** The executor's call tasks: a saved query (/q/, the default) or an ad-hoc statement (/execute_sql). */
+export type CallTask = 'call' | 'adhoc';
+
 export interface Dispatcher {
   /** `transfer` moves a stream's port to the executor (inline mode keeps it in this thread). */
-  run(req: Request, transfer?: Transferable[]): Promise<Answer>;
+  run(req: Request, transfer?: Transferable[], task?: CallTask): Promise<Answer>;
   /** Builds a caller's catalog in an executor (its plan and schema caches); a full queue is GatewayError 'unavailable'. */
   catalog(task: CatalogTask): Promise<CatalogDocuments>;
+  /** Answers one MCP request in an executor (stateless: any executor can). */
+  mcp(task: McpTask): Promise<Answer>;
+  /** The MCP tools an administrator sees, for GET /api/v1/mcp/tools. */
+  mcpTools(task: McpToolsTask): Promise<McpToolListing>;
   /** Calls refused because the queue was full. */
   readonly refused: number;
   /** Resolves when no call is in flight. */
@@ -22,18 +31,23 @@ export interface Dispatcher {
   close(): Promise<void>;
 }
 
+/** The executor's tasks besides calls, by the name the worker file exports each under. */
+const TASKS = { catalog: buildCatalog, mcp: serveMcp, mcpTools };
+type TaskName = keyof typeof TASKS;
+type Named = <N extends TaskName>(name: N, task: Parameters<(typeof TASKS)[N]>[1]) => ReturnType<(typeof TASKS)[N]>;
+
 const EXECUTOR = fileURLToPath(new URL('../../workers/executor.js', import.meta.url));
 
 export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffer): Dispatcher {
   const data: ExecutorData = { config, limiterMemory };
-  let run: (req: Request, transfer?: Transferable[]) => Promise<Answer>;
-  let catalog: (task: CatalogTask) => Promise<CatalogDocuments>;
+  let run: (req: Request, transfer?: Transferable[], task?: CallTask) => Promise<Answer>;
+  let named: Named;
   let close: () => Promise<void>;
   let refused = 0;
   if (config.workers === 0) {
     const ctx = createCallContext(data);
-    run = (req) => runCall(ctx, req);
-    catalog = (task) => buildCatalog(ctx, task);
+    run = (req, _transfer, task) => (task === 'adhoc' ? runAdhoc(ctx, req) : runCall(ctx, req));
+    named = ((name: TaskName, task: never) => TASKS[name](ctx, task)) as Named;
     close = () => ctx.close();
   } else {
     const pool = new Piscina({
@@ -50,7 +64,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
       // executor and then trip an internal assertion on the import. Make the require fail cleanly.
       execArgv: [...process.execArgv, '--no-experimental-require-module'],
     });
-    run = (req, transfer) => {
+    run = (req, transfer, task) => {
       // queueSize counts the calls waiting beyond every executor's concurrent tasks, as maxQueue does.
       if (pool.queueSize >= config.maxQueue) {
         refused++;
@@ -58,15 +72,16 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
         busy.headers.push('Retry-After', '1');
         return Promise.resolve(busy);
       }
-      return pool.run(req, transfer ? { transferList: transfer as never } : undefined) as Promise<Answer>;
+      const name = task === 'adhoc' ? 'adhoc' : undefined;
+      return pool.run(req, { name, transferList: transfer as never }) as Promise<Answer>;
     };
-    catalog = (task) => {
+    named = ((name: TaskName, task: unknown) => {
       if (pool.queueSize >= config.maxQueue) {
         refused++;
         return Promise.reject(new GatewayError('unavailable', 'The server is busy; try again shortly', { retry_after: 1 }));
       }
-      return pool.run(task, { name: 'catalog' }) as Promise<CatalogDocuments>;
-    };
+      return pool.run(task, { name });
+    }) as Named;
     close = () => pool.close();
   }
 
@@ -84,8 +99,10 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
     return p;
   };
   return {
-    run: (req, transfer) => counted(run(req, transfer)),
-    catalog: (task) => counted(catalog(task)),
+    run: (req, transfer, task) => counted(run(req, transfer, task)),
+    catalog: (task) => counted(named('catalog', task)),
+    mcp: (task) => counted(named('mcp', task)),
+    mcpTools: (task) => counted(named('mcpTools', task)),
     get refused() {
       return refused;
     },

@@ -39,11 +39,14 @@ export interface ServeOptions {
   onAnswer?: (req: Request, a: Answer) => void;
   /** Trusted X-Forwarded-For hops (QUERYAPIGATE_TRUST_PROXY). */
   trustProxy: number;
+  /** More request headers the route's handler reads (lower-case names), copied into `Request.headers`. */
+  headers?: readonly string[];
 }
 
 const STATUS_TEXT: Record<number, string> = {
   200: '200 OK',
   201: '201 Created',
+  202: '202 Accepted',
   204: '204 No Content',
   304: '304 Not Modified',
   400: '400 Bad Request',
@@ -51,6 +54,7 @@ const STATUS_TEXT: Record<number, string> = {
   403: '403 Forbidden',
   404: '404 Not Found',
   405: '405 Method Not Allowed',
+  406: '406 Not Acceptable',
   409: '409 Conflict',
   412: '412 Precondition Failed',
   413: '413 Payload Too Large',
@@ -92,6 +96,7 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
     body: null,
     started: performance.now(),
   };
+  if (opts.headers) req.headers = Object.fromEntries(opts.headers.map((h) => [h, uwsReq.getHeader(h)]));
   const declared = uwsReq.getHeader('content-length');
   let done = false;
   let stream: (StreamOut & { fire(): void }) | null = null;

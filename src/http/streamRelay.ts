@@ -4,12 +4,12 @@
 import { MessageChannel } from 'node:worker_threads';
 import type { Answer, Request } from '../contract/exchange.js';
 import type { StreamCredit, StreamFrame } from '../contract/messages.js';
-import type { Dispatcher } from './dispatch.js';
+import type { CallTask, Dispatcher } from './dispatch.js';
 import type { StreamOut, StreamStart } from './respond.js';
 
-export function relayStream(req: Request, dispatcher: Dispatcher): Promise<Answer | StreamStart> {
+export function relayStream(req: Request, dispatcher: Dispatcher, task: CallTask = 'call'): Promise<Answer | StreamStart> {
   const { port1, port2 } = new MessageChannel();
-  const task: Request = { ...req, port: port2 };
+  const withPort: Request = { ...req, port: port2 };
   return new Promise((resolve) => {
     let out: StreamOut | null = null;
     let finished = false;
@@ -48,7 +48,7 @@ export function relayStream(req: Request, dispatcher: Dispatcher): Promise<Answe
       } else if (out) apply(f);
       else early.push(f);
     });
-    dispatcher.run(task, [port2]).then(
+    dispatcher.run(withPort, [port2], task).then(
       (answer) => {
         if (!answer.streamed) {
           port1.close();

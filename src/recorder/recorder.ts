@@ -11,6 +11,8 @@ import { causeOf, isUnavailable } from '../store/sql.js';
 
 export interface RecorderSettings extends StoreLocation {
   historyLimit: number;
+  /** Ad-hoc runs kept in history (QUERYAPIGATE_HISTORY_ADHOC_LIMIT); the store's default when absent. */
+  historyAdhocLimit?: number;
   eventRetention: number;
   historyFlushInterval: number;
   historyMaxPending: number;
@@ -160,7 +162,7 @@ export class Recorder {
   async #writeHistory(): Promise<void> {
     const events = this.#unhistoried;
     try {
-      await this.#store.writeRuns(events, this.settings.historyLimit);
+      await this.#store.writeRuns(events, this.settings.historyLimit, this.settings.historyAdhocLimit);
     } catch (e) {
       if (isUnavailable(e)) throw e;
       this.#unhistoried = [];

@@ -368,16 +368,20 @@ export class Store {
    * to slot n % keep, overwriting the oldest. Only the newest `keep` of a batch are written at all.
    * Runs of a query deleted meanwhile are skipped. Rings were sized for `keep` by resizeRings.
    */
-  async writeRuns(runs: EventRow[], keep: number): Promise<number> {
+  async writeRuns(runs: EventRow[], keep: number, adhocKeep = ADHOC_KEEP_DEFAULT): Promise<number> {
     const byVersion = new Map<string, EventRow[]>();
+    const adhoc: EventRow[] = [];
     for (const r of runs) {
-      if (r.query === null || r.version === null) continue;
+      if (r.query === null || r.version === null) {
+        if (r.kind === 'adhoc') adhoc.push(r);
+        continue;
+      }
       const k = `${r.query}\u0000${r.version}`;
       const group = byVersion.get(k);
       if (group) group.push(r);
       else byVersion.set(k, [r]);
     }
-    if (!byVersion.size) return 0;
+    if (!byVersion.size && !adhoc.length) return 0;
     return this.db.tx(async (t) => {
       // One counter update per version, sent together (pipelined on PostgreSQL), in key order so two
       // instances sharing a store lock the counters in the same order and cannot deadlock.
@@ -401,22 +405,31 @@ export class Store {
           for (let c = 0; c < HISTORY_COLUMNS; c++) cols[c].push(row[c]);
         }
       });
+      // Ad-hoc runs share one list under the name '' (no query's): the event id split over version and
+      // slot (slot is 32-bit on PostgreSQL), so the key's own order is the runs' order and the newest
+      // `adhocKeep` are found by walking its end.
+      for (let j = Math.max(0, adhoc.length - adhocKeep); j < adhoc.length; j++) {
+        const { id, ...run } = adhoc[j];
+        const row = [ADHOC, Math.floor(id / ADHOC_SPLIT), id % ADHOC_SPLIT, id, run.executed_at, run.status, run.key_name, JSON.stringify(run)];
+        for (let c = 0; c < HISTORY_COLUMNS; c++) cols[c].push(row[c]);
+      }
       const n = cols[0].length;
       if (n === 0) return 0;
       if (t.dialect === 'postgres') {
         // One statement text whatever the count; the entries as one newline-joined text (JSON holds no raw newline).
         await t.run(UPSERT_HISTORY_PG, [...cols.slice(0, 7), cols[7].join('\n')]);
-        return n;
+      } else {
+        const writes: Promise<number>[] = [];
+        for (let at = 0; at < n; ) {
+          const rows = nextPiece(n - at, SQLITE_HISTORY_PIECE);
+          const params = new Array<unknown>(rows * HISTORY_COLUMNS);
+          for (let r = 0, p = 0; r < rows; r++) for (let c = 0; c < HISTORY_COLUMNS; c++) params[p++] = cols[c][at + r];
+          writes.push(t.run(upsertHistorySqlite(rows), params));
+          at += rows;
+        }
+        await Promise.all(writes);
       }
-      const writes: Promise<number>[] = [];
-      for (let at = 0; at < n; ) {
-        const rows = nextPiece(n - at, SQLITE_HISTORY_PIECE);
-        const params = new Array<unknown>(rows * HISTORY_COLUMNS);
-        for (let r = 0, p = 0; r < rows; r++) for (let c = 0; c < HISTORY_COLUMNS; c++) params[p++] = cols[c][at + r];
-        writes.push(t.run(upsertHistorySqlite(rows), params));
-        at += rows;
-      }
-      await Promise.all(writes);
+      if (adhoc.length) await trimAdhoc(t, adhocKeep);
       return n;
     });
   }
@@ -439,8 +452,8 @@ export class Store {
           AND r.age < ?`,
         [keep, keep],
       );
-      await t.run('DELETE FROM run_history WHERE slot >= 0');
-      await t.run('UPDATE run_history SET slot = -1 - slot');
+      await t.run(`DELETE FROM run_history WHERE slot >= 0 AND query_name <> '${ADHOC}'`);
+      await t.run('UPDATE run_history SET slot = -1 - slot WHERE slot < 0');
       await t.run('DELETE FROM history_ring');
       await t.run('INSERT INTO history_ring (slots) VALUES (?)', [keep]);
       return true;
@@ -455,6 +468,7 @@ export class Store {
       params.push(value);
     };
     if (f.query !== undefined) add('query_name = ?', f.query);
+    if (f.kind !== undefined) where.push(f.kind === 'adhoc' ? `query_name = '${ADHOC}'` : `query_name <> '${ADHOC}'`);
     if (f.version !== undefined) add('version = ?', f.version);
     if (f.status !== undefined) add('status = ?', f.status);
     if (f.key !== undefined) add('key_name = ?', f.key);
@@ -471,6 +485,25 @@ export class Store {
 }
 
 const HISTORY_COLUMNS = 8;
+/** The query name ad-hoc runs are kept under: not a name a saved query can have. */
+const ADHOC = '';
+const ADHOC_SPLIT = 2 ** 31;
+/** QUERYAPIGATE_HISTORY_ADHOC_LIMIT's default. */
+const ADHOC_KEEP_DEFAULT = 1000;
+
+/** Drops every ad-hoc run older than the newest `keep` (one walk down the key's end). */
+async function trimAdhoc(t: SqlDb, keep: number): Promise<void> {
+  const [edge] = await t.all<{ version: number; slot: number }>(
+    `SELECT version, slot FROM run_history WHERE query_name = '${ADHOC}' ORDER BY version DESC, slot DESC LIMIT 1 OFFSET ?`,
+    [keep],
+  );
+  if (!edge) return;
+  await t.run(`DELETE FROM run_history WHERE query_name = '${ADHOC}' AND (version < ? OR (version = ? AND slot <= ?))`, [
+    edge.version,
+    edge.version,
+    edge.slot,
+  ]);
+}
 const HISTORY_UPSERT = `INSERT INTO run_history (query_name, version, slot, event_id, executed_at, status, key_name, entry_json)`;
 const HISTORY_ON_CONFLICT = `ON CONFLICT (query_name, version, slot) DO UPDATE SET event_id = excluded.event_id,
   executed_at = excluded.executed_at, status = excluded.status, key_name = excluded.key_name, entry_json = excluded.entry_json`;

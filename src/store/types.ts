@@ -86,6 +86,8 @@ export interface HistoryEntry extends RunRecord {
 
 export interface HistoryFilter {
   query?: string;
+  /** saved: runs of saved queries; adhoc: ad-hoc statements. */
+  kind?: 'saved' | 'adhoc';
   version?: number;
   status?: 'success' | 'error';
   key?: string;

@@ -82,3 +82,18 @@ test('value schemas follow what the gateway answers', () => {
   assert.deepEqual(types('sqlite', 'INTEGER'), ['integer', 'string', 'null']);
   assert.deepEqual(valueSchema('sqlite', 'BOOLEAN'), {}); // NUMERIC affinity: not plain to see
 });
+
+test('column names as the database answers them (checked against MariaDB 10.11 and SQLite 3)', () => {
+  const named = (sql: string, dialect: SqlDialect) =>
+    outputColumns(analyzeStatement(sql, dialect), schemaOf(dialect, { film: ['film_id', 'Title', 'length'] }), dialect, sql)?.map((c) => c.name);
+  const sql = 'SELECT TITLE, f.Length AS Len, f.FILM_ID, upper(title) Up FROM film f WHERE title <> :t';
+  // MySQL: as the statement spells it
+  assert.deepEqual(named(sql, 'mysql'), ['TITLE', 'Len', 'FILM_ID', 'Up']);
+  // SQLite: an alias as written, a bare column as its table declares it
+  assert.deepEqual(named(sql, 'sqlite'), ['Title', 'Len', 'film_id', 'Up']);
+  // PostgreSQL folds unquoted names
+  assert.deepEqual(named(sql, 'postgres'), ['title', 'len', 'film_id', 'up']);
+  // the outer select list, not a CTE's; `*` keeps the schema's own names
+  assert.deepEqual(named('WITH x AS (SELECT TITLE AS T FROM film) SELECT t AS tT FROM x', 'mysql'), ['tT']);
+  assert.deepEqual(named('SELECT * FROM film', 'mysql'), ['film_id', 'Title', 'length']);
+});

@@ -1,0 +1,155 @@
+// In charge of the stages every statement call shares once it knows what it runs (a saved version or
+// an ad-hoc statement, planned and bound): govern → (stream) → paging → cached answer → execute →
+// shape → record; and of the one way a failure becomes an answer (recorded once the call had a
+// target). /q/, /execute_sql and MCP's tools all come through here, so none can skip a check.
+import type { MessagePort } from 'node:worker_threads';
+import type { Caller } from '../auth/keys.js';
+import { type ErrorCode, GatewayError } from '../contract/errors.js';
+import { type Answer, errorAnswer } from '../contract/exchange.js';
+import type { Source } from '../sources/types.js';
+import type { ConnectionRow } from '../store/types.js';
+import type { CallContext } from './context.js';
+import { execute } from './execute.js';
+import { governCall, mayWrite } from './govern.js';
+import { type CallPlan, fillValues } from './plan.js';
+import { record, type RunTarget, type Transport } from './record.js';
+import { type CallRequest, type Paging, parsePaging } from './request.js';
+import { cacheAnswer, cacheKey, type CachedAnswer, etagOf, policyFingerprint } from './resultCache.js';
+import { shape } from './shape.js';
+import { checkStream, streamCall } from './streamCall.js';
+
+/** A statement ready to govern: its plan, the caller's values bound, where it runs, what its run is of. */
+export interface StatementCall {
+  plan: CallPlan;
+  bound: unknown[];
+  connection: ConnectionRow;
+  source: Source;
+  run: RunTarget;
+  /** The saved query's name (per-query write grants), or null for ad-hoc SQL. */
+  queryName: string | null;
+  /** A stream's file name, without the format. */
+  fileName: string;
+  /** A version's cache_ttl and what identifies it in the cache key; null: never cached. */
+  cache: { ttl: number; id: unknown[] } | null;
+}
+
+/** How the entry point holds the call: its transport, read-only (MCP), a fixed row cap instead of paging. */
+export interface CallOptions {
+  transport: Transport;
+  readOnly: boolean;
+  requestId: string;
+  ifNoneMatch: string;
+  /** A stream's port (?stream=true over REST). */
+  port?: MessagePort;
+  /** MCP: at most this many rows, the first page; the answer's X-Has-More says whether more were cut. */
+  rowCap?: number;
+}
+
+export function restOptions(req: { requestId: string; ifNoneMatch: string; port?: MessagePort }): CallOptions {
+  return { transport: 'rest', readOnly: false, requestId: req.requestId, ifNoneMatch: req.ifNoneMatch, port: req.port };
+}
+
+export async function runStatement(ctx: CallContext, caller: Caller, call: CallRequest, s: StatementCall, o: CallOptions): Promise<Answer> {
+  const { plan, bound, connection, source, run } = s;
+  const timeout = effectiveTimeout(ctx.config.queryTimeout, call.timeout);
+  const governed = await governCall(ctx.governance, plan, caller, s.queryName, connection, source, { readOnly: o.readOnly });
+  if (call.stream) {
+    const port = checkStream(call, plan, o.port);
+    return streamCall(ctx, port, call, plan, source, fillValues(plan, bound, 0, 0, false), timeout, governed, run, s.fileName, caller.name, o.requestId);
+  }
+  const paging: Paging = o.rowCap ? { page: 1, pageSize: o.rowCap } : parsePaging(call, ctx.config.maxPageSize);
+
+  // Versions with a cache_ttl answer repeat calls without the database; hits are not runs.
+  const ttl = plan.write || !s.cache ? 0 : s.cache.ttl;
+  let cached: string | null = null;
+  if (ttl > 0 && s.cache) {
+    cached = cacheKey([...s.cache.id, connection.name, connection.updated_at, bound, call.format, paging.page, paging.pageSize, policyFingerprint(caller)]);
+    const hit = await ctx.results.get(cached);
+    if (hit) {
+      ctx.metrics.cacheHits.inc();
+      return cacheAnswer(hit, ttl, 'HIT', o.ifNoneMatch);
+    }
+    ctx.metrics.cacheMisses.inc();
+  }
+
+  const counters = ctx.statements(connection.name, source.dialect, caller.name);
+  const started = performance.now();
+  const values = fillValues(plan, bound, paging.pageSize + 1, (paging.page - 1) * paging.pageSize);
+  const text = plan.pageable ? plan.pagedText : plan.text;
+  // The database refuses writes too unless this caller may write (governance already refused them).
+  const readOnly = !plan.write || o.readOnly || !mayWrite(caller, s.queryName, ctx.config.allowWrites);
+  const result = await execute(ctx.metrics.activeQueries, counters, source, text, values, {
+    timeoutMs: timeout * 1000,
+    readOnly,
+    resetSession: governed.resetSession === true,
+  });
+  const executed = performance.now();
+  const shaped = shape(plan, result, paging, governed, call.format, ctx.config.maxAnswerBytes);
+  const rendered = performance.now();
+  counters.rows.inc(shaped.rows);
+  ctx.serialization[call.format].observe((rendered - executed) / 1000);
+  record(
+    ctx.runs,
+    run,
+    caller.name,
+    o.requestId,
+    shaped.rows,
+    Math.round(executed - started),
+    Math.round((rendered - executed) * 10) / 10,
+    governed.masked,
+    null,
+  );
+  let answer: Answer = { status: 200, headers: shaped.headers, body: shaped.body };
+  if (cached) {
+    const entry: CachedAnswer = { body: answer.body, headers: answer.headers, etag: etagOf(answer.body) };
+    ctx.results.set(cached, entry, ttl);
+    answer = cacheAnswer(entry, ttl, 'MISS', o.ifNoneMatch);
+  }
+  return answer;
+}
+
+/** Requests rejected by validation are not runs (the contract: they never reached the database). */
+const NOT_RECORDED = new Set<ErrorCode>(['param_required', 'param_invalid', 'invalid_paging', 'invalid_timeout']);
+const HIDDEN_DETAIL = 'An error occurred while executing the SQL query';
+
+/**
+ * The one way a failure becomes an answer: recorded when the call had a target and got past
+ * validation. Expected failures (a GatewayError: a refusal, a database down or slow, the store
+ * unavailable) are answered with their code and not logged; anything else is a bug, logged with its
+ * stack as a 500. The database's own text (`detail`) goes to administrators, and to whoever wrote the
+ * SQL (`keepDetail`: ad-hoc calls).
+ */
+export function failure(
+  ctx: CallContext,
+  requestId: string,
+  url: string,
+  e: unknown,
+  caller: Caller | null,
+  run: RunTarget | null,
+  keepDetail = false,
+): Answer {
+  const err = e instanceof GatewayError ? e : null;
+  if (!err) console.error(`[${requestId}] internal error in ${url}:`, e);
+  const code: ErrorCode = err ? err.code : 'internal_error';
+  let message = err ? err.message : 'An error occurred';
+  let extras = err?.extras;
+  // Only an administrator sees the database's own error text (a caller not yet identified does not).
+  if (extras?.detail !== undefined && (caller === null || (caller.kind === 'key' && !keepDetail))) {
+    const { detail: _hidden, ...rest } = extras;
+    extras = rest;
+    if (code === 'query_failed') message = HIDDEN_DETAIL;
+  }
+  if (run && caller && !NOT_RECORDED.has(code)) {
+    record(ctx.runs, run, caller.name, requestId, null, null, null, null, { code, message });
+  }
+  const answer = errorAnswer(code, message, requestId, extras);
+  // A store that cannot be reached just now (503 unavailable) says when to try again.
+  if (extras?.retry_after !== undefined && code === 'unavailable') answer.headers.push('Retry-After', String(extras.retry_after));
+  return answer;
+}
+
+/** A request may lower QUERYAPIGATE_QUERY_TIMEOUT, never raise it; 0 means no limit. */
+function effectiveTimeout(server: number, requested: number | null): number {
+  if (requested === null) return server;
+  return server === 0 ? requested : Math.min(server, requested);
+}
