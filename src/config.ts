@@ -47,7 +47,16 @@ export interface Config {
   readonly eventRetention: number;
   /** Open /events streams at most; 0 turns /events off. */
   readonly eventsMaxStreams: number;
+  /** The least severe log lines written. */
+  readonly logLevel: LogLevel;
+  /** JSON log lines (time, level, logger, request_id, key, message, extras) instead of readable ones. */
+  readonly jsonLogs: boolean;
+  /** Seconds after which a /q/ call's access line is a WARNING; 0 = never. */
+  readonly slowQueryThreshold: number;
 }
+
+export const LOG_LEVELS = ['debug', 'info', 'warning', 'error', 'off'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 const flag = v.pipe(
   v.string(),
@@ -60,6 +69,11 @@ const int = (min: number, max: number) =>
 const num = (min: number, max: number) =>
   v.pipe(v.string(), v.trim(), v.regex(/^\d+(\.\d+)?$/, 'must be a number'), v.transform(Number), v.minValue(min), v.maxValue(max));
 const text = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'));
+const logLevel = v.pipe(
+  v.string(),
+  v.transform((s) => s.trim().toLowerCase()),
+  v.picklist(LOG_LEVELS, `must be one of ${LOG_LEVELS.join(', ')}`),
+);
 
 /** Each variable (without the QUERYAPIGATE_ prefix), its schema and its default as text. */
 const VARIABLES = {
@@ -89,6 +103,9 @@ const VARIABLES = {
   EVENT_RETENTION: [int(60, 30 * 86400), '3600'],
   EVENTS_MAX_STREAMS: [int(0, 100_000), '4'],
   REDIS_URL: [v.pipe(text, v.regex(/^(rediss?|unix):\/\//, 'must be a redis://, rediss:// or unix:// URL')), null],
+  LOG_LEVEL: [logLevel, 'info'],
+  JSON_LOGS: [flag, '0'],
+  SLOW_QUERY_THRESHOLD: [num(0, 86400), '1'],
 } as const;
 
 type Name = keyof typeof VARIABLES;
@@ -144,6 +161,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: st
     streamMaxRows: read('STREAM_MAX_ROWS'),
     eventRetention: read('EVENT_RETENTION'),
     eventsMaxStreams: read('EVENTS_MAX_STREAMS'),
+    logLevel: read('LOG_LEVEL'),
+    jsonLogs: read('JSON_LOGS'),
+    slowQueryThreshold: read('SLOW_QUERY_THRESHOLD'),
   };
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(config);

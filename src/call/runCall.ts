@@ -20,6 +20,7 @@ import { parseCall, parsePaging } from './request.js';
 import { cacheAnswer, cacheKey, etagOf, policyFingerprint, type CachedAnswer } from './resultCache.js';
 import { shape } from './shape.js';
 import { checkStream, streamCall } from './streamCall.js';
+import { logger } from '../log.js';
 
 /** Requests rejected by validation are not runs (the contract: they never reached the database). */
 const NOT_RECORDED = new Set<ErrorCode>(['param_required', 'param_invalid', 'invalid_paging', 'invalid_timeout']);
@@ -140,7 +141,7 @@ function finish(answer: Answer, limitHeaders: string[] | null, key: string): Ans
  */
 function failure(ctx: CallContext, req: Request, e: unknown, caller: Caller | null, target: Target | null): Answer {
   const err = e instanceof GatewayError ? e : null;
-  if (!err) console.error(`[${req.requestId}] internal error in ${req.url}:`, e);
+  if (!err) logger('call').error({ request_id: req.requestId, key: caller?.name ?? '-', route: req.url, err: e }, 'internal error');
   const code: ErrorCode = err ? err.code : 'internal_error';
   let message = err ? err.message : 'An error occurred';
   let extras = err?.extras;
