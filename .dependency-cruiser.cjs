@@ -9,14 +9,15 @@
 //                                                    import call and catalog, neither imports mcp
 //   floor 2  src/auth, src/recorder                  they do not import each other
 //   floor 1  src/store, src/sources, src/governance, src/metrics
-//   ground   src/contract, src/config.ts             import nothing of the project (config.ts: src/contract only)
+//   ground   src/contract, src/config.ts, src/log.ts import nothing of the project (config.ts: src/contract only;
+//                                                    log.ts: config.ts only)
 //
 // Each floor's rule lists what it MAY import (its own folder and the floors below), so a new folder of
 // src/ can't be imported by a floor until it is given a place here. Type-only imports count like any
 // other (tsPreCompilationDeps), as do `import('...')` types.
 
 /** The modules of each layer, as path patterns relative to the project root. */
-const GROUND = ['^src/contract/', '^src/config[.]ts$'];
+const GROUND = ['^src/contract/', '^src/config[.]ts$', '^src/log[.]ts$'];
 const FLOOR_1 = ['^src/(store|sources|governance|metrics)/'];
 const FLOOR_2 = ['^src/(auth|recorder)/'];
 const FLOOR_3 = ['^src/(call|examples|catalog|mcp)/'];
@@ -68,6 +69,13 @@ module.exports = {
         '(the other half of the ground floor, which imports nothing), e.g. the "did you mean" of its warnings.',
       from: { path: '^src/config[.]ts$' },
       to: { path: PROJECT, pathNot: ['^src/config[.]ts$', '^src/contract/'] },
+    },
+    {
+      name: 'log-imports-only-the-config',
+      severity: 'error',
+      comment: 'src/log.ts (pino, one root logger per thread) may import only src/config.ts, for the type of its settings.',
+      from: { path: '^src/log[.]ts$' },
+      to: { path: PROJECT, pathNot: ['^src/log[.]ts$', '^src/config[.]ts$'] },
     },
 
     // ---- floor 1

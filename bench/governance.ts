@@ -353,9 +353,16 @@ const { createLimiterMemory } = await import('../src/auth/sharedBuckets.js');
 const { runCall } = await import('../src/call/runCall.js');
 const ADMIN = 'bench-admin-key';
 const home = mkdtempSync(join(tmpdir(), 'qag-govbench-'));
-const env = { QUERYAPIGATE_HOME: home, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: ADMIN, QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_LOAD_EXAMPLES: '1' };
+const env = {
+  QUERYAPIGATE_HOME: home,
+  QUERYAPIGATE_PORT: '0',
+  QUERYAPIGATE_API_KEY: ADMIN,
+  QUERYAPIGATE_WORKERS: '0',
+  QUERYAPIGATE_LOAD_EXAMPLES: '1',
+  QUERYAPIGATE_LOG_LEVEL: 'warning',
+};
 const config = loadConfig(env);
-const server = await startServer(config, () => undefined);
+const server = await startServer(config);
 const base = `http://127.0.0.1:${server.port}`;
 const api = adminApi(base, ADMIN);
 const keys = {

@@ -55,6 +55,12 @@ export interface Config {
   readonly historyAdhocSql: 'text' | 'hash' | 'none';
   /** Rows an MCP tool call answers at most (the rest is said to be truncated). */
   readonly mcpMaxRows: number;
+  /** The least severe log lines written. */
+  readonly logLevel: LogLevel;
+  /** JSON log lines (time, level, logger, request_id, key, message, extras) instead of readable ones. */
+  readonly jsonLogs: boolean;
+  /** Seconds after which a /q/ call's access line is a WARNING; 0 = never. */
+  readonly slowQueryThreshold: number;
 }
 
 /** A setting as loadConfig read it: its value, and the text it was given (null: its default). */
@@ -71,6 +77,9 @@ export function settingsRead(config: Config): Readonly<Record<string, SettingRea
   return READS.get(config) ?? {};
 }
 
+export const LOG_LEVELS = ['debug', 'info', 'warning', 'error', 'off'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 const flag = v.pipe(
   v.string(),
   v.transform((s) => s.trim().toLowerCase()),
@@ -82,6 +91,11 @@ const int = (min: number, max: number) =>
 const num = (min: number, max: number) =>
   v.pipe(v.string(), v.trim(), v.regex(/^\d+(\.\d+)?$/, 'must be a number'), v.transform(Number), v.minValue(min), v.maxValue(max));
 const text = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'));
+const logLevel = v.pipe(
+  v.string(),
+  v.transform((s) => s.trim().toLowerCase()),
+  v.picklist(LOG_LEVELS, `must be one of ${LOG_LEVELS.join(', ')}`),
+);
 
 /** Each variable (without the QUERYAPIGATE_ prefix), its schema and its default as text. */
 const VARIABLES = {
@@ -116,6 +130,9 @@ const VARIABLES = {
   HISTORY_ADHOC_LIMIT: [int(1, 1_000_000), '1000'],
   HISTORY_ADHOC_SQL: [v.pipe(text, v.toLowerCase(), v.picklist(['text', 'hash', 'none'], 'must be text, hash or none')), 'text'],
   MCP_MAX_ROWS: [int(1, 100_000), '200'],
+  LOG_LEVEL: [logLevel, 'info'],
+  JSON_LOGS: [flag, '0'],
+  SLOW_QUERY_THRESHOLD: [num(0, 86400), '1'],
 } as const;
 
 type Name = keyof typeof VARIABLES;
@@ -159,6 +176,9 @@ export const SETTING_INFO: Readonly<Record<Name, { group: SettingGroup; type: st
   },
   TASKS_PER_WORKER: { group: 'server', type: 'whole number, 1-100000', description: 'Calls one executor thread runs at once.' },
   MAX_QUEUE: { group: 'server', type: 'whole number, 1-10000000', description: 'Calls waiting for an executor; beyond it 503 unavailable.' },
+  LOG_LEVEL: { group: 'server', type: 'debug, info, warning, error or off', description: 'The least severe log lines written.' },
+  JSON_LOGS: { group: 'server', type: 'flag', description: 'JSON log lines (time, level, logger, request_id, key, message, extras) instead of readable ones.' },
+  SLOW_QUERY_THRESHOLD: { group: 'calls', type: 'seconds, 0-86400', description: "Seconds after which a /q/ call's access line is a WARNING; 0 never." },
   MAX_BODY_BYTES: { group: 'server', type: 'whole number, bytes', description: 'The largest request body; 413 beyond it.' },
   API_KEY: { group: 'access', type: 'text', description: 'The admin key. Unset, the server is open until the first API key is created.', secret: true },
   ALLOW_WRITES: { group: 'access', type: 'flag', description: 'The server-wide ceiling for writes: without it no key may write.' },
@@ -278,6 +298,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: st
     historyAdhocLimit: read('HISTORY_ADHOC_LIMIT'),
     historyAdhocSql: read('HISTORY_ADHOC_SQL'),
     mcpMaxRows: read('MCP_MAX_ROWS'),
+    logLevel: read('LOG_LEVEL'),
+    jsonLogs: read('JSON_LOGS'),
+    slowQueryThreshold: read('SLOW_QUERY_THRESHOLD'),
   };
   settings.HOME.value = config.home; // as used: resolved to an absolute folder
   if (problems.length) throw new ConfigError(problems);

@@ -1,6 +1,8 @@
 // The composition root of a server: opens the store, starts the recorder thread, the executors and
-// the change feed, builds the acceptor and listens; on stop, drains in order (stop accepting,
-// finish calls in flight, every executor's last batch to the recorder, close everything).
+// the change feed, builds the acceptor and listens, saying what it did in one line each (the store,
+// the examples and where their secrets went, the mode, the executors, the address); on stop, drains
+// in order (stop accepting, finish calls in flight, every executor's last batch to the recorder,
+// close everything).
 import uWS from 'uWebSockets.js';
 import type { ControlContext } from './api/routes.js';
 import { RateLimits } from './auth/rateLimit.js';
@@ -9,34 +11,58 @@ import { type Config, ConfigError } from './config.js';
 import { channel, type DrainMessage } from './contract/messages.js';
 import { CatalogCache } from './catalog/cache.js';
 import { loadExamples } from './examples/load.js';
-import { buildApp } from './http/app.js';
+import { buildApp, VERSION } from './http/app.js';
 import { createDispatcher } from './http/dispatch.js';
 import { EventHub } from './http/events.js';
 import { processMetrics } from './metrics/metrics.js';
 import { startRecorder } from './recorder/client.js';
+import { configureLogs, logger, SERVER_LOG_FD } from './log.js';
 import { startChangeFeed } from './store/changes.js';
+import { describeStore } from './store/describe.js';
 import { EventLog } from './store/events.js';
 import { createMetadata } from './store/metadata.js';
-import { openStore } from './store/store.js';
+import { openStore, type Store } from './store/store.js';
 
 /** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT: no SO_REUSEPORT. */
 const LISTEN_EXCLUSIVE_PORT = 1;
 
 export interface RunningServer {
   port: number;
+  /** The example keys this start created, with their secrets (logged once, never stored). */
+  exampleKeys: Array<{ name: string; secret: string }>;
   stop(): Promise<void>;
 }
 
-export async function startServer(config: Config, log: (line: string) => void = console.log): Promise<RunningServer> {
+/** The example key the start-up lines and the README name. */
+const EXAMPLE_KEY = 'example-partner';
+
+export async function startServer(config: Config): Promise<RunningServer> {
+  configureLogs(config, SERVER_LOG_FD);
+  const log = logger('serve');
   const store = await openStore(config).catch((e: Error) => {
     const setting = config.databaseUrl ? 'QUERYAPIGATE_DATABASE_URL' : `QUERYAPIGATE_HOME (${config.home})`;
     throw new ConfigError([`${setting}: the store could not be opened: ${e.message}`]);
   });
+  log.info(`store: ${describeStore(config)}`);
   await store.secret('mask'); // executors read it; created once per store
+  const exampleKeys: RunningServer['exampleKeys'] = [];
   if (config.loadExamples) {
     const loaded = await loadExamples(store, config.home);
-    for (const k of loaded.createdKeys) log(`Example key ${k.name} (shown once): ${k.secret}  queries: ${k.queries.join(', ')}`);
+    for (const k of loaded.createdKeys) {
+      log.info(`Example key ${k.name} (shown once): ${k.secret}  queries: ${k.queries.join(', ')}`);
+      exampleKeys.push({ name: k.name, secret: k.secret });
+    }
+    const where = loaded.createdKeys.length
+      ? 'the example keys were made now and their secrets are the lines above, shown this once'
+      : 'the example keys exist; their secrets were shown once when they were made';
+    log.info(`examples: ${where} (the store keeps only hashes). A new secret for one: queryapigate keys rotate ${EXAMPLE_KEY}`);
   }
+  await announceMode(config, store);
+  log.info(
+    config.workers
+      ? `executors: ${config.workers} thread${config.workers === 1 ? '' : 's'} (QUERYAPIGATE_WORKERS), ${config.tasksPerWorker} calls each at once`
+      : 'executors: none, calls run in the acceptor thread (QUERYAPIGATE_WORKERS=0)',
+  );
 
   const events = await EventLog.open(store.db, { retentionS: config.eventRetention });
   const hub = new EventHub((after, limit) => events.read({ after, limit }));
@@ -45,7 +71,8 @@ export async function startServer(config: Config, log: (line: string) => void = 
   // Rate-limit buckets live in shared memory, so every thread of the process counts in the same ones.
   const limiterMemory = createLimiterMemory();
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: config.rateLimit });
-  if (!(await limits.ready())) log('Redis does not answer: rate limits are counted in this instance until it does (queryapigate_rate_limit_fallbacks_total)');
+  if (!(await limits.ready()))
+    log.warn('Redis does not answer: rate limits are counted in this instance until it does (queryapigate_rate_limit_fallbacks_total)');
   const dispatcher = createDispatcher(config, limiterMemory);
 
   // The acceptor identifies callers of /api/v1, /events and the catalog through its own metadata
@@ -77,6 +104,9 @@ export async function startServer(config: Config, log: (line: string) => void = 
   const state = { draining: false };
   const app = buildApp(control, hub, dispatcher, limits, metrics, state, catalogs);
   const { token, port } = await listen(app, config.host, config.port);
+  const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  log.info(`QueryAPIGate ${VERSION} listening on ${base}`);
+  if (config.loadExamples) log.info(`Try: curl -H 'X-API-Key: <the ${EXAMPLE_KEY} secret>' '${base}/q/example_film_lookup?film_id=7'`);
 
   let stopping: Promise<void> | null = null;
   const stop = () =>
@@ -97,7 +127,24 @@ export async function startServer(config: Config, log: (line: string) => void = 
       await store.close();
       (app as unknown as { close(): void }).close(); // closes kept-alive sockets too
     })());
-  return { port, stop };
+  return { port, exampleKeys, stop };
+}
+
+/** Who may manage the gateway, said at start: open mode ends silently when the first key is made. */
+async function announceMode(config: Config, store: Store): Promise<void> {
+  const log = logger('serve');
+  if (config.adminKey) {
+    log.info('mode: admin key configured (QUERYAPIGATE_API_KEY); the management API answers to it');
+  } else if ((await store.countKeys()) === 0) {
+    log.warn(
+      'mode: open - no QUERYAPIGATE_API_KEY and no API key, so every caller is an administrator. Creating the first API key ends open mode ' +
+        'and closes the management API to everyone; set QUERYAPIGATE_API_KEY first (queryapigate init writes one)',
+    );
+  } else {
+    log.warn(
+      'mode: no admin key - QUERYAPIGATE_API_KEY is not set and API keys exist, so the management API refuses every caller; set it to manage the gateway',
+    );
+  }
 }
 
 /** uWS takes (host, port, options, cb), though its typings only declare the form without a host. */

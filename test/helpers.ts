@@ -44,9 +44,11 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     QUERYAPIGATE_PORT: '0',
     QUERYAPIGATE_API_KEY: ADMIN_KEY,
     QUERYAPIGATE_HISTORY_FLUSH_INTERVAL: '0.05',
+    // In-process servers write to the test's own output: warnings and errors only (test/integration/logs.test.ts reads the lines).
+    QUERYAPIGATE_LOG_LEVEL: 'warning',
     ...env,
   });
-  const server = await startServer(config, () => undefined);
+  const server = await startServer(config);
   const url = `http://127.0.0.1:${server.port}`;
   return {
     url,

@@ -8,8 +8,11 @@ import { runCall } from '../src/call/runCall.js';
 import { buildCatalog, type CatalogDocuments, type CatalogTask } from '../src/catalog/build.js';
 import type { Answer, Request } from '../src/contract/exchange.js';
 import { type McpTask, type McpToolListing, type McpToolsTask, mcpTools as listMcpTools, serveMcp } from '../src/mcp/server.js';
+import { configureLogs, SERVER_LOG_FD } from '../src/log.js';
 
-const ctx = createCallContext(workerData as ExecutorData);
+const data = workerData as ExecutorData;
+configureLogs(data.config, SERVER_LOG_FD);
+const ctx = createCallContext(data);
 
 export default function execute(req: Request): Promise<Answer> {
   return runCall(ctx, req);

@@ -1,8 +1,10 @@
 // The recorder thread's entry: wires a Recorder to the acceptor's requests (src/recorder/client.ts).
 import { parentPort, workerData } from 'node:worker_threads';
 import type { RecorderReply, RecorderRequest } from '../src/contract/messages.js';
+import { configureLogs, SERVER_LOG_FD } from '../src/log.js';
 import { Recorder, type RecorderSettings } from '../src/recorder/recorder.js';
 
+configureLogs(workerData as RecorderSettings, SERVER_LOG_FD);
 const port = parentPort!;
 const reply = (m: RecorderReply) => port.postMessage(m);
 const recorder = new Recorder(workerData as RecorderSettings, (rows) => reply({ kind: 'events', rows }));

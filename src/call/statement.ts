@@ -6,6 +6,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Caller } from '../auth/keys.js';
 import { type ErrorCode, GatewayError } from '../contract/errors.js';
 import { type Answer, errorAnswer } from '../contract/exchange.js';
+import { logger } from '../log.js';
 import type { Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { CallContext } from './context.js';
@@ -129,7 +130,7 @@ export function failure(
   keepDetail = false,
 ): Answer {
   const err = e instanceof GatewayError ? e : null;
-  if (!err) console.error(`[${requestId}] internal error in ${url}:`, e);
+  if (!err) logger('call').error({ request_id: requestId, key: caller?.name ?? '-', route: url, err: e }, 'internal error');
   const code: ErrorCode = err ? err.code : 'internal_error';
   let message = err ? err.message : 'An error occurred';
   let extras = err?.extras;

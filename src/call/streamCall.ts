@@ -13,6 +13,7 @@ import type { Governed } from './govern.js';
 import { writerFor, type CallPlan } from './plan.js';
 import { record, type RunTarget } from './record.js';
 import { STREAM_FORMATS, type CallRequest } from './request.js';
+import { logger } from '../log.js';
 
 /** Chunks in flight between executor and acceptor before the cursor waits. */
 const WINDOW = 2;
@@ -115,7 +116,7 @@ export async function streamCall(
         code: e instanceof GatewayError ? e.code : 'internal_error',
         message: e instanceof ClientGone ? 'The client closed the stream' : e instanceof GatewayError ? e.message : 'The stream failed',
       };
-      if (!(e instanceof ClientGone) && !(e instanceof GatewayError)) console.error(`[${requestId}] stream failed:`, e);
+      if (!(e instanceof ClientGone) && !(e instanceof GatewayError)) logger('call').error({ request_id: requestId, key: caller, err: e }, 'stream failed');
     }
   } finally {
     port.removeAllListeners('message');

@@ -1,7 +1,8 @@
 // In charge of `queryapigate serve`: the gateway's server with the QUERYAPIGATE_* settings (and
 // ./.env, never over a variable already set), stopped cleanly on SIGTERM or SIGINT.
 import { startServer } from '../serve.js';
-import { commandConfig, storeName } from './settings.js';
+import { logger } from '../log.js';
+import { commandConfig } from './settings.js';
 import type { Command } from './tree.js';
 
 export const SERVE: Command = {
@@ -19,18 +20,14 @@ export const SERVE: Command = {
   examples: ['queryapigate serve', 'QUERYAPIGATE_PORT=8080 QUERYAPIGATE_LOAD_EXAMPLES=1 queryapigate serve'],
   async run(inv) {
     const config = commandConfig(inv.say);
-    const server = await startServer(config, inv.out);
-    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-    const base = `http://${host}:${server.port}`;
-    inv.out(`QueryAPIGate listening on ${base} (store: ${storeName(config)}, executors: ${config.workers || 'inline'})`);
-    if (config.loadExamples) inv.out(`Try: curl -H 'X-API-Key: <example-partner key>' '${base}/q/example_film_lookup?film_id=7'`);
+    const server = await startServer(config); // it logs what it did, on stdout
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       process.once(signal, () => {
-        inv.out(`${signal}: finishing calls in flight, then stopping`);
+        logger('serve').info(`${signal}: finishing calls in flight, then stopping`);
         server.stop().then(
           () => process.exit(0),
           (e: Error) => {
-            inv.say(`error: shutdown failed: ${e.message}`);
+            logger('serve').error(`shutdown failed: ${e.message}`);
             process.exit(1);
           },
         );

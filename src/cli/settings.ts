@@ -3,10 +3,9 @@
 // QUERYAPIGATE_* variables through loadConfig, exactly as the server reads them; and of naming the
 // store a command uses without printing a secret.
 import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import * as util from 'node:util';
 import { type Config, loadConfig } from '../config.js';
-import { STORE_FILE } from '../store/store.js';
 
 export const ENV_FILE = '.env';
 
@@ -29,19 +28,4 @@ export function commandConfig(say: (line: string) => void, folder = process.cwd(
 }
 
 /** "SQLite /home/x/queryapigate.db" or "PostgreSQL postgres://user@host:5432/db" (no password). */
-export function storeName(config: Config): string {
-  if (!config.databaseUrl) return `SQLite ${join(config.home, STORE_FILE)}`;
-  return `PostgreSQL ${redactUrl(config.databaseUrl)}`;
-}
-
-/** The URL without its password and query string (which may carry one, e.g. ?password=). */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    u.password = '';
-    u.search = '';
-    return u.toString();
-  } catch {
-    return url.replace(/\/\/[^@/]*@/, '//***@').replace(/\?.*$/, '');
-  }
-}
+export { describeStore as storeName, redactUrl } from '../store/describe.js';

@@ -20,6 +20,7 @@ import { GatewayError } from '../contract/errors.js';
 import { packageVersion } from '../contract/version.js';
 import { type Answer, errorAnswer, jsonAnswer, type Request } from '../contract/exchange.js';
 import { bound, type ProcessMetrics } from '../metrics/metrics.js';
+import { type AccessLine, accessLine } from './accessLog.js';
 import type { Dispatcher } from './dispatch.js';
 import type { EventHub } from './events.js';
 import { serve, type Handler, type ServeOptions, type StreamStart } from './respond.js';
@@ -42,17 +43,21 @@ export function buildApp(
   catalogs: CatalogCache,
 ): uWS.TemplatedApp {
   const m = metrics.metrics;
-  /** Serve options per route: the request metrics carry the route's endpoint name. */
+  /** Serve options per route: the request metrics and the access line carry the route's endpoint name. */
   const opts = (endpoint: string): ServeOptions => {
     // Children bound once per label set: no label checks per request.
     const requests = bound((method, status, key) => m.requests.labels({ method, endpoint, status, key }));
     const durations = bound((method) => m.requestDuration.labels({ method, endpoint }));
+    // Probes are not logged (the contract's access log skips /health and /metrics).
+    const access: AccessLine | null = endpoint === 'health' || endpoint === 'metrics' ? null : accessLine(endpoint, control.config);
     return {
       maxBody: control.config.maxBodyBytes,
       trustProxy: control.config.trustProxy,
       onAnswer(req, a) {
+        const ms = performance.now() - req.started;
         requests(req.method, STATUS[a.status] ?? String(a.status), a.key ?? '-').inc();
-        durations(req.method).observe((performance.now() - req.started) / 1000);
+        durations(req.method).observe(ms / 1000);
+        access?.(req, a, ms);
         if (a.status === 429) m.rateLimitRejections.inc();
       },
     };

@@ -4,6 +4,7 @@
 // without bound. The number of streams is capped (QUERYAPIGATE_EVENTS_MAX_STREAMS).
 import type { EventRow } from '../contract/messages.js';
 import type { StreamOut, StreamStart } from './respond.js';
+import { logger } from '../log.js';
 
 const KEEPALIVE_MS = 15_000;
 /** A stream whose socket holds more than this unsent is a slow reader and is closed. */
@@ -80,7 +81,7 @@ export class EventHub {
         if (rows.length < REPLAY_PAGE) break;
       }
     } catch (e) {
-      console.error('events: replay failed:', (e as Error).message);
+      logger('events').warn(`replay failed: ${(e as Error).message}`);
       sub.out.abort();
       return;
     }

@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest as UwsRequest, HttpResponse } from 'uWebSockets.js';
 import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
+import { logger } from '../log.js';
 
 export type Handler = (req: Request) => Answer | StreamStart | Promise<Answer | StreamStart>;
 
@@ -225,7 +226,7 @@ export function forwardedClient(peer: string, forwardedFor: string, hops: number
 }
 
 function internalError(req: Request, e: unknown): Answer {
-  console.error(`[${req.requestId}] internal error on ${req.method} ${req.url}:`, e);
+  logger('http').error({ request_id: req.requestId, key: '-', method: req.method, route: req.url, err: e }, 'internal error');
   return errorAnswer('internal_error', 'An error occurred', req.requestId);
 }
 

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { channel, type DrainMessage, type EventRow, type RecorderReply, type RecorderRequest } from '../contract/messages.js';
 import type { RecorderSettings } from './recorder.js';
+import { logger } from '../log.js';
 
 const ENTRY = fileURLToPath(new URL('../../workers/recorder.js', import.meta.url));
 
@@ -30,7 +31,7 @@ export async function startRecorder(settings: RecorderSettings, onEvents: (rows:
       }
     });
   });
-  worker.on('error', (e) => console.error('recorder thread failed:', e));
+  worker.on('error', (e) => logger('recorder').error({ err: e }, 'the recorder thread failed'));
   await ready;
   const ask = (m: RecorderRequest) =>
     new Promise<void>((resolve) => {

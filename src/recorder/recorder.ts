@@ -8,8 +8,9 @@ import { channel, type EventRow, type RunBatch, type RunRecord } from '../contra
 import { threadMetrics } from '../metrics/metrics.js';
 import { EventLog } from '../store/events.js';
 import { causeOf, isUnavailable } from '../store/sql.js';
+import { type LogSettings, logger } from '../log.js';
 
-export interface RecorderSettings extends StoreLocation {
+export interface RecorderSettings extends StoreLocation, LogSettings {
   historyLimit: number;
   /** Ad-hoc runs kept in history (QUERYAPIGATE_HISTORY_ADHOC_LIMIT); the store's default when absent. */
   historyAdhocLimit?: number;
@@ -58,18 +59,18 @@ export class Recorder {
     this.#store = attachStore(settings, { readonly: false, max: 2 });
     this.#channel.onmessage = (e: MessageEvent) => this.take(e.data as RunBatch);
     this.#timer = setInterval(() => void this.flush(), settings.historyFlushInterval * 1000);
-    this.#eventLog().catch((e: Error) => console.error(`recorder: the event log could not be opened: ${e.message}`));
+    this.#eventLog().catch((e: Error) => logger('recorder').error(`the event log could not be opened: ${e.message}`));
     // A changed QUERYAPIGATE_HISTORY_LIMIT re-slots the rings once, before the first write.
     this.#writing = this.#store.resizeRings(settings.historyLimit).then(
       () => undefined,
-      (e: Error) => console.error(`recorder: history rings not resized: ${e.message}`),
+      (e: Error) => logger('recorder').error(`history rings not resized: ${e.message}`),
     );
     // Whole segments older than the retention are dropped; never row by row.
     this.#expiry = setInterval(
       () =>
         void this.#eventLog()
           .then((log) => log.expire())
-          .catch((e: Error) => console.error(`recorder: expiry failed: ${e.message}`)),
+          .catch((e: Error) => logger('recorder').error(`expiry failed: ${e.message}`)),
       60_000,
     );
   }
@@ -145,8 +146,8 @@ export class Recorder {
       this.#retryAt = Date.now() + RETRY_MS;
       if (!this.#waiting) {
         this.#waiting = true;
-        console.error(
-          `recorder: the store is unavailable (${(causeOf(e) as Error).message}); ${this.pending} runs kept (at most ${this.settings.historyMaxPending}) until it answers`,
+        logger('recorder').warn(
+          `the store is unavailable (${(causeOf(e) as Error).message}); ${this.pending} runs kept (at most ${this.settings.historyMaxPending}) until it answers`,
         );
       }
       return;
@@ -154,7 +155,7 @@ export class Recorder {
     this.#retryAt = 0;
     if (this.#waiting) {
       this.#waiting = false;
-      console.error('recorder: the store answers again; the runs kept meanwhile are written');
+      logger('recorder').info('the store answers again; the runs kept meanwhile are written');
     }
   }
 
@@ -184,7 +185,7 @@ export class Recorder {
         for (const n of names) this.#used.add(n); // stamped once the store answers
         throw e;
       }
-      console.error(`recorder: last_used_at not written: ${(e as Error).message}`);
+      logger('recorder').error(`last_used_at not written: ${(e as Error).message}`);
     }
   }
 
@@ -206,7 +207,7 @@ export class Recorder {
 
   #failed(n: number, e: unknown): void {
     this.#metrics.metrics.historyRuns.inc({ outcome: 'failed' }, n);
-    console.error(`recorder: could not write ${n} runs: ${(e as Error).message}`);
+    logger('recorder').error(`could not write ${n} runs: ${(e as Error).message}`);
   }
 
   #dropped(n: number): void {

@@ -3,6 +3,7 @@
 // except one call per retry interval, which tries (the probe). The first call that reaches the
 // database closes it again. Imports only the contract's errors.
 import { GatewayError } from '../contract/errors.js';
+import { logger } from '../log.js';
 
 /** How often a source known down is tried again; also the longest a return goes unnoticed under load. */
 export const RETRY_INTERVAL_MS = 500;
@@ -36,14 +37,14 @@ export function createBreaker(name: string, intervalMs = RETRY_INTERVAL_MS, now:
     reached() {
       if (!down) return;
       down = false;
-      console.error(`connection '${name}': the database answers again`);
+      logger('sources').info(`connection '${name}': the database answers again`);
     },
     unreachable(why) {
       detail = why;
       if (down) return;
       down = true;
       nextProbe = now() + intervalMs;
-      console.error(`connection '${name}': cannot connect (${why}); calls fail at once, the database is tried every ${intervalMs} ms`);
+      logger('sources').warn(`connection '${name}': cannot connect (${why}); calls fail at once, the database is tried every ${intervalMs} ms`);
     },
   };
 }

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import type { ChangeMessage } from '../contract/messages.js';
+import { logger } from '../log.js';
 
 export interface ChangeFeed {
   publish(m: ChangeMessage): void;
@@ -64,14 +65,14 @@ async function redisLink(url: string, receive: (payload: string) => void, subscr
   const subscribing = sub.subscribe(REDIS_CHANNEL).then(
     () => true,
     (e: Error) => {
-      console.error(`change feed: Redis subscribe failed: ${e.message}`);
+      logger('changes').warn(`Redis subscribe failed: ${e.message}`);
       return false;
     },
   );
   const answered = await Promise.race([subscribing, new Promise<false>((r) => setTimeout(() => r(false), START_WAIT_MS).unref())]);
-  if (!answered) console.error('change feed: Redis does not answer; changes made on other instances are heard once it does');
+  if (!answered) logger('changes').warn('Redis does not answer; changes made on other instances are heard once it does');
   return {
-    send: (payload) => void pub.publish(REDIS_CHANNEL, payload).catch((e: Error) => console.error(`change feed: Redis publish failed: ${e.message}`)),
+    send: (payload) => void pub.publish(REDIS_CHANNEL, payload).catch((e: Error) => logger('changes').warn(`Redis publish failed: ${e.message}`)),
     async close() {
       pub.disconnect();
       sub.disconnect();
@@ -85,7 +86,7 @@ async function postgresLink(url: string, receive: (payload: string) => void, sub
   const sql = postgres(url, { max: 1, onnotice: () => undefined, idle_timeout: 0, backoff: () => 0.5 });
   await sql.listen(PG_CHANNEL, receive, subscribed);
   return {
-    send: (payload) => void sql.notify(PG_CHANNEL, payload).catch((e: Error) => console.error(`change feed: NOTIFY failed: ${e.message}`)),
+    send: (payload) => void sql.notify(PG_CHANNEL, payload).catch((e: Error) => logger('changes').warn(`NOTIFY failed: ${e.message}`)),
     close: () => sql.end({ timeout: 2 }),
   };
 }

@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import postgres from 'postgres';
 import { GatewayError } from '../contract/errors.js';
+import { logger } from '../log.js';
 
 export interface SqlDb {
   readonly dialect: 'sqlite' | 'postgres';
@@ -275,7 +276,7 @@ function outageLog(): { failed(e: unknown): unknown; answered(): void } {
       if (e instanceof GatewayError || !isUnavailable(e)) return e;
       if (answeredOnce && !down) {
         down = true;
-        console.error(`store: unavailable (${(e as Error).message ?? String(e)}); what needs it fails with 503 until it answers`);
+        logger('store').warn(`unavailable (${(e as Error).message ?? String(e)}); what needs it fails with 503 until it answers`);
       }
       const err = new GatewayError('unavailable', 'The gateway cannot reach its store just now; try again shortly', { retry_after: 1 });
       Object.defineProperty(err, 'cause', { value: e });
@@ -285,7 +286,7 @@ function outageLog(): { failed(e: unknown): unknown; answered(): void } {
       answeredOnce = true;
       if (!down) return;
       down = false;
-      console.error('store: answers again');
+      logger('store').info('answers again');
     },
   };
 }

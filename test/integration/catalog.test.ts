@@ -355,7 +355,9 @@ for (const mode of MODES) {
 describe('catalog: open mode', () => {
   test('with no admin key and no key, every caller sees everything', async () => {
     const home = mkdtempSync(join(tmpdir(), 'qag-catalog-open-'));
-    const server = await startServer(loadConfig({ QUERYAPIGATE_HOME: home, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_WORKERS: '0' }), () => undefined);
+    const server = await startServer(
+      loadConfig({ QUERYAPIGATE_HOME: home, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_LOG_LEVEL: 'warning' }),
+    );
     const base = `http://127.0.0.1:${server.port}`;
     try {
       copyFileSync(filmsFile, join(home, 'films.db'));
