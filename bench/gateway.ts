@@ -33,7 +33,7 @@ export async function spawnListening(args: string[], env: Record<string, string>
   const url = await new Promise<string>((resolve, reject) => {
     const on = (d: Buffer) => {
       out += d;
-      const m = out.match(/listening on (http:\/\/\S+)/);
+      const m = out.match(/listening on (http:\/\/[^\s"]+)/);
       if (m) resolve(m[1]);
     };
     child.stdout.on('data', on);

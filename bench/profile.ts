@@ -13,6 +13,10 @@ ensureWrk();
 
 /** Parts of a call, matched on the profiled function's script URL (first match wins). */
 const PARTS: Array<[string, RegExp]> = [
+  [
+    'logging (pino, sonic-boom, the access line)',
+    /node_modules\/(pino|sonic-boom|on-exit-leak-free|quick-format-unescaped|safe-stable-stringify|atomic-sleep)\/|src\/log\.js|src\/http\/accessLog/,
+  ],
   ['HTTP (uWebSockets.js, respond)', /uWebSockets|uws|src\/http\//],
   ['data source: driver and the query itself', /node_modules\/(postgres|better-sqlite3|mysql2)\/|src\/sources\//],
   ['store reads (key, query, connection)', /src\/store\//],

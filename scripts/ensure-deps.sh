@@ -5,6 +5,6 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 marker=node_modules/.package-lock.json
 if [ ! -f "$marker" ] || [ package-lock.json -nt "$marker" ]; then
-  echo "Installing dependencies (npm ci)..." >&2
+  echo "Installing the dependencies (npm ci; the first time takes a minute or two)..." >&2
   npm ci --no-audit --no-fund >&2
 fi

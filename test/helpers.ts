@@ -130,7 +130,7 @@ export function startProcess(env: Record<string, string>, main = MAIN) {
   const listening = new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 15000);
     child.stdout.on('data', () => {
-      const m = out.match(/listening on (http:\/\/\S+)/);
+      const m = out.match(/listening on (http:\/\/[^\s"]+)/);
       if (m) {
         clearTimeout(timer);
         resolve(m[1]);
