@@ -97,7 +97,11 @@ export async function runCall(ctx: CallContext, req: Request): Promise<Answer> {
     const started = performance.now();
     const values = fillValues(plan, bound, paging.pageSize + 1, (paging.page - 1) * paging.pageSize);
     const text = plan.pageable ? plan.pagedText : plan.text;
-    const result = await execute(ctx.metrics.activeQueries, counters, source, text, values, { timeoutMs: timeout * 1000, readOnly: !plan.write, resetSession: governed.resetSession === true });
+    const result = await execute(ctx.metrics.activeQueries, counters, source, text, values, {
+      timeoutMs: timeout * 1000,
+      readOnly: !plan.write,
+      resetSession: governed.resetSession === true,
+    });
     const executed = performance.now();
     const shaped = shape(plan, result, paging, governed, call.format);
     const rendered = performance.now();

@@ -82,27 +82,32 @@ export async function streamCall(
     });
   };
   try {
-    await source.stream(plan.text, values, { timeoutMs: timeoutS * 1000, readOnly: true, resetSession: governed.resetSession === true, batchRows: BATCH_ROWS }, async (cols, batch) => {
-      if (gone) throw new ClientGone();
-      let rows = batch;
-      if (max > 0 && sent + rows.length >= max) {
-        truncated = sent + rows.length > max;
-        rows = rows.slice(0, max - sent);
-      }
-      let columns = cols;
-      if (governed.masker && rows.length) ({ columns, rows } = governed.masker(columns, rows)); // every row, before rendering
-      const writer = writerFor(plan, columns, req.format);
-      if (!headed) {
-        head();
-        if (writer.head) post({ t: 'data', chunk: writer.head });
-      }
-      if (rows.length) {
-        await credit();
-        post({ t: 'data', chunk: writer.chunk(rows) });
-        sent += rows.length;
-      }
-      if (truncated) throw new Truncated();
-    });
+    await source.stream(
+      plan.text,
+      values,
+      { timeoutMs: timeoutS * 1000, readOnly: true, resetSession: governed.resetSession === true, batchRows: BATCH_ROWS },
+      async (cols, batch) => {
+        if (gone) throw new ClientGone();
+        let rows = batch;
+        if (max > 0 && sent + rows.length >= max) {
+          truncated = sent + rows.length > max;
+          rows = rows.slice(0, max - sent);
+        }
+        let columns = cols;
+        if (governed.masker && rows.length) ({ columns, rows } = governed.masker(columns, rows)); // every row, before rendering
+        const writer = writerFor(plan, columns, req.format);
+        if (!headed) {
+          head();
+          if (writer.head) post({ t: 'data', chunk: writer.head });
+        }
+        if (rows.length) {
+          await credit();
+          post({ t: 'data', chunk: writer.chunk(rows) });
+          sent += rows.length;
+        }
+        if (truncated) throw new Truncated();
+      },
+    );
   } catch (e) {
     if (!(e instanceof Truncated)) {
       if (!headed) throw e; // before the first byte: an ordinary JSON error

@@ -440,7 +440,15 @@ function mergeInto(col: { sources: ColumnSource[]; traced: boolean }, r: { sourc
 
 function addSource(list: ColumnSource[], s: ColumnSource): void {
   for (const have of list) {
-    if (have.table === s.table && have.column === s.column && have.exact === s.exact && have.ref === s.ref && have.tier === s.tier && have.optional === s.optional) return;
+    if (
+      have.table === s.table &&
+      have.column === s.column &&
+      have.exact === s.exact &&
+      have.ref === s.ref &&
+      have.tier === s.tier &&
+      have.optional === s.optional
+    )
+      return;
   }
   list.push({ ...s });
 }
@@ -466,7 +474,8 @@ function findItem(q: string, scope: Scope | null): Item | null {
     for (const item of s.items) if (item.names.includes(q)) return item;
     for (const item of s.items) if (item.kind === 'table' && item.table === q) return item;
     const folded = q.toLowerCase();
-    for (const item of s.items) if (item.names.some((n) => n.toLowerCase() === folded) || (item.kind === 'table' && item.table!.toLowerCase() === folded)) return null;
+    for (const item of s.items)
+      if (item.names.some((n) => n.toLowerCase() === folded) || (item.kind === 'table' && item.table!.toLowerCase() === folded)) return null;
   }
   return null;
 }

@@ -238,7 +238,9 @@ function planColumn(name: string, sources: ColumnSource[], traced: boolean, sche
 }
 
 function notTable(ref: string, known: boolean): string {
-  return known ? `'${showRef(ref)}' is a view or another relation whose columns can't be traced` : `'${showRef(ref)}' is not a table in the connection's schema`;
+  return known
+    ? `'${showRef(ref)}' is a view or another relation whose columns can't be traced`
+    : `'${showRef(ref)}' is not a table in the connection's schema`;
 }
 
 // --- applying a plan --------------------------------------------------------------------------

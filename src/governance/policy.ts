@@ -58,7 +58,10 @@ export function checkSession(a: StatementScan, mayWrite: boolean): void {
   if (a.sessionChanges.length === 0) return;
   const what = a.sessionChanges.join(', ');
   if (!mayWrite) throw governanceError('read_only', `${READ_ONLY_MESSAGE} - not one that changes the session (${what}).`);
-  throw governanceError('forbidden', `Statements that change the session for later calls are not run through the gateway (${what}); the gateway sets each call's session.`);
+  throw governanceError(
+    'forbidden',
+    `Statements that change the session for later calls are not run through the gateway (${what}); the gateway sets each call's session.`,
+  );
 }
 
 /**

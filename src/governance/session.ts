@@ -3,12 +3,53 @@
 // to, prepared statements and cursors, temporary objects, session-level locks, MySQL user variables,
 // SQLite PRAGMA and ATTACH. Reads tokens only, so it holds for statements no parser reads. Must not
 // import HTTP/uWS or sources.
-import type { ScanDialect, Token } from './scan.js';
+/** scan.ts's dialects and tokens, as far as this file reads them (scan.ts imports this one). */
+type ScanDialect = 'postgres' | 'sqlite' | 'mysql';
+interface Token {
+  kind: 'word' | 'name' | 'punct' | 'num' | 'str';
+  text: string;
+}
 
 /** Statement verbs that change the session whatever follows, per dialect. */
 const SESSION_VERBS: Record<ScanDialect, Set<string>> = {
-  postgres: new Set(['reset', 'discard', 'listen', 'unlisten', 'prepare', 'execute', 'deallocate', 'load', 'declare', 'close', 'begin', 'start', 'commit', 'end', 'rollback', 'abort', 'savepoint', 'release']),
-  mysql: new Set(['use', 'prepare', 'execute', 'deallocate', 'lock', 'unlock', 'handler', 'begin', 'start', 'commit', 'rollback', 'savepoint', 'release', 'xa', 'flush', 'reset']),
+  postgres: new Set([
+    'reset',
+    'discard',
+    'listen',
+    'unlisten',
+    'prepare',
+    'execute',
+    'deallocate',
+    'load',
+    'declare',
+    'close',
+    'begin',
+    'start',
+    'commit',
+    'end',
+    'rollback',
+    'abort',
+    'savepoint',
+    'release',
+  ]),
+  mysql: new Set([
+    'use',
+    'prepare',
+    'execute',
+    'deallocate',
+    'lock',
+    'unlock',
+    'handler',
+    'begin',
+    'start',
+    'commit',
+    'rollback',
+    'savepoint',
+    'release',
+    'xa',
+    'flush',
+    'reset',
+  ]),
   sqlite: new Set(['pragma', 'attach', 'detach', 'begin', 'commit', 'end', 'rollback', 'savepoint', 'release']),
 };
 
@@ -44,12 +85,17 @@ export function sessionChanges(tokens: Token[], dialect: ScanDialect, verb: stri
     const t = tokens[k];
     const next = tokens[k + 1];
     // CREATE [OR REPLACE] [GLOBAL|LOCAL] TEMP ..., SELECT ... INTO TEMP, a table made in pg_temp
-    if (t.kind === 'word' && (t.text === 'temp' || t.text === 'temporary') && (verb === 'create' || tokens[k - 1]?.text === 'into')) out.add('a temporary object');
-    if (verb === 'create' && dialect === 'postgres' && (t.kind === 'word' || t.kind === 'name') && t.text.toLowerCase().startsWith('pg_temp')) out.add('a temporary object');
+    if (t.kind === 'word' && (t.text === 'temp' || t.text === 'temporary') && (verb === 'create' || tokens[k - 1]?.text === 'into'))
+      out.add('a temporary object');
+    if (verb === 'create' && dialect === 'postgres' && (t.kind === 'word' || t.kind === 'name') && t.text.toLowerCase().startsWith('pg_temp'))
+      out.add('a temporary object');
     // MySQL: @v := ..., INTO @v (a user variable outlives the call; @@name only reads a setting)
     if (dialect === 'mysql' && t.kind === 'punct' && t.text === '@' && tokens[k - 1]?.text !== '@' && next?.text !== '@') {
       const after = tokens[k + 2];
-      if ((after?.kind === 'punct' && after.text === ':' && tokens[k + 3]?.text === '=') || tokens.slice(0, k).some((x) => x.kind === 'word' && x.text === 'into')) {
+      if (
+        (after?.kind === 'punct' && after.text === ':' && tokens[k + 3]?.text === '=') ||
+        tokens.slice(0, k).some((x) => x.kind === 'word' && x.text === 'into')
+      ) {
         out.add('a user variable');
       }
     }

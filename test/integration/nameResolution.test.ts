@@ -136,34 +136,52 @@ describe('PostgreSQL: names resolve by schema, exact quoted case and the search 
 
   test('allowed_tables: an unqualified entry is the table the search path resolves', async () => {
     const path = await key(s, 'tables_path', { connections: ['pg'], allowed_tables: ['customers'] });
-    await holds(s, 'pg', path, [
-      ['SELECT id FROM customers', 'served', [{ id: 1 }]],
-      ['SELECT id FROM private.customers', 'served'],
-      ['SELECT id FROM PRIVATE.Customers', 'served'],
-      ['SELECT id FROM "private"."customers"', 'served'],
-      ['SELECT id FROM public.customers', 'table_not_allowed'],
-      ['SELECT id FROM "Customers"', 'table_not_allowed'],
-      ['SELECT id FROM public."Customers"', 'table_not_allowed'],
-      ['SELECT id FROM extra.accounts', 'table_not_allowed'],
-      ['SELECT id FROM customers WHERE id IN (SELECT id FROM public.customers)', 'table_not_allowed'],
-      ['SELECT id FROM customer_view', 'table_not_allowed'],
-    ], []);
+    await holds(
+      s,
+      'pg',
+      path,
+      [
+        ['SELECT id FROM customers', 'served', [{ id: 1 }]],
+        ['SELECT id FROM private.customers', 'served'],
+        ['SELECT id FROM PRIVATE.Customers', 'served'],
+        ['SELECT id FROM "private"."customers"', 'served'],
+        ['SELECT id FROM public.customers', 'table_not_allowed'],
+        ['SELECT id FROM "Customers"', 'table_not_allowed'],
+        ['SELECT id FROM public."Customers"', 'table_not_allowed'],
+        ['SELECT id FROM extra.accounts', 'table_not_allowed'],
+        ['SELECT id FROM customers WHERE id IN (SELECT id FROM public.customers)', 'table_not_allowed'],
+        ['SELECT id FROM customer_view', 'table_not_allowed'],
+      ],
+      [],
+    );
     const pub = await key(s, 'tables_public', { connections: ['pg'], allowed_tables: ['public.customers'] });
-    await holds(s, 'pg', pub, [
-      ['SELECT id FROM public.customers', 'served'],
-      ['SELECT id FROM customers', 'table_not_allowed'],
-      ['SELECT id FROM private.customers', 'table_not_allowed'],
-      ['SELECT id FROM "Customers"', 'table_not_allowed'],
-    ], []);
+    await holds(
+      s,
+      'pg',
+      pub,
+      [
+        ['SELECT id FROM public.customers', 'served'],
+        ['SELECT id FROM customers', 'table_not_allowed'],
+        ['SELECT id FROM private.customers', 'table_not_allowed'],
+        ['SELECT id FROM "Customers"', 'table_not_allowed'],
+      ],
+      [],
+    );
     const quoted = await key(s, 'tables_quoted', { connections: ['pg'], allowed_tables: ['"Customers"', 'extra.accounts'] });
-    await holds(s, 'pg', quoted, [
-      ['SELECT id FROM "Customers"', 'served'],
-      ['SELECT id FROM public."Customers"', 'served'],
-      ['SELECT id FROM extra.accounts', 'served'],
-      ['SELECT id FROM EXTRA.ACCOUNTS', 'served'],
-      ['SELECT id FROM customers', 'table_not_allowed'],
-      ['SELECT id FROM public.customers', 'table_not_allowed'],
-    ], []);
+    await holds(
+      s,
+      'pg',
+      quoted,
+      [
+        ['SELECT id FROM "Customers"', 'served'],
+        ['SELECT id FROM public."Customers"', 'served'],
+        ['SELECT id FROM extra.accounts', 'served'],
+        ['SELECT id FROM EXTRA.ACCOUNTS', 'served'],
+        ['SELECT id FROM customers', 'table_not_allowed'],
+        ['SELECT id FROM public.customers', 'table_not_allowed'],
+      ],
+      [],
+    );
   });
 });
 
@@ -194,7 +212,13 @@ describe('MariaDB: names resolve by database and lower_case_table_names', () => 
   });
 
   test('masks follow the table the server reads', async () => {
-    const k = await key(s, 'masks', { connections: ['my'], mask: [{ column: 'customers.email', action: 'hash' }, { column: '*.ssn', action: 'drop' }] });
+    const k = await key(s, 'masks', {
+      connections: ['my'],
+      mask: [
+        { column: 'customers.email', action: 'hash' },
+        { column: '*.ssn', action: 'drop' },
+      ],
+    });
     const shapes: Shape[] = [
       ['SELECT * FROM customers', 'served'],
       ['SELECT `email` FROM `customers`', 'served'],
@@ -207,7 +231,11 @@ describe('MariaDB: names resolve by database and lower_case_table_names', () => 
       ['SELECT * FROM customer_view', 'mask_unresolvable'],
     ];
     if (exact) {
-      shapes.push(['SELECT * FROM Customers', 'served'], ['SELECT c.name, c.email FROM `Customers` c', 'served'], ['SELECT x.email FROM (SELECT * FROM Customers) x', 'served']);
+      shapes.push(
+        ['SELECT * FROM Customers', 'served'],
+        ['SELECT c.name, c.email FROM `Customers` c', 'served'],
+        ['SELECT x.email FROM (SELECT * FROM Customers) x', 'served'],
+      );
     }
     await holds(s, 'my', k, shapes);
     if (exact) {
@@ -231,10 +259,16 @@ describe('MariaDB: names resolve by database and lower_case_table_names', () => 
     if (exact) shapes.push(['SELECT id FROM Customers', 'table_not_allowed'], ['SELECT id FROM `CUSTOMERS`', 'table_not_allowed']);
     await holds(s, 'my', k, shapes, []);
     const o = await key(s, 'tables_other', { connections: ['my'], allowed_tables: [`${other}.customers`] });
-    await holds(s, 'my', o, [
-      [`SELECT id FROM ${other}.customers`, 'served'],
-      ['SELECT id FROM customers', 'table_not_allowed'],
-    ], []);
+    await holds(
+      s,
+      'my',
+      o,
+      [
+        [`SELECT id FROM ${other}.customers`, 'served'],
+        ['SELECT id FROM customers', 'table_not_allowed'],
+      ],
+      [],
+    );
   });
 });
 
@@ -267,11 +301,17 @@ describe('SQLite: names are case-insensitive, main and temp are schemas', () => 
       ['SELECT * FROM temp.customers', 'mask_unresolvable'],
     ]);
     const t = await key(s, 'tables', { connections: ['lite'], allowed_tables: ['Customers'] });
-    await holds(s, 'lite', t, [
-      ['SELECT id FROM customers', 'served', [{ id: 1 }]],
-      ['SELECT id FROM MAIN.CUSTOMERS', 'served'],
-      ['SELECT id FROM customer_view', 'table_not_allowed'],
-      ['SELECT id FROM temp.customers', 'table_not_allowed'],
-    ], []);
+    await holds(
+      s,
+      'lite',
+      t,
+      [
+        ['SELECT id FROM customers', 'served', [{ id: 1 }]],
+        ['SELECT id FROM MAIN.CUSTOMERS', 'served'],
+        ['SELECT id FROM customer_view', 'table_not_allowed'],
+        ['SELECT id FROM temp.customers', 'table_not_allowed'],
+      ],
+      [],
+    );
   });
 });

@@ -24,7 +24,8 @@ async function call(s: TestServer, conn: string, sql: string, key: string): Prom
 
 async function keys(s: TestServer, conn: string): Promise<{ reader: string; writer: string }> {
   const reader = (await s.call('POST', '/api/v1/api-keys', { body: { name: `reader_${conn}`, queries: [], connections: [conn] } })).json.secret;
-  const writer = (await s.call('POST', '/api/v1/api-keys', { body: { name: `writer_${conn}`, queries: [], connections: [conn], allow_writes: true } })).json.secret;
+  const writer = (await s.call('POST', '/api/v1/api-keys', { body: { name: `writer_${conn}`, queries: [], connections: [conn], allow_writes: true } })).json
+    .secret;
   return { reader, writer };
 }
 
@@ -174,7 +175,7 @@ describe('MariaDB: sessions stay as the gateway set them', () => {
 
   async function assertClean(label: string) {
     for (const key of [k.reader, k.writer, ADMIN_KEY]) {
-      const r = await call(s, 'my', 'SELECT @a AS a, @leak AS l, DATABASE() AS d, (SELECT name FROM customers LIMIT 1) AS name, IS_USED_LOCK(\'x\') AS lk', key);
+      const r = await call(s, 'my', "SELECT @a AS a, @leak AS l, DATABASE() AS d, (SELECT name FROM customers LIMIT 1) AS name, IS_USED_LOCK('x') AS lk", key);
       assert.equal(r.status, 200, `${label}: ${r.text}`);
       assert.deepEqual(r.json, [{ a: null, l: null, d: db, name: 'Ann', lk: null }], label);
     }
@@ -244,7 +245,10 @@ describe('SQLite: the connection stays as the gateway opened it', () => {
 
 describe("PostgreSQL source: the gateway's time limit does not rest on the session's settings", () => {
   test('a session whose statement_timeout a statement switched off still stops a call at its limit', async () => {
-    const source = openSource({ name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: 'postgres', user: 'postgres' }, { poolSize: 1, home: tmpdir() });
+    const source = openSource(
+      { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: 'postgres', user: 'postgres' },
+      { poolSize: 1, home: tmpdir() },
+    );
     try {
       const opts = { timeoutMs: 500, readOnly: true };
       // Run below governance (which refuses it): the session's limit is now off, unknown to the source.

@@ -572,7 +572,10 @@ test('schema queries and rows: every relation, the search path, the case rules',
   assert.equal(resolveTable(pg, 'pg_class')?.schema, 'pg_catalog', 'the catalog is searched first');
   assert.deepEqual(resolveTable(pg, 'rental')?.types, ['bigint']);
   // MySQL: the current database; lower_case_table_names decides case
-  const rows = [['shop', 'Orders', 'id', 'int', 'BASE TABLE'], ['other', 'orders', 'secret', 'text', 'BASE TABLE']];
+  const rows = [
+    ['shop', 'Orders', 'id', 'int', 'BASE TABLE'],
+    ['other', 'orders', 'secret', 'text', 'BASE TABLE'],
+  ];
   const exact = toSchema('mysql', [rows, [['shop', 0]]]);
   assert.equal(resolveTable(exact, 'orders'), null);
   assert.deepEqual(resolveTable(exact, 'Orders')?.columns, ['id']);
