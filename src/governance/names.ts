@@ -3,7 +3,8 @@
 // would read: PostgreSQL by its search path (current_schemas(true), pg_catalog and pg_temp included),
 // MySQL/MariaDB in the current database or the named one (case per lower_case_table_names), SQLite in
 // temp, main, then attached schemas (case-insensitive). Must not import HTTP/uWS or sources.
-import type { SqlDialect } from './analysis.js';
+/** The dialects (analysis.ts's SqlDialect, spelled here so this ground module imports nothing). */
+type SqlDialect = 'postgres' | 'sqlite' | 'mysql';
 
 /** One relation the connection can name. `columns` null: a view or other relation whose columns can't be traced. */
 export interface Relation {

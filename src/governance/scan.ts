@@ -338,7 +338,8 @@ export function lex(sql: string, dialect: ScanDialect): Lexed {
         if (q === 0x22 || q === 0x27) risks.unicodeEscape = true; // U&"..." or U&'...'
       }
       const word = sql.slice(i, end);
-      if (/[^\x00-\x7f]/.test(word) && word.replace(/[A-Z]/g, '') !== word.replace(/[A-Z]/g, '').toLowerCase()) risks.unicodeFold = true;
+      const beyondAscii = word.replace(/[A-Z]/g, ''); // a capital left is a non-ASCII one
+      if (beyondAscii !== beyondAscii.toLowerCase()) risks.unicodeFold = true;
       tokens.push({ kind: 'word', text: word.toLowerCase(), at: i });
       i = end;
       continue;

@@ -3,7 +3,12 @@
 // to, prepared statements and cursors, temporary objects, session-level locks, MySQL user variables,
 // SQLite PRAGMA and ATTACH. Reads tokens only, so it holds for statements no parser reads. Must not
 // import HTTP/uWS or sources.
-import type { ScanDialect, Token } from './scan.js';
+/** scan.ts's dialects and tokens, as far as this file reads them (scan.ts imports this one). */
+type ScanDialect = 'postgres' | 'sqlite' | 'mysql';
+interface Token {
+  kind: 'word' | 'name' | 'punct' | 'num' | 'str';
+  text: string;
+}
 
 /** Statement verbs that change the session whatever follows, per dialect. */
 const SESSION_VERBS: Record<ScanDialect, Set<string>> = {
