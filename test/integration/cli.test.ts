@@ -75,6 +75,7 @@ const PATHS = [
   ['queries', 'export'],
   ['queries', 'import'],
   ['export'],
+  ['mcp'],
 ];
 
 test('--help and -h on every command and group say what it does, its options and an example; help PATH is the same', async () => {
