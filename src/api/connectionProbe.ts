@@ -44,7 +44,10 @@ async function withSource<T>(ctx: ControlContext, conn: ConnectionRow, use: (s: 
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new GatewayError('query_timeout', `The database did not answer within ${PROBE_TIMEOUT_MS / 1000} seconds`, { timeout: PROBE_TIMEOUT_MS / 1000 })),
+      () =>
+        reject(
+          new GatewayError('query_timeout', `The database did not answer within ${PROBE_TIMEOUT_MS / 1000} seconds`, { timeout: PROBE_TIMEOUT_MS / 1000 }),
+        ),
       PROBE_TIMEOUT_MS,
     );
   });

@@ -70,7 +70,8 @@ export function historyRoutes(r: ApiRouter): void {
     const after = a.get('after') ?? '0';
     if (!/^\d{1,15}$/.test(after)) throw new GatewayError('invalid_filter', 'after must be an event id');
     // Events carry no version column; a filter that would be ignored is refused instead.
-    if (a.has('version') || a.has('kind')) throw new GatewayError('invalid_filter', 'Events filter by query, key, status, since and until, not version or kind');
+    if (a.has('version') || a.has('kind'))
+      throw new GatewayError('invalid_filter', 'Events filter by query, key, status, since and until, not version or kind');
     const f = filters(a);
     await ctx.flushHistory();
     const items = await ctx.events.read({ ...f, after: Number(after), limit: f.limit });

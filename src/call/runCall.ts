@@ -70,7 +70,12 @@ export async function savedCall(ctx: CallContext, caller: Caller, query: QueryRo
 }
 
 /** A scoped key's use noted and its own limits counted (`limitName`: the query, '' for ad-hoc SQL). */
-export async function admit(ctx: CallContext, caller: Caller, limitName: string, requestId: string): Promise<{ headers: string[] | null; refused: Answer | null }> {
+export async function admit(
+  ctx: CallContext,
+  caller: Caller,
+  limitName: string,
+  requestId: string,
+): Promise<{ headers: string[] | null; refused: Answer | null }> {
   if (caller.kind !== 'key') return { headers: null, refused: null };
   ctx.runs.noteKeyUse(caller.name); // last_used_at, written by the recorder off the call's path
   if (ctx.limitsReady) {
@@ -79,9 +84,7 @@ export async function admit(ctx: CallContext, caller: Caller, limitName: string,
   }
   const limit = await limitKey(ctx.limits, caller.key, limitName);
   if (!limit) return { headers: null, refused: null };
-  const refused = limit.refused
-    ? errorAnswer('rate_limited', RATE_LIMIT_MESSAGES.key, requestId, { retry_after: limit.refused.retryAfterS })
-    : null;
+  const refused = limit.refused ? errorAnswer('rate_limited', RATE_LIMIT_MESSAGES.key, requestId, { retry_after: limit.refused.retryAfterS }) : null;
   return { headers: limit.headers, refused };
 }
 

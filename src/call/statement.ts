@@ -84,7 +84,17 @@ export async function runStatement(ctx: CallContext, caller: Caller, call: CallR
   const rendered = performance.now();
   counters.rows.inc(shaped.rows);
   ctx.serialization[call.format].observe((rendered - executed) / 1000);
-  record(ctx.runs, run, caller.name, o.requestId, shaped.rows, Math.round(executed - started), Math.round((rendered - executed) * 10) / 10, governed.masked, null);
+  record(
+    ctx.runs,
+    run,
+    caller.name,
+    o.requestId,
+    shaped.rows,
+    Math.round(executed - started),
+    Math.round((rendered - executed) * 10) / 10,
+    governed.masked,
+    null,
+  );
   let answer: Answer = { status: 200, headers: shaped.headers, body: shaped.body };
   if (cached) {
     const entry: CachedAnswer = { body: answer.body, headers: answer.headers, etag: etagOf(answer.body) };

@@ -25,13 +25,7 @@ export interface CatalogColumn {
  * over a table the schema does not know). A statement that returns nothing (a write without
  * RETURNING) has [].
  */
-export function outputColumns(
-  analysis: StatementAnalysis | null,
-  schema: Schema,
-  types: ColumnTypes,
-  dialect: Dialect,
-  sql?: string,
-): CatalogColumn[] | null {
+export function outputColumns(analysis: StatementAnalysis | null, schema: Schema, types: ColumnTypes, dialect: Dialect, sql?: string): CatalogColumn[] | null {
   if (analysis === null || analysis.outputs === null) return null;
   const traced = traceOutputs(analysis.outputs, schema);
   // A `*` the schema could not expand stands for columns nobody can name.

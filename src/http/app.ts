@@ -112,7 +112,10 @@ export function buildApp(
   const mcp: Handler = (req) => {
     if (state.draining) return errorAnswer('unavailable', 'The server is shutting down', req.requestId);
     if (req.method !== 'POST') {
-      return withHeaders(errorAnswer('method_not_allowed', 'This MCP server is stateless: POST each JSON-RPC message to /mcp', req.requestId), ['Allow', 'POST']);
+      return withHeaders(errorAnswer('method_not_allowed', 'This MCP server is stateless: POST each JSON-RPC message to /mcp', req.requestId), [
+        'Allow',
+        'POST',
+      ]);
     }
     return dispatcher.mcp({ request: req, serverVersion: VERSION });
   };

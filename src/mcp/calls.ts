@@ -43,7 +43,8 @@ export async function callTool(ctx: CallContext, caller: Caller, name: string, a
       if (refused) return fromAnswer(refused, cap);
       if (name === LIST_TABLES) return await listTables(ctx, caller, args);
       const { page_size: size, ...body } = args;
-      if (size !== undefined && (!Number.isSafeInteger(size) || (size as number) < 1)) throw new GatewayError('invalid_paging', 'page_size must be a positive integer');
+      if (size !== undefined && (!Number.isSafeInteger(size) || (size as number) < 1))
+        throw new GatewayError('invalid_paging', 'page_size must be a positive integer');
       const rowCap = Math.min(cap, (size as number | undefined) ?? cap);
       const call = adhocRequest(body, {});
       return fromAnswer(await adhocCall(ctx, caller, call, options(!mayWrite(caller, null, ctx.config.allowWrites), rowCap)), rowCap);

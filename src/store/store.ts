@@ -498,7 +498,11 @@ async function trimAdhoc(t: SqlDb, keep: number): Promise<void> {
     [keep],
   );
   if (!edge) return;
-  await t.run(`DELETE FROM run_history WHERE query_name = '${ADHOC}' AND (version < ? OR (version = ? AND slot <= ?))`, [edge.version, edge.version, edge.slot]);
+  await t.run(`DELETE FROM run_history WHERE query_name = '${ADHOC}' AND (version < ? OR (version = ? AND slot <= ?))`, [
+    edge.version,
+    edge.version,
+    edge.slot,
+  ]);
 }
 const HISTORY_UPSERT = `INSERT INTO run_history (query_name, version, slot, event_id, executed_at, status, key_name, entry_json)`;
 const HISTORY_ON_CONFLICT = `ON CONFLICT (query_name, version, slot) DO UPDATE SET event_id = excluded.event_id,

@@ -39,7 +39,9 @@ before(async () => {
     await s.call('POST', '/api/v1/connections', { body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: pg.name, user: 'postgres' } }),
     await s.call('POST', '/api/v1/connections', { body: { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: myDb, user: 'root' } }),
     await s.call('POST', '/api/v1/connections', { body: { name: 'lite', db: 'sqlite', database: 'shop.db' } }),
-    await s.call('POST', '/api/v1/queries', { body: { name: 'names', connection_name: 'pg', description: 'n', publish: true, sql: 'SELECT name FROM customers' } }),
+    await s.call('POST', '/api/v1/queries', {
+      body: { name: 'names', connection_name: 'pg', description: 'n', publish: true, sql: 'SELECT name FROM customers' },
+    }),
   ];
   for (const r of made) assert.ok(r.status < 300, r.text);
   const key = async (name: string, grants: Record<string, unknown>) => {
@@ -88,7 +90,11 @@ for (const connection of ['pg', 'my', 'lite']) {
     });
 
     test('a masked column is hashed, however it is reached (directly, computed, through *)', async () => {
-      for (const sql of ['SELECT email FROM customers ORDER BY id', 'SELECT lower(email) AS email FROM customers ORDER BY id', 'SELECT * FROM customers ORDER BY id']) {
+      for (const sql of [
+        'SELECT email FROM customers ORDER BY id',
+        'SELECT lower(email) AS email FROM customers ORDER BY id',
+        'SELECT * FROM customers ORDER BY id',
+      ]) {
         const r = await adhoc({ connection_name: connection, sql });
         assert.equal(r.status, 200, `${sql}: ${r.text}`);
         assert.equal(r.json.length, 3);

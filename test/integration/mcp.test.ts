@@ -57,7 +57,9 @@ for (const workers of ['1', '0']) {
     before(async () => {
       s = await startTestServer({ QUERYAPIGATE_WORKERS: workers, QUERYAPIGATE_ALLOW_WRITES: '1', QUERYAPIGATE_MCP_MAX_ROWS: '50' });
       const made = [
-        await s.call('POST', '/api/v1/connections', { body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: pg.name, user: 'postgres' } }),
+        await s.call('POST', '/api/v1/connections', {
+          body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: pg.name, user: 'postgres' },
+        }),
         await s.call('POST', '/api/v1/connections', { body: { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: myDb, user: 'root' } }),
       ];
       const query = (name: string, sql: string, extra: Record<string, unknown> = {}) =>
@@ -126,14 +128,20 @@ for (const workers of ['1', '0']) {
       assert.equal(r.structuredContent.rows.length, 50);
       assert.equal(r.structuredContent.truncated, true);
       assert.match(r.content[0].text, /first 50 rows/);
-      const small: Result = await reader.callTool({ name: 'execute_sql', arguments: { connection_name: 'pg', sql: 'SELECT id FROM customers ORDER BY id', page_size: 2 } });
+      const small: Result = await reader.callTool({
+        name: 'execute_sql',
+        arguments: { connection_name: 'pg', sql: 'SELECT id FROM customers ORDER BY id', page_size: 2 },
+      });
       assert.deepEqual(small.structuredContent, { rows: [{ id: 1 }, { id: 2 }], truncated: true });
     });
 
     test('execute_sql is governed: masks, forbidden tables, writes refused for a key that may not write', async () => {
       const reader = await as('reader');
       for (const connection_name of ['pg', 'my']) {
-        const ok: Result = await reader.callTool({ name: 'execute_sql', arguments: { connection_name, sql: 'SELECT lower(email) AS e FROM customers WHERE id = :id', params: { id: 1 } } });
+        const ok: Result = await reader.callTool({
+          name: 'execute_sql',
+          arguments: { connection_name, sql: 'SELECT lower(email) AS e FROM customers WHERE id = :id', params: { id: 1 } },
+        });
         assert.equal(ok.isError, undefined, JSON.stringify(ok));
         assert.match(ok.structuredContent.rows[0].e, HEX16);
         const forbidden: Result = await reader.callTool({ name: 'execute_sql', arguments: { connection_name, sql: 'SELECT top FROM secrets' } });
@@ -200,7 +208,10 @@ for (const workers of ['1', '0']) {
         const masked: Result = await client.callTool({ name: 'customer_emails', arguments: {} });
         for (const row of masked.structuredContent.rows) assert.match(row.email, HEX16);
         const marker = `/* stdio ${Date.now()} */`;
-        const forbidden: Result = await client.callTool({ name: 'execute_sql', arguments: { connection_name: 'pg', sql: `SELECT top FROM secrets ${marker}` } });
+        const forbidden: Result = await client.callTool({
+          name: 'execute_sql',
+          arguments: { connection_name: 'pg', sql: `SELECT top FROM secrets ${marker}` },
+        });
         assert.equal(forbidden.structuredContent.code, 'table_not_allowed');
         const write: Result = await client.callTool({ name: 'delete_customer', arguments: { id: 1 } });
         assert.equal(write.structuredContent.code, 'read_only');
@@ -226,7 +237,13 @@ for (const workers of ['1', '0']) {
       const listing = await s.call('GET', '/api/v1/mcp/tools');
       assert.equal(listing.status, 200, listing.text);
       const byName = Object.fromEntries(listing.json.items.map((t: { name: string }) => [t.name, t]));
-      assert.deepEqual(byName.delete_customer, { name: 'delete_customer', description: 'About delete_customer', kind: 'saved query', params: ['id'], read_only: false });
+      assert.deepEqual(byName.delete_customer, {
+        name: 'delete_customer',
+        description: 'About delete_customer',
+        kind: 'saved query',
+        params: ['id'],
+        read_only: false,
+      });
       assert.equal(byName.execute_sql.kind, 'ad-hoc');
       assert.equal(byName.execute_sql.read_only, false);
       assert.equal(byName.secret_list.read_only, true);
