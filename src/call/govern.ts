@@ -7,7 +7,7 @@ import type { Caller } from '../auth/keys.js';
 import { GatewayError } from '../contract/errors.js';
 import { checkPredicates, compileMasker, planMasks, type MaskPlan, type Masker } from '../governance/masking.js';
 import { checkFunctions } from '../governance/functions.js';
-import { checkStatement } from '../governance/policy.js';
+import { checkOutsideReads, checkStatement } from '../governance/policy.js';
 import type { Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { CallPlan } from './plan.js';
@@ -66,8 +66,11 @@ export async function governCall(
   // Ad-hoc SQL from a scoped key is the caller's own text, not an administrator's: a statement the
   // parsers cannot read is refused outright, whatever the key's grants (the keyword guard alone is
   // what saved queries fall back to, and an attacker's text is where it would be tried).
-  if (queryName === null && key && analysis === null) {
-    throw new GatewayError('table_check_failed', `This statement could not be analysed, so it is refused (${plan.inspection.failure ?? 'unreadable'})`);
+  if (queryName === null && key) {
+    if (analysis === null) {
+      throw new GatewayError('table_check_failed', `This statement could not be analysed, so it is refused (${plan.inspection.failure ?? 'unreadable'})`);
+    }
+    checkOutsideReads(analysis);
   }
   checkStatement(scan, analysis, { mayWrite: writer, allowedWriteOps: key?.allowed_write_ops ?? null, allowedTables: key?.allowed_tables ?? null });
   const rules = key?.mask?.length ? key.mask : null;
