@@ -8,7 +8,7 @@ import { GatewayError } from '../contract/errors.js';
 import { checkPredicates, compileMasker, planMasks, type MaskPlan, type MaskRule, type Masker } from '../governance/masking.js';
 import { allSafe, checkFunctions } from '../governance/functions.js';
 import { resolveTable } from '../governance/names.js';
-import { checkStatement, checkTables } from '../governance/policy.js';
+import { checkOutsideReads, checkStatement, checkTables } from '../governance/policy.js';
 import type { Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { CallPlan } from './plan.js';
@@ -73,8 +73,11 @@ export async function governCall(
   // Ad-hoc SQL from a scoped key is the caller's own text, not an administrator's: a statement the
   // parsers cannot read is refused outright, whatever the key's grants (the keyword guard alone is
   // what saved queries fall back to, and an attacker's text is where it would be tried).
-  if (queryName === null && key && analysis === null) {
-    throw new GatewayError('table_check_failed', `This statement could not be analysed, so it is refused (${plan.inspection.failure ?? 'unreadable'})`);
+  if (queryName === null && key) {
+    if (analysis === null) {
+      throw new GatewayError('table_check_failed', `This statement could not be analysed, so it is refused (${plan.inspection.failure ?? 'unreadable'})`);
+    }
+    checkOutsideReads(analysis);
   }
   checkStatement(scan, { mayWrite: writer, allowedWriteOps: key?.allowed_write_ops ?? null });
   const rules = key?.mask?.length ? key.mask : null;

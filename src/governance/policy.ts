@@ -97,6 +97,17 @@ export function allowedKeys(entries: string[], schema: Schema): Set<string> {
   return keys;
 }
 
+/**
+ * Ad-hoc SQL from a scoped key never reads data the statement does not name as a table (files,
+ * large objects, other servers: load_file, pg_read_file, dblink, ...), whatever its table list: the
+ * text is the caller's, and a saved query that does so was at least written by an administrator.
+ */
+export function checkOutsideReads(a: StatementScan): void {
+  const outside = a.unsafeFunctions.filter(readsOutsideTables);
+  if (outside.length === 0) return;
+  throw governanceError('table_not_allowed', `Ad-hoc SQL from an API key may only read tables, not through ${outside.map((f) => `${f}()`).join(', ')}.`);
+}
+
 export interface GovernanceGrants {
   mayWrite: boolean;
   allowedWriteOps: string[] | null;

@@ -49,7 +49,7 @@ export async function serveMcp(ctx: CallContext, task: McpTask): Promise<Answer>
       new globalThis.Request('http://127.0.0.1/mcp', { method: req.method, headers, body: req.body ? Buffer.from(req.body) : null }),
     );
     const out: string[] = [];
-    res.headers.forEach((value, name) => out.push(name, value));
+    for (const [name, value] of res.headers) out.push(name, value);
     return { status: res.status, headers: out, body: await res.text(), key: caller.name };
   } finally {
     await server.close();

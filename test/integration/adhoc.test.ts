@@ -185,6 +185,20 @@ describe('/execute_sql requests', () => {
     assert.ok(['table_check_failed', 'read_only'].includes(r.json.code), r.text);
   });
 
+  test('a scoped key never reads outside tables through ad-hoc SQL, even without a table list', async () => {
+    const cases: Array<[string, string]> = [
+      ['my', "SELECT LOAD_FILE('/etc/hostname') AS f"],
+      ['pg', "SELECT pg_read_file('/etc/hostname') AS f"],
+    ];
+    for (const [connection_name, sql] of cases) {
+      const r = await adhoc({ connection_name, sql }, { key: keys['open-reader'] });
+      assert.equal(r.status, 403, `${sql}: ${r.text}`);
+      assert.ok(['table_not_allowed', 'read_only'].includes(r.json.code), r.text);
+    }
+    const mine = await adhoc({ connection_name: 'my', sql: "SELECT LOAD_FILE('/etc/hostname') AS f" }, { key: keys['open-reader'] });
+    assert.equal(mine.json.code, 'table_not_allowed');
+  });
+
   test('the administrator may write when the server allows it', async () => {
     const r = await adhoc({ connection_name: 'pg', sql: "INSERT INTO secrets VALUES (2, 'x')" }, { key: ADMIN });
     assert.equal(r.status, 200, r.text);

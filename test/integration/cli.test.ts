@@ -42,6 +42,7 @@ const PATHS = [
   ['migrate-to-postgres'],
   ['events'],
   ['events', 'tail'],
+  ['mcp'],
 ];
 
 test('--help and -h on every command and group say what it does, its options and an example; help PATH is the same', async () => {

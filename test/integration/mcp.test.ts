@@ -4,12 +4,15 @@
 // and every call is in history with transport "mcp"; GET /api/v1/mcp/tools for administrators.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import mysql from 'mysql2/promise';
 import { eventually, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
 const HEX16 = /^[0-9a-f]{16}$/;
+const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 const SETUP = `CREATE TABLE customers (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL, email VARCHAR(40));
   INSERT INTO customers VALUES (1, 'ann', 'ann@example.com'), (2, 'bob', 'bob@example.com'), (3, 'cy', 'cy@example.com');
   CREATE TABLE secrets (id INT PRIMARY KEY, top VARCHAR(20));
@@ -187,6 +190,41 @@ for (const workers of ['1', '0']) {
       const mcpRuns = saved.json.items.filter((i: { transport: string }) => i.transport === 'mcp');
       assert.ok(mcpRuns.length >= 1, saved.text);
       assert.deepEqual(mcpRuns[0].masked, [{ column: 'email', action: 'hash' }]);
+    });
+
+    test('over stdio (queryapigate mcp, relayed to /mcp): the same tools, masks and refusals, in history as mcp', async () => {
+      const client = new Client({ name: 'queryapigate-stdio-test', version: '1.0.0' });
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [MAIN, 'mcp', '--url', s.url, '--key', keys.reader],
+        env: { PATH: process.env.PATH ?? '' },
+        cwd: s.home,
+        stderr: 'pipe',
+      });
+      await client.connect(transport);
+      try {
+        const { tools } = await client.listTools();
+        assert.deepEqual(tools.map((t) => t.name).sort(), ['customer_by_id', 'customer_emails', 'execute_sql', 'list_tables', 'many_rows']);
+        const masked: Result = await client.callTool({ name: 'customer_emails', arguments: {} });
+        for (const row of masked.structuredContent.rows) assert.match(row.email, HEX16);
+        const marker = `/* stdio ${Date.now()} */`;
+        const forbidden: Result = await client.callTool({
+          name: 'execute_sql',
+          arguments: { connection_name: 'pg', sql: `SELECT top FROM secrets ${marker}` },
+        });
+        assert.equal(forbidden.structuredContent.code, 'table_not_allowed');
+        const write: Result = await client.callTool({ name: 'delete_customer', arguments: { id: 1 } });
+        assert.equal(write.structuredContent.code, 'read_only');
+        const h = await eventually(
+          () => s.call('GET', '/api/v1/history?kind=adhoc&limit=1000'),
+          (r) => r.json.items.some((i: { sql?: string }) => i.sql?.includes(marker)),
+        );
+        const run = h.json.items.find((i: { sql?: string }) => i.sql?.includes(marker));
+        assert.equal(run.transport, 'mcp');
+        assert.equal(run.code, 'table_not_allowed');
+      } finally {
+        await client.close();
+      }
     });
 
     test('HTTP: a key is required, only POST is served, administrators list every tool', async () => {
