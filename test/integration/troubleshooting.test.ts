@@ -14,12 +14,12 @@ const PAGE = readFileSync(new URL('../../../docs/troubleshooting.md', import.met
 const SRC = new URL('../../../src/', import.meta.url);
 /** Each ```text block of the page: a message as printed, with <placeholders>. */
 const QUOTED = [...PAGE.matchAll(/```text\n([\s\S]*?)\n```/g)].map((m) => m[1]);
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const shape = (q: string) =>
   new RegExp(
     `^${q
       .split(/<[^>]+>/)
-      .map(escape)
+      .map(literal)
       .join('.+')}$`,
   );
 
