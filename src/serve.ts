@@ -100,7 +100,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
     events,
   };
   // Every executor and the recorder answer each scrape; the fallbacks count is process-wide.
-  const metrics = processMetrics(executors + 1, config.home, { rateLimitFallbacks: () => limits.fallbacks });
+  const metrics = processMetrics(executors + 1, config.home, {
+    rateLimitFallbacks: () => limits.fallbacks,
+    cacheEntries: () => [{ cache: 'metadata', entries: keys.size() }],
+  });
   const state = { draining: false };
   const app = buildApp(control, hub, dispatcher, limits, metrics, state, catalogs);
   const { token, port } = await listen(app, config.host, config.port);

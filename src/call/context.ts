@@ -80,7 +80,14 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
   };
   const meta = createMetadata(store, config.metadataCacheTtl);
   const settings = sourceSettings(config);
-  const thread = threadMetrics(true, config.home);
+  const results = createResultCache(config.redisUrl);
+  const thread = threadMetrics(true, config.home, {
+    pools: () => [...sources].map(([connection, s]) => ({ connection, ...s.source.connections() })),
+    cacheEntries: () => [
+      { cache: 'result', entries: results.size() },
+      { cache: 'metadata', entries: meta.size() },
+    ],
+  });
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: null });
   const schemas = new SchemaCache();
   let secret: Promise<Buffer> | null = null;
@@ -117,7 +124,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
       return source;
     },
     runs,
-    results: createResultCache(config.redisUrl),
+    results,
     governance: {
       allowWrites: config.allowWrites,
       schemas,

@@ -17,6 +17,8 @@ export interface CachedAnswer {
 export interface ResultCache {
   get(key: string): Promise<CachedAnswer | undefined>;
   set(key: string, value: CachedAnswer, ttlSeconds: number): void;
+  /** Answers held in this thread's memory (0 with Redis, whose entries are shared). */
+  size(): number;
   close(): void;
 }
 
@@ -59,6 +61,7 @@ export function createResultCache(redisUrl: string | null, maxBytes = 64 << 20):
       set(key, value, ttl) {
         redis.set(`qag:cache:${key}`, JSON.stringify(value), 'EX', ttl).catch(() => undefined);
       },
+      size: () => 0,
       close: () => redis.disconnect(),
     };
   }
@@ -69,6 +72,10 @@ export function createResultCache(redisUrl: string | null, maxBytes = 64 << 20):
     },
     set(key, value, ttl) {
       lru.set(key, value, { ttl: ttl * 1000 });
+    },
+    size() {
+      lru.purgeStale(); // expired answers are not held for use (scrapes are rare; the cache is bounded)
+      return lru.size;
     },
     close: () => lru.clear(),
   };

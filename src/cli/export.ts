@@ -4,6 +4,7 @@
 import { createWriteStream } from 'node:fs';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { KEY_OPTION, refused, serverTarget, unreachable, URL_OPTION } from './server.js';
 import { commandConfig } from './settings.js';
 import { type Command, Failure, UsageError } from './tree.js';
 
@@ -63,8 +64,8 @@ export const EXPORT: Command = {
     format: { type: 'string', value: 'csv|tsv|ndjson', help: 'the file format (default: from the file name, else csv)' },
     out: { type: 'string', value: 'FILE', help: 'where to write (default: stdout)' },
     param: { type: 'string', multiple: true, value: 'NAME=VALUE', help: "one of the query's parameters" },
-    url: { type: 'string', value: 'URL', help: 'the server (default: from QUERYAPIGATE_HOST and QUERYAPIGATE_PORT)' },
-    key: { type: 'string', value: 'KEY', help: 'the API key to call with (default: QUERYAPIGATE_API_KEY)' },
+    url: URL_OPTION,
+    key: KEY_OPTION,
   },
   examples: [
     'queryapigate export example_all_rentals --out rentals.csv',
@@ -82,9 +83,7 @@ export const EXPORT: Command = {
       args.append(p.slice(0, at), p.slice(at + 1));
     }
     const config = commandConfig(inv.say);
-    const host = ['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
-    const base = ((inv.values.url as string | undefined) ?? `http://${host}:${config.port}`).replace(/\/+$/, '');
-    const key = (inv.values.key as string | undefined) ?? config.adminKey ?? '';
+    const { base, key } = serverTarget(config, inv.values);
     const target = `${base}/q/${encodeURIComponent(inv.args[0])}?${args}`;
     inv.say(`server: ${base} (GET /q/${inv.args[0]}, ${format}, streamed)${key ? '' : '; no key: neither --key nor QUERYAPIGATE_API_KEY is set'}`);
 
@@ -92,18 +91,9 @@ export const EXPORT: Command = {
     try {
       res = await fetch(target, { headers: key ? { 'X-API-Key': key } : {} });
     } catch (e) {
-      throw new Failure(`cannot reach the server at ${base}: ${((e as Error).cause as Error | undefined)?.message ?? (e as Error).message}`);
+      throw unreachable(base, e);
     }
-    if (res.status !== 200 || !res.body) {
-      const text = await res.text();
-      let body: { error?: string; code?: string } = {};
-      try {
-        body = JSON.parse(text);
-      } catch {
-        /* not the gateway's error body */
-      }
-      throw new Failure(body.error ?? `the server answered ${res.status}`, body.code ?? `http_${res.status}`);
-    }
+    if (res.status !== 200 || !res.body) throw await refused(res);
 
     const counter = new RecordCounter(format !== 'ndjson');
     const started = performance.now();

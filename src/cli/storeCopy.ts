@@ -92,7 +92,7 @@ const backup: Command = {
   ],
   args: { min: 1, max: 1 },
   options: { force: FORCE_OVERWRITE, json: JSON_OUTPUT },
-  examples: ['queryapigate backup /var/backups/qag-$(date +%F).db', 'QUERYAPIGATE_DATABASE_URL=postgres://qag@db/qag queryapigate backup qag.json'],
+  examples: ['queryapigate backup /var/backups/qag-$(date +%F).db', 'queryapigate backup qag.json   # with QUERYAPIGATE_DATABASE_URL set: a JSON dump'],
   async run(inv) {
     const file = inv.args[0];
     const config = commandConfig(inv.say);
@@ -137,7 +137,7 @@ const restore: Command = {
   ],
   args: { min: 1, max: 1 },
   options: { force: FORCE_REPLACE, json: JSON_OUTPUT },
-  examples: ['QUERYAPIGATE_HOME=/srv/qag-new queryapigate restore qag-2026-12-01.db', 'queryapigate restore qag.json --force'],
+  examples: ['queryapigate restore qag-2026-12-01.db', 'QUERYAPIGATE_HOME=/srv/qag-new queryapigate restore qag.json --force'],
   async run(inv) {
     const config = commandConfig(inv.say);
     const dump = await readBackup(inv.args[0]).catch(asFailure);
@@ -168,7 +168,7 @@ const migrateToPostgres: Command = {
   ],
   args: { min: 1, max: 1 },
   options: { force: FORCE_REPLACE, json: JSON_OUTPUT },
-  examples: ['queryapigate migrate-to-postgres postgres://qag@db:5432/qag', 'QUERYAPIGATE_DATABASE_URL=postgres://qag@db:5432/qag queryapigate serve'],
+  examples: ['queryapigate migrate-to-postgres postgres://qag@db:5432/qag', 'queryapigate migrate-to-postgres postgres://qag@db:5432/qag --force --json'],
   async run(inv) {
     const url = inv.args[0];
     if (!/^postgres(ql)?:\/\//.test(url))

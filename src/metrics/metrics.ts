@@ -13,12 +13,27 @@ export interface Readings {
   historyPending?: () => number;
   /** Rate checks counted locally because Redis failed (process-wide, kept in the shared buckets). */
   rateLimitFallbacks?: () => number;
+  /** This thread's data-source connections, per connection name (an executor's pools). */
+  pools?: () => Iterable<{ connection: string; idle: number; active: number }>;
+  /** Entries held by this thread's caches, per cache (`result`, `metadata`). */
+  cacheEntries?: () => Iterable<{ cache: string; entries: number }>;
+}
+
+/** A labelled gauge read at scrape time: its values replaced by what `read` gives. */
+function readGauge<T>(read: (() => Iterable<T>) | undefined, set: (g: Gauge, item: T) => void) {
+  return (
+    read &&
+    function (this: Gauge) {
+      this.reset();
+      for (const item of read()) set(this, item);
+    }
+  );
 }
 
 /** Every metric the process reports, declared in each registry so an idle thread still shows zeros. */
 function declare(registry: Registry, readings: Readings) {
   const r = [registry];
-  const { historyPending, rateLimitFallbacks } = readings;
+  const { historyPending, rateLimitFallbacks, pools, cacheEntries } = readings;
   return {
     requests: new Counter({
       name: 'queryapigate_requests_total',
@@ -90,6 +105,28 @@ function declare(registry: Registry, readings: Readings) {
       help: 'Streamed exports',
       labelNames: ['connection', 'dialect', 'status', 'key'],
       registers: r,
+    }),
+    // Summed over the executors at scrape time (the aggregator adds gauges), so per process and connection.
+    poolIdle: new Gauge({
+      name: 'queryapigate_pool_idle_connections',
+      help: 'Open data-source connections waiting for a call',
+      labelNames: ['connection'],
+      registers: r,
+      collect: readGauge(pools, (g, p) => g.labels({ connection: p.connection }).set(p.idle)),
+    }),
+    poolActive: new Gauge({
+      name: 'queryapigate_pool_active_connections',
+      help: 'Data-source connections running a call or holding a stream',
+      labelNames: ['connection'],
+      registers: r,
+      collect: readGauge(pools, (g, p) => g.labels({ connection: p.connection }).set(p.active)),
+    }),
+    cacheEntries: new Gauge({
+      name: 'queryapigate_cache_entries',
+      help: 'Entries held by the caches',
+      labelNames: ['cache'],
+      registers: r,
+      collect: readGauge(cacheEntries, (g, c) => g.labels({ cache: c.cache }).set(c.entries)),
     }),
   };
 }

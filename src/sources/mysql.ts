@@ -7,6 +7,7 @@ import type { FieldPacket, Pool, PoolConnection, PoolOptions, ResultSetHeader } 
 import { GatewayError } from '../contract/errors.js';
 import { createBreaker } from './breaker.js';
 import {
+  type PoolCounts,
   type BatchHandler,
   type ConnectionConfig,
   DEFAULT_CONNECT_TIMEOUT_MS,
@@ -183,8 +184,22 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     run,
     stream,
     syntaxError,
+    connections,
     close,
   };
+
+  /** mysql2 keeps no public count: its pool's connection lists (stable across its 3.x releases). */
+  function connections(): PoolCounts {
+    const counts = { idle: 0, active: 0 };
+    for (const pool of writePool ? [readPool, writePool] : [readPool]) {
+      const lists = pool as unknown as { _allConnections?: { length: number }; _freeConnections?: { length: number } };
+      const all = lists._allConnections?.length ?? 0;
+      const free = lists._freeConnections?.length ?? 0;
+      counts.idle += free;
+      counts.active += all - free;
+    }
+    return counts;
+  }
 
   /** The write pool, made by the first call that may write. */
   function writer(): Pool {

@@ -8,6 +8,7 @@ import {
   type BatchHandler,
   type ConnectionConfig,
   DEFAULT_CONNECT_TIMEOUT_MS,
+  type PoolCounts,
   type ResultSet,
   type RunOptions,
   type Source,
@@ -40,6 +41,8 @@ interface Client {
   streaming: boolean;
   /** Set once the client is being ended and has been replaced in its pool. */
   retired: boolean;
+  /** True while its connection is open: from the server's first ParameterStatus to the close. */
+  open: boolean;
 }
 
 /**
@@ -177,8 +180,18 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     run,
     stream,
     syntaxError,
+    connections,
     close,
   };
+
+  function connections(): PoolCounts {
+    const counts = { idle: 0, active: 0 };
+    for (const c of writePool ? [...readPool, ...writePool] : readPool) {
+      if (c.busy > 0) counts.active++;
+      else if (c.open) counts.idle++;
+    }
+    return counts;
+  }
 
   /** The write pool, made by the first call that may write. */
   function writer(): Client[] {
@@ -434,6 +447,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       sessionMs: startupMs,
       streaming: false,
       retired: false,
+      open: false,
     };
     client.sql = postgres({
       host: conn.host || 'localhost',
@@ -455,18 +469,19 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       onnotice: noop,
       onclose: () => {
         client.fresh = true;
+        client.open = false;
         client.sessionMs = startupMs;
       },
       // PostgreSQL ≥ 14 reports default_transaction_read_only. A read session that switched it off
       // (e.g. `select set_config('default_transaction_read_only', 'off', false)`) is switched back
       // before any later call reaches it. Best effort: the SQL guard is the first line.
-      onparameter: readOnly
-        ? (key: string, value: unknown) => {
-            if (key === 'default_transaction_read_only' && value === 'off') {
-              client.sql.unsafe('set default_transaction_read_only = on').catch(noop);
-            }
-          }
-        : undefined,
+      // The server sends its parameters as a session starts: the connection is open from then on.
+      onparameter: (key: string, value: unknown) => {
+        client.open = true;
+        if (readOnly && key === 'default_transaction_read_only' && value === 'off') {
+          client.sql.unsafe('set default_transaction_read_only = on').catch(noop);
+        }
+      },
       transform: { undefined: null },
       connection: connection as Partial<postgres.ConnectionParameters>,
       types: PG_TYPES,

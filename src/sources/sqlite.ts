@@ -6,7 +6,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { GatewayError } from '../contract/errors.js';
-import type { BatchHandler, ConnectionConfig, ResultSet, RunOptions, Source, SourceSettings, StreamOptions } from './types.js';
+import type { BatchHandler, ConnectionConfig, PoolCounts, ResultSet, RunOptions, Source, SourceSettings, StreamOptions } from './types.js';
 import { connectionFailed, queryFailed, timeoutError, tooManyStreams } from './errors.js';
 
 const READ_ONLY_FILE = 'Only statements that read are allowed: SQLite connections are read-only';
@@ -92,8 +92,14 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
     run,
     stream,
     syntaxError,
+    connections,
     close,
   };
+
+  /** One handle for calls (each runs to its end at once, so it is idle between them), one per stream. */
+  function connections(): PoolCounts {
+    return { idle: db.open ? 1 : 0, active: streams };
+  }
 
   async function syntaxError(text: string): Promise<string | null> {
     if (closed) throw connectionFailed('source closed');

@@ -100,5 +100,15 @@ export interface Source {
    * (`connection_failed`, ...).
    */
   syntaxError(text: string): Promise<string | null>;
+  /**
+   * The source's connections as they stand, for the pool gauges of /metrics: `idle` open and
+   * waiting for a call, `active` running one (or holding a stream).
+   */
+  connections(): PoolCounts;
   close(): Promise<void>;
+}
+
+export interface PoolCounts {
+  idle: number;
+  active: number;
 }

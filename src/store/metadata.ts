@@ -16,6 +16,8 @@ export interface Metadata {
   /** Whether any scoped key exists (open mode needs none). */
   anyKey(): Promise<boolean>;
   clear(): void;
+  /** Rows held (0 without a TTL), for queryapigate_cache_entries. */
+  size(): number;
 }
 
 const MAX_ROWS = 10_000;
@@ -30,6 +32,7 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
       connection: (name) => store.getConnection(name),
       anyKey: async () => (await store.countKeys()) > 0,
       clear: () => undefined,
+      size: () => 0,
     };
   }
   const ttl = ttlSeconds * 1000;
@@ -58,6 +61,7 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
         generation++;
         cache.clear();
       },
+      size: () => cache.size,
     };
   };
   const keys = cached((h) => store.getKeyByHash(h));
@@ -75,5 +79,6 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
       connections.clear();
       anyKeys.clear();
     },
+    size: () => keys.size() + queries.size() + connections.size() + anyKeys.size(),
   };
 }

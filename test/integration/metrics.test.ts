@@ -2,7 +2,7 @@
 // recorder are gathered at scrape time, so each call is counted exactly once.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { eventually, startTestServer } from '../helpers.js';
+import { eventually, PG_ADMIN_URL, startTestServer } from '../helpers.js';
 
 /** Sums the samples of a metric whose labels include every given pair. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number {
@@ -56,3 +56,46 @@ for (const workers of ['3', '0']) {
     }
   });
 }
+
+test('/metrics shows each connection pool (idle and active connections, summed over the executors) and the caches entries', async () => {
+  const s = await startTestServer({ QUERYAPIGATE_WORKERS: '2', QUERYAPIGATE_POOL_SIZE: '3', QUERYAPIGATE_METADATA_CACHE_TTL: '60' });
+  const scrape = async () => (await s.call('GET', '/metrics', { key: null })).text;
+  try {
+    const pg = new URL(PG_ADMIN_URL);
+    const post = async (path: string, body: unknown) => assert.equal((await s.call('POST', path, { body })).status, 201, path);
+    await post('/api/v1/connections', {
+      name: 'pg',
+      db: 'postgres',
+      host: pg.hostname,
+      port: Number(pg.port || 5432),
+      database: pg.pathname.slice(1) || 'postgres',
+      user: decodeURIComponent(pg.username) || 'postgres',
+    });
+    const query = { sql: 'SELECT pg_sleep(:s)::text AS slept', parameters: { s: 'float' }, connection_name: 'pg', description: 'sleeps', publish: true };
+    await post('/api/v1/queries', { name: 'nap', ...query });
+    await post('/api/v1/queries', { name: 'kept', ...query, cache_ttl: 60 });
+
+    const before = await scrape();
+    assert.ok(before.includes('# TYPE queryapigate_pool_idle_connections gauge'));
+    assert.equal(sample(before, 'queryapigate_pool_idle_connections', { connection: 'pg' }), 0, 'no pool before the first call');
+
+    // Calls in flight hold connections: active while they sleep, idle once done.
+    const sleeping = Array.from({ length: 4 }, () => s.call('GET', '/q/nap?s=3'));
+    const during = await eventually(scrape, (t) => sample(t, 'queryapigate_pool_active_connections', { connection: 'pg' }) >= 2, 8000);
+    const active = sample(during, 'queryapigate_pool_active_connections', { connection: 'pg' });
+    assert.ok(active >= 2 && active <= 4, `active ${active}`);
+    for (const r of await Promise.all(sleeping)) assert.equal(r.status, 200);
+    const after = await scrape();
+    assert.equal(sample(after, 'queryapigate_pool_active_connections', { connection: 'pg' }), 0);
+    const idle = sample(after, 'queryapigate_pool_idle_connections', { connection: 'pg' });
+    assert.ok(idle >= 2 && idle <= 2 * 3, `idle ${idle}: at most POOL_SIZE per executor`);
+
+    // The result cache holds the answer of a version with cache_ttl; metadata caches hold the rows read.
+    assert.equal((await s.call('GET', '/q/kept?s=0')).status, 200);
+    const cached = await scrape();
+    assert.ok(sample(cached, 'queryapigate_cache_entries', { cache: 'result' }) >= 1);
+    assert.ok(sample(cached, 'queryapigate_cache_entries', { cache: 'metadata' }) >= 2);
+  } finally {
+    await s.stop();
+  }
+});
