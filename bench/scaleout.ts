@@ -111,6 +111,20 @@ try {
     rows.push({ kind: 'throughput', ...row, requests: res.requests, loadavg: loadavg()[0], cores, rssMb, ...perCall.at(-1) });
     usage.push(...cores.map((c, i) => ({ instances: n, cores: c, rssMb: rssMb[i] })));
     log(`${n} instance(s): ${fmt(res.rps)} calls/s, p50 ${res.p50_ms} ms, p99 ${res.p99_ms} ms, ${res.non2xx} non-2xx, ${res.errors} errors`);
+    if (n === 1) {
+      // The same instance without haproxy in front: what the load balancer's hop costs here.
+      const direct = await runLoad({
+        randRegexUrl: `${g1.url}/q/item\\?id=[1-9][0-9]{0,2}`,
+        duration: DURATION,
+        connections: CONNECTIONS,
+        headers: { 'X-API-Key': key },
+        warmup: 2,
+      });
+      const d = { instances: 0, rps: direct.rps, p50: direct.p50_ms, p99: direct.p99_ms, errors: direct.errors, non2xx: direct.non2xx };
+      throughput.push(d);
+      rows.push({ kind: 'throughput-direct', ...d, requests: direct.requests, loadavg: loadavg()[0] });
+      log(`1 instance, direct: ${fmt(direct.rps)} calls/s`);
+    }
   }
   await runWith(rig, 3);
 
@@ -193,6 +207,16 @@ function report(
     '| Instances behind haproxy | Calls/s | vs 1 | p50 ms | p99 ms | Non-2xx | Socket errors | Store connections | Data connections | Redis commands / call | Event rows / call |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
   ];
+  const direct = by(0);
+  lines.push(
+    `| 1, called directly (no haproxy) | ${range(direct.map((x) => x.rps))} | ${fmt(median(direct.map((x) => x.rps)) / one, 2)}x | ${range(
+      direct.map((x) => x.p50),
+      2,
+    )} | ${range(
+      direct.map((x) => x.p99),
+      2,
+    )} | ${direct.reduce((a, x) => a + x.non2xx, 0)} | ${direct.reduce((a, x) => a + x.errors, 0)} | | | | |`,
+  );
   for (const n of [1, 2, 3]) {
     const t = by(n);
     const p = perCall.filter((x) => x.instances === n);

@@ -4,7 +4,7 @@
 //   {{ .Values.a.b }}  {{ .Release.Name }}  {{ .Chart.Name }}  {{ $var }}  with | quote, | toYaml, | nindent N
 //   {{- if PATH }} / {{- if not PATH }} ... {{- end }}     {{- range $k, $v := PATH }} ... {{- end }}
 // `{{-` and `-}}` trim the whitespace before and after, as in Go templates; map keys range sorted.
-//   node dist/test/helmRender.js > deploy/helm/rendered.yaml     (the chart with its default values)
+//   node dist/test/helmRender.js --print > deploy/helm/rendered.yaml     (the chart with its default values)
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -152,4 +152,5 @@ export function renderChart(overrides: Record<string, unknown> = {}, release = '
   return docs.join('');
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) process.stdout.write(renderChart());
+// --print: `node --test dist/test/` runs this file too, and must not print.
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--print') process.stdout.write(renderChart());

@@ -43,7 +43,7 @@ function validate(m: Manifest) {
 const byKind = (ms: Manifest[], kind: string) => ms.find((m) => m.kind === kind);
 
 test('the committed rendered.yaml is what the chart renders with its default values', () => {
-  assert.equal(readFileSync(RENDERED, 'utf8'), renderChart(), 'regenerate: npm run build && node dist/test/helmRender.js > deploy/helm/rendered.yaml');
+  assert.equal(readFileSync(RENDERED, 'utf8'), renderChart(), 'regenerate: npm run build && node dist/test/helmRender.js --print > deploy/helm/rendered.yaml');
 });
 
 test('every rendered manifest is valid against the Kubernetes schemas; HPA and ServiceMonitor only when enabled', () => {
