@@ -7,6 +7,7 @@
 //
 //   node dist/bench/scaleout.js [--duration 10] [--connections 32] [--rounds 2] [--workers 1]
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { request, scratchDatabase } from '../test/helpers.js';
@@ -26,6 +27,21 @@ const DURATION = Number(values.duration);
 const CONNECTIONS = Number(values.connections);
 const ROUNDS = Number(values.rounds);
 const log = (line: string) => process.stderr.write(`${line}\n`);
+const MODEL = `## What the design needs at 10 and 100 instances (a model)
+
+No machine here shows 10 or 100 instances; these follow from the code and the figures above. Per
+instance: E executor threads (\`QUERYAPIGATE_WORKERS\`), R calls a second.
+
+| Need | Per instance | 10 instances | 100 instances |
+|---|---|---|---|
+| Store connections | acceptor 2 + 1 per executor + recorder 1 + LISTEN 1 (none with Redis), ≈ E + 4 | ≈ 10(E+4): 50 at E = 1 | ≈ 100(E+4): 500 at E = 1, past PostgreSQL's default \`max_connections\` (100): raise it, or put PgBouncer (transaction mode) in front of the store |
+| Data-source connections | up to \`QUERYAPIGATE_POOL_SIZE\` (8) per executor per connection | 80 E per data source | 800 E per data source: lower the pool size, or a pooler in front of the database |
+| Change notices (a management write) | 1 PUBLISH (Redis) or NOTIFY; each instance clears its caches and re-reads ≈ 3 rows per executor on its next calls | 10 deliveries, ≈ 30 E store reads | 100 deliveries, ≈ 300 E reads: negligible while changes are rare (a few a minute); a burst of changes is one clear per change |
+| Store reads per call | 0 with the metadata cache on (3 with it off: key, query, connection) | 0 (30 R off) | 0 (300 R off): with the cache off the store is the bottleneck long before 100 instances |
+| Redis round trips per call | 1 EVALSHA per rate limit that applies (key, per-query, client) ; 0 without limits; response-cache reads for versions with \`cache_ttl\` | 10 R per limit | 100 R per limit: at 100 instances × 1,000 calls/s, 100,000 commands/s, about one Redis core; shard by key or use Redis Cluster beyond |
+| Event log writes | R rows a second, in one batched INSERT per flush interval (1 s) | 10 R rows/s, 10 batches/s | 100 R rows/s, 100 batches/s: at R = 1,000, 100,000 rows/s; the log is append-only segments dropped whole at retention, so the cost is the INSERT rate and WAL (≈ 200 bytes a run, ≈ 20 MB/s at that rate): size the store for it, or raise the flush interval so batches are larger |
+| /metrics | scraped per instance (≈ 30 series per key and query) | 10 targets | 100 targets: the \`key\` label multiplies series by keys; drop or aggregate it at scrape time for many keys |
+`;
 
 const data = await scratchDatabase('qag_scalebench_data');
 await data.sql.unsafe('CREATE TABLE scale_items (id int PRIMARY KEY, name text NOT NULL)');
@@ -67,9 +83,12 @@ try {
   const pg = (q: string) => execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', 'postgres', '-Atqc', q], { encoding: 'utf8' }).trim();
   const redisCommands = () =>
     Number(/total_commands_processed:(\d+)/.exec(execFileSync('redis-cli', ['-h', '127.0.0.1', 'info', 'stats'], { encoding: 'utf8' }))?.[1]);
+  const usage: Array<{ instances: number; cores: number; rssMb: number }> = [];
   const perCall: Array<{ instances: number; storeConnections: number; dataConnections: number; redisPerCall: number; eventsPerCall: number }> = [];
   for (const n of order) {
     await runWith(rig, n);
+    const running = rig.instances.filter((g) => g.running());
+    const cpu0 = running.map((g) => cpuSeconds(g.pid()));
     const redis0 = redisCommands();
     const events0 = await countEvents(rig.storeDatabase);
     const res = await runLoad({
@@ -80,14 +99,32 @@ try {
       warmup: 2,
     });
     const redisPerCall = (redisCommands() - redis0) / res.requests;
+    // Cores each instance kept busy over the measured run (and the warm-up: the share is what counts).
+    const cores = running.map((g, i) => (cpuSeconds(g.pid()) - cpu0[i]) / (DURATION + 2));
+    const rssMb = running.map((g) => rss(g.pid()));
     await new Promise((r) => setTimeout(r, 500)); // the last batches of runs
     const eventsPerCall = ((await countEvents(rig.storeDatabase)) - events0) / res.requests;
     const conns = (db: string) => Number(pg(`SELECT count(*) FROM pg_stat_activity WHERE datname = '${db}'`));
     const row = { instances: n, rps: res.rps, p50: res.p50_ms, p99: res.p99_ms, errors: res.errors, non2xx: res.non2xx };
     throughput.push(row);
     perCall.push({ instances: n, storeConnections: conns(rig.storeDatabase), dataConnections: conns(data.name), redisPerCall, eventsPerCall });
-    rows.push({ kind: 'throughput', ...row, requests: res.requests, loadavg: loadavg()[0], ...perCall.at(-1) });
+    rows.push({ kind: 'throughput', ...row, requests: res.requests, loadavg: loadavg()[0], cores, rssMb, ...perCall.at(-1) });
+    usage.push(...cores.map((c, i) => ({ instances: n, cores: c, rssMb: rssMb[i] })));
     log(`${n} instance(s): ${fmt(res.rps)} calls/s, p50 ${res.p50_ms} ms, p99 ${res.p99_ms} ms, ${res.non2xx} non-2xx, ${res.errors} errors`);
+    if (n === 1) {
+      // The same instance without haproxy in front: what the load balancer's hop costs here.
+      const direct = await runLoad({
+        randRegexUrl: `${g1.url}/q/item\\?id=[1-9][0-9]{0,2}`,
+        duration: DURATION,
+        connections: CONNECTIONS,
+        headers: { 'X-API-Key': key },
+        warmup: 2,
+      });
+      const d = { instances: 0, rps: direct.rps, p50: direct.p50_ms, p99: direct.p99_ms, errors: direct.errors, non2xx: direct.non2xx };
+      throughput.push(d);
+      rows.push({ kind: 'throughput-direct', ...d, requests: direct.requests, loadavg: loadavg()[0] });
+      log(`1 instance, direct: ${fmt(direct.rps)} calls/s`);
+    }
   }
   await runWith(rig, 3);
 
@@ -106,7 +143,7 @@ try {
   rows.push({ kind: 'rolling', ...rolling });
   log(`rolling: ${JSON.stringify(rolling)}`);
 
-  const dir = writeResults('scaleout', rows, report(rig, throughput, perCall, kill, rolling));
+  const dir = writeResults('scaleout', rows, report(rig, throughput, perCall, usage, kill, rolling));
   log(`results in ${dir}`);
 } finally {
   await rig.close();
@@ -125,6 +162,17 @@ async function runWith(r: Rig, n: number) {
       await r.waitState(g.name, 'UP');
     }
   }
+}
+
+/** utime+stime of a process, in seconds (/proc/<pid>/stat, clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Resident memory of a process, in MB. */
+function rss(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
 }
 
 /** Rows in the store's event log: the sum over its segment tables. */
@@ -149,6 +197,7 @@ function report(
   r: Rig,
   throughput: Array<{ instances: number; rps: number; p50: number; p99: number; errors: number; non2xx: number }>,
   perCall: Array<{ instances: number; storeConnections: number; dataConnections: number; redisPerCall: number; eventsPerCall: number }>,
+  usage: Array<{ instances: number; cores: number; rssMb: number }>,
   kill: Awaited<ReturnType<typeof killUnderLoad>>,
   rolling: Awaited<ReturnType<typeof rollingRestart>>,
 ): string {
@@ -158,6 +207,16 @@ function report(
     '| Instances behind haproxy | Calls/s | vs 1 | p50 ms | p99 ms | Non-2xx | Socket errors | Store connections | Data connections | Redis commands / call | Event rows / call |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
   ];
+  const direct = by(0);
+  lines.push(
+    `| 1, called directly (no haproxy) | ${range(direct.map((x) => x.rps))} | ${fmt(median(direct.map((x) => x.rps)) / one, 2)}x | ${range(
+      direct.map((x) => x.p50),
+      2,
+    )} | ${range(
+      direct.map((x) => x.p99),
+      2,
+    )} | ${direct.reduce((a, x) => a + x.non2xx, 0)} | ${direct.reduce((a, x) => a + x.errors, 0)} | | | | |`,
+  );
   for (const n of [1, 2, 3]) {
     const t = by(n);
     const p = perCall.filter((x) => x.instances === n);
@@ -202,6 +261,13 @@ that the topology works and what it costs, not how it scales on separate hosts.
 
 ${lines.join('\n')}
 
+Each instance kept ${range(
+    usage.map((u) => u.cores),
+    2,
+  )} cores busy (utime+stime over the run, every
+round) and held ${range(usage.map((u) => u.rssMb))} MB resident after it: the Helm chart's requests
+(\`deploy/helm/queryapigate/values.yaml\`) are sized from these.
+
 Store and data connections are PostgreSQL's \`pg_stat_activity\` for the store and the data database
 with that many instances running; Redis commands are \`total_commands_processed\` over the run (the
 machine's Redis, so other engineers' tests may add a few); event rows are those written to the
@@ -225,19 +291,3 @@ ${rolling.steps.map((s) => `| ${s.instance} | ${s.healthWhileDraining} | ${s.inF
 ${MODEL}
 `;
 }
-
-const MODEL = `## What the design needs at 10 and 100 instances (a model)
-
-No machine here shows 10 or 100 instances; these follow from the code and the figures above. Per
-instance: E executor threads (\`QUERYAPIGATE_WORKERS\`), R calls a second.
-
-| Need | Per instance | 10 instances | 100 instances |
-|---|---|---|---|
-| Store connections | acceptor 2 + 1 per executor + recorder 1 + LISTEN 1 (none with Redis), ≈ E + 4 | ≈ 10(E+4): 50 at E = 1 | ≈ 100(E+4): 500 at E = 1, past PostgreSQL's default \`max_connections\` (100): raise it, or put PgBouncer (transaction mode) in front of the store |
-| Data-source connections | up to \`QUERYAPIGATE_POOL_SIZE\` (8) per executor per connection | 80 E per data source | 800 E per data source: lower the pool size, or a pooler in front of the database |
-| Change notices (a management write) | 1 PUBLISH (Redis) or NOTIFY; each instance clears its caches and re-reads ≈ 3 rows per executor on its next calls | 10 deliveries, ≈ 30 E store reads | 100 deliveries, ≈ 300 E reads: negligible while changes are rare (a few a minute); a burst of changes is one clear per change |
-| Store reads per call | 0 with the metadata cache on (3 with it off: key, query, connection) | 0 (30 R off) | 0 (300 R off): with the cache off the store is the bottleneck long before 100 instances |
-| Redis round trips per call | 1 EVALSHA per rate limit that applies (key, per-query, client) ; 0 without limits; response-cache reads for versions with \`cache_ttl\` | 10 R per limit | 100 R per limit: at 100 instances × 1,000 calls/s, 100,000 commands/s, about one Redis core; shard by key or use Redis Cluster beyond |
-| Event log writes | R rows a second, in one batched INSERT per flush interval (1 s) | 10 R rows/s, 10 batches/s | 100 R rows/s, 100 batches/s: at R = 1,000, 100,000 rows/s; the log is append-only segments dropped whole at retention, so the cost is the INSERT rate and WAL (≈ 200 bytes a run, ≈ 20 MB/s at that rate): size the store for it, or raise the flush interval so batches are larger |
-| /metrics | scraped per instance (≈ 30 series per key and query) | 10 targets | 100 targets: the \`key\` label multiplies series by keys; drop or aggregate it at scrape time for many keys |
-`;

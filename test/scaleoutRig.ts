@@ -26,6 +26,8 @@ export interface Instance {
   /** Resolves with the exit code of the current process. */
   exited(): Promise<number | null>;
   running(): boolean;
+  /** The current process's id (the gateway's node process itself). */
+  pid(): number;
   output(): string;
 }
 
@@ -310,6 +312,7 @@ function gatewayInstance(o: {
     },
     exited: () => exit,
     running: () => child !== null && child.exitCode === null && child.signalCode === null,
+    pid: () => child?.pid ?? 0,
     output: () => out,
   };
 }
