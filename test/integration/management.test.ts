@@ -148,7 +148,8 @@ describe('management API', () => {
     assert.equal(created.status, 201, created.text);
     assert.match(created.json.secret, /^sk_[A-Za-z0-9_-]{43}$/);
     assert.equal(created.headers.get('cache-control'), 'no-store');
-    assert.deepEqual(created.json.allowed_tables, ['film']);
+    // table names are kept as written: they are read as SQL names on the connection (an unquoted Film folds there)
+    assert.deepEqual(created.json.allowed_tables, ['Film']);
     const got = await s.call('GET', '/api/v1/api-keys/partner');
     assert.equal(got.json.secret, undefined);
     assert.equal(got.json.rate_limit, '100/minute');
