@@ -14,7 +14,7 @@ import type { CallContext } from './context.js';
 import { execute } from './execute.js';
 import { governCall } from './govern.js';
 import { limitKey } from './limits.js';
-import { fillValues, planFor } from './plan.js';
+import { fillValues, namedParamError, planFor } from './plan.js';
 import { record } from './record.js';
 import { parseCall, parsePaging } from './request.js';
 import { cacheAnswer, cacheKey, etagOf, policyFingerprint, type CachedAnswer } from './resultCache.js';
@@ -97,7 +97,9 @@ export async function runCall(ctx: CallContext, req: Request): Promise<Answer> {
     const started = performance.now();
     const values = fillValues(plan, bound, paging.pageSize + 1, (paging.page - 1) * paging.pageSize);
     const text = plan.pageable ? plan.pagedText : plan.text;
-    const result = await execute(ctx.metrics.activeQueries, counters, source, text, values, { timeoutMs: timeout * 1000, readOnly: !plan.write });
+    const result = await execute(ctx.metrics.activeQueries, counters, source, text, values, { timeoutMs: timeout * 1000, readOnly: !plan.write }).catch((e) => {
+      throw namedParamError(plan, e);
+    });
     const executed = performance.now();
     const shaped = shape(plan, result, paging, governed, call.format, ctx.config.maxAnswerBytes);
     const rendered = performance.now();

@@ -11,7 +11,7 @@ import type { Target } from './authorize.js';
 import type { CallContext } from './context.js';
 import { CONTENT_TYPES } from './formats.js';
 import type { Governed } from './govern.js';
-import { writerFor, type CallPlan } from './plan.js';
+import { namedParamError, writerFor, type CallPlan } from './plan.js';
 import { record } from './record.js';
 import { STREAM_FORMATS, type CallRequest } from './request.js';
 
@@ -105,7 +105,7 @@ export async function streamCall(
     });
   } catch (e) {
     if (!(e instanceof Truncated)) {
-      if (!headed) throw e; // before the first byte: an ordinary JSON error
+      if (!headed) throw namedParamError(plan, e); // before the first byte: an ordinary JSON error
       failed = {
         code: e instanceof GatewayError ? e.code : 'internal_error',
         message: e instanceof ClientGone ? 'The client closed the stream' : e instanceof GatewayError ? e.message : 'The stream failed',
