@@ -418,13 +418,15 @@ const versionFields = {
   tags: mostly(fc.array(fc.string({ maxLength: 8 }), { maxLength: 2 })),
 };
 const queryBody = fc.record({ name: mostly(freshName), ...versionFields }, { requiredKeys: ['name', 'sql', 'description', 'connection_name'] });
+/** A connection field's `${NAME}` reference to the server's environment. */
+const envRef = (name: string) => `\${${name}}`;
 const connectionFields = {
   db: mostly(fc.constantFrom('postgres', 'postgresql', 'mysql', 'sqlite', 'mongo')),
-  host: mostly(fc.constantFrom('127.0.0.1', 'localhost', '${HOME}', '')),
+  host: mostly(fc.constantFrom('127.0.0.1', 'localhost', envRef('HOME'), '')),
   port: mostly(fc.constantFrom(5432, 3306, 1, 65535, 0, 65536)),
-  database: mostly(fc.constantFrom('props.db', '../x.db', '/etc/passwd', 'queryapigate.db', 'postgres', '${PATH}')),
+  database: mostly(fc.constantFrom('props.db', '../x.db', '/etc/passwd', 'queryapigate.db', 'postgres', envRef('PATH'))),
   user: mostly(fc.constantFrom('postgres', 'root', '')),
-  password: mostly(fc.constantFrom('', 'secret', '********', '${PG_PASSWORD}')),
+  password: mostly(fc.constantFrom('', 'secret', '********', envRef('PG_PASSWORD'))),
   options: mostly(fc.dictionary(fc.constantFrom('sslmode', 'timeout', 'x'), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 2 })),
   active: mostly(fc.boolean()),
 };
