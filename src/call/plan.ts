@@ -7,6 +7,7 @@ import { checkSingleStatement } from '../governance/policy.js';
 import type { Dialect } from '../sources/types.js';
 import type { VersionRow } from '../store/types.js';
 import type { LRUCache } from 'lru-cache';
+import { GatewayError } from '../contract/errors.js';
 import { compileWriter, type Format, type Writer } from './formats.js';
 import { compileBinder } from './binder.js';
 import type { ParamRule } from './paramValues.js';
@@ -79,6 +80,24 @@ export function writerFor(plan: CallPlan, columns: string[], format: Format): Wr
   const w = compileWriter(columns, format);
   plan.writers.set(slot, w);
   return w;
+}
+
+/**
+ * A source's refusal of a bound value names its position in the positional text (`$2`); the caller
+ * named parameters, so its `errors` are keyed by those names. Any other error passes as it is.
+ */
+export function namedParamError(plan: CallPlan, e: unknown): unknown {
+  if (!(e instanceof GatewayError) || e.code !== 'param_invalid' || !e.extras?.errors) return e;
+  const errors: Record<string, string> = {};
+  const names: string[] = [];
+  for (const [key, problem] of Object.entries(e.extras.errors)) {
+    const at = /^\$(\d+)$/.exec(key);
+    const slot = at ? plan.order[Number(at[1]) - 1] : undefined;
+    const name = slot === undefined ? key : plan.params[slot];
+    errors[name] = problem;
+    names.push(`${name} ${problem}`);
+  }
+  return new GatewayError('param_invalid', `Invalid parameters: ${names.join('; ')}`, { ...e.extras, errors });
 }
 
 /** Bound values in the statement's placeholder order, with the paging window's two when `paged`. */

@@ -12,7 +12,7 @@ import type { ConnectionRow } from '../store/types.js';
 import type { CallContext } from './context.js';
 import { execute } from './execute.js';
 import { governCall, mayWrite } from './govern.js';
-import { type CallPlan, fillValues } from './plan.js';
+import { type CallPlan, fillValues, namedParamError } from './plan.js';
 import { record, type RunTarget, type Transport } from './record.js';
 import { type CallRequest, type Paging, parsePaging } from './request.js';
 import { cacheAnswer, cacheKey, type CachedAnswer, etagOf, policyFingerprint } from './resultCache.js';
@@ -79,7 +79,12 @@ export async function runStatement(ctx: CallContext, caller: Caller, call: CallR
   const text = plan.pageable ? plan.pagedText : plan.text;
   // The database refuses writes too unless this caller may write (governance already refused them).
   const readOnly = !plan.write || o.readOnly || !mayWrite(caller, s.queryName, ctx.config.allowWrites);
-  const result = await execute(ctx.metrics.activeQueries, counters, source, text, values, {
+  let result: Awaited<ReturnType<typeof execute>>;
+  try {
+    result = await execute(ctx.metrics.activeQueries, counters, source, text, values, {
+  } catch (e) {
+    throw namedParamError(plan, e); // a value PostgreSQL could not read as its parameter's type: 400, naming it
+  }
     timeoutMs: timeout * 1000,
     readOnly,
     resetSession: governed.resetSession === true,

@@ -10,7 +10,7 @@ import type { StreamCredit, StreamFrame } from '../contract/messages.js';
 import type { CallContext } from './context.js';
 import { CONTENT_TYPES } from './formats.js';
 import type { Governed } from './govern.js';
-import { writerFor, type CallPlan } from './plan.js';
+import { namedParamError, writerFor, type CallPlan } from './plan.js';
 import { record, type RunTarget } from './record.js';
 import { STREAM_FORMATS, type CallRequest } from './request.js';
 import { logger } from '../log.js';
@@ -111,7 +111,7 @@ export async function streamCall(
     );
   } catch (e) {
     if (!(e instanceof Truncated)) {
-      if (!headed) throw e; // before the first byte: an ordinary JSON error
+      if (!headed) throw namedParamError(plan, e); // before the first byte: an ordinary JSON error
       failed = {
         code: e instanceof GatewayError ? e.code : 'internal_error',
         message: e instanceof ClientGone ? 'The client closed the stream' : e instanceof GatewayError ? e.message : 'The stream failed',

@@ -28,6 +28,18 @@ export function toMs(timeoutMs: number): number {
   return timeoutMs > 0 ? Math.max(1, Math.ceil(timeoutMs)) : 0;
 }
 
+/**
+ * A bound value the database could not read as the type it gave that parameter (PostgreSQL infers
+ * `$1` in `id > $1` as integer, so 0.5 fails there): the caller's value, so a 400, keyed by the
+ * parameter's position (`$1`) until the call stage names it.
+ */
+export function parameterRejected(position: number, type: string, detail: string): GatewayError {
+  return new GatewayError('param_invalid', `Invalid parameters: $${position} is not a valid ${type} (the type the database reads it as)`, {
+    errors: { [`$${position}`]: `is not a valid ${type} (the type the database reads it as)` },
+    detail,
+  });
+}
+
 export function queryFailed(detail: string): GatewayError {
   return new GatewayError('query_failed', 'An error occurred while executing the SQL query', { detail });
 }

@@ -15,7 +15,7 @@ import {
   type SourceSettings,
   type StreamOptions,
 } from './types.js';
-import { connectionFailed, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams } from './errors.js';
+import { connectionFailed, parameterRejected, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams } from './errors.js';
 
 type Sql = postgres.Sql;
 
@@ -639,13 +639,21 @@ function isConnectFailure(err: unknown): boolean {
   return code === 'CONNECT_TIMEOUT' || e.syscall === 'connect' || e.syscall === 'getaddrinfo' || /CERT|TLS|SSL/.test(code);
 }
 
+/** PostgreSQL's CONTEXT for a value that failed its parameter's input conversion: "unnamed portal parameter $1 = '...'". */
+const PORTAL_PARAMETER = /portal parameter \$(\d+)\b/;
+/** The type in "invalid input syntax for type integer: ..." and "... out of range for type integer". */
+const TYPE_NAMED = /for type ([a-z][a-z0-9 ]*?)(?::|$)/;
+
 function toCallError(err: unknown, ms: number, password: string): GatewayError {
   if (err instanceof GatewayError) return err;
-  const e = (err ?? {}) as { name?: unknown; code?: unknown; syscall?: unknown; message?: unknown };
+  const e = (err ?? {}) as { name?: unknown; code?: unknown; syscall?: unknown; message?: unknown; where?: unknown };
   const code = typeof e.code === 'string' ? e.code : '';
   const detail = redact(typeof e.message === 'string' ? e.message : String(err), password);
   if (e.name === 'PostgresError') {
     if (code === '57014' && detail.includes('statement timeout')) return timeoutError(ms);
+    // A data exception (class 22) while binding a value: its CONTEXT names the parameter.
+    const bound = code.startsWith('22') && typeof e.where === 'string' ? PORTAL_PARAMETER.exec(e.where) : null;
+    if (bound) return parameterRejected(Number(bound[1]), TYPE_NAMED.exec(detail)?.[1] ?? 'value', detail);
     if (code === '25006') {
       return readOnlyRefused(detail);
     }
