@@ -82,13 +82,13 @@ export async function runStatement(ctx: CallContext, caller: Caller, call: CallR
   let result: Awaited<ReturnType<typeof execute>>;
   try {
     result = await execute(ctx.metrics.activeQueries, counters, source, text, values, {
+      timeoutMs: timeout * 1000,
+      readOnly,
+      resetSession: governed.resetSession === true,
+    });
   } catch (e) {
     throw namedParamError(plan, e); // a value PostgreSQL could not read as its parameter's type: 400, naming it
   }
-    timeoutMs: timeout * 1000,
-    readOnly,
-    resetSession: governed.resetSession === true,
-  });
   const executed = performance.now();
   const shaped = shape(plan, result, paging, governed, call.format, ctx.config.maxAnswerBytes);
   const rendered = performance.now();
