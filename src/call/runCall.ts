@@ -100,6 +100,7 @@ export async function runCall(ctx: CallContext, req: Request): Promise<Answer> {
     const result = await execute(ctx.metrics.activeQueries, counters, source, text, values, { timeoutMs: timeout * 1000, readOnly: !plan.write });
     const executed = performance.now();
     const shaped = shape(plan, result, paging, governed, call.format);
+    const body = typeof shaped.body === 'string' ? shaped.body : await shaped.body; // xlsx renders asynchronously
     const rendered = performance.now();
     counters.rows.inc(shaped.rows);
     ctx.serialization[call.format].observe((rendered - executed) / 1000);
@@ -114,7 +115,7 @@ export async function runCall(ctx: CallContext, req: Request): Promise<Answer> {
       governed.masked,
       null,
     );
-    answer = { status: 200, headers: shaped.headers, body: shaped.body };
+    answer = { status: 200, headers: shaped.headers, body };
     if (cached) {
       const entry: CachedAnswer = { body: answer.body, headers: answer.headers, etag: etagOf(answer.body) };
       ctx.results.set(cached, entry, ttl);
