@@ -77,7 +77,8 @@ export function unscaledOf(v: unknown, scale: number): bigint | null {
   if (typeof v === 'number') {
     if (!Number.isFinite(v)) return null;
     text = String(v);
-    if (text.includes('e')) text = v.toFixed(Math.min(100, scale));
+    // Exponent forms: a huge float is an integer (its exact digits); a tiny one reads fine fixed.
+    if (text.includes('e')) text = Number.isInteger(v) ? BigInt(v).toString() : v.toFixed(Math.min(100, scale + 1));
   } else if (typeof v === 'bigint') text = v.toString();
   else if (typeof v === 'string' && /^-?\d+(?:\.\d+)?$/.test(v)) text = v;
   else return null;
