@@ -63,7 +63,11 @@ export function createResultCache(redisUrl: string | null, maxBytes = 64 << 20):
       close: () => redis.disconnect(),
     };
   }
-  const lru = new LRUCache<string, CachedAnswer>({ maxSize: maxBytes, sizeCalculation: (v) => (typeof v.body === 'string' ? v.body.length * 2 : v.body.byteLength) + 256, ttlAutopurge: false });
+  const lru = new LRUCache<string, CachedAnswer>({
+    maxSize: maxBytes,
+    sizeCalculation: (v) => (typeof v.body === 'string' ? v.body.length * 2 : v.body.byteLength) + 256,
+    ttlAutopurge: false,
+  });
   return {
     async get(key) {
       return lru.get(key);

@@ -141,7 +141,8 @@ export const EXPORT: Command = {
       );
     }
     // Parquet says it in its footer's key-value metadata (queryapigate.truncated: 'after N rows').
-    const truncated = /truncated(?:":true,"rows":| after )(\d+)/.exec(counter.tail) ?? (parquet ? /queryapigate\.truncated.{0,8}after (\d+) rows/s.exec(counter.tail) : null);
+    const truncated =
+      /truncated(?:":true,"rows":| after )(\d+)/.exec(counter.tail) ?? (parquet ? /queryapigate\.truncated.{0,8}after (\d+) rows/s.exec(counter.tail) : null);
     inv.say(`wrote ${line()} to ${out ?? 'stdout'}${truncated ? ` (truncated by the server after ${truncated[1]} rows: QUERYAPIGATE_STREAM_MAX_ROWS)` : ''}`);
   },
 };

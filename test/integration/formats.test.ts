@@ -35,6 +35,7 @@ const PARQUET_TYPES: Record<string, string[]> = {
 const QUERIES = Object.keys(PARQUET_TYPES);
 
 /** What XML and xlsx carry for a text: the characters XML 1.0 cannot hold become U+FFFD. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it finds
 const xmlSafe = (s: string) => s.replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F]/g, '\uFFFD');
 const TIMESTAMP = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?$/; // SQLite's text keeps a fraction
 const DATE = /^\d{4}-\d\d-\d\d$/;
@@ -63,7 +64,19 @@ describe('answer formats', () => {
       CREATE TABLE kinds (id INT PRIMARY KEY, big BIGINT UNSIGNED, amount DECIMAL(12,2), ratio DOUBLE, flag TINYINT(1),
         day DATE, at DATETIME(3), doc JSON, raw VARBINARY(8), name VARCHAR(100), email VARCHAR(50));`);
     await my.query('INSERT INTO kinds VALUES (?), (?), (?)', [
-      [1, '18446744073709551615', 1234.56, 0.1, 1, '2024-02-29', '2024-01-31 12:34:56.789', '{"a": [1, 2], "b": "x"}', Buffer.from('deadbeef', 'hex'), NAME_1, 'ann@example.com'],
+      [
+        1,
+        '18446744073709551615',
+        1234.56,
+        0.1,
+        1,
+        '2024-02-29',
+        '2024-01-31 12:34:56.789',
+        '{"a": [1, 2], "b": "x"}',
+        Buffer.from('deadbeef', 'hex'),
+        NAME_1,
+        'ann@example.com',
+      ],
       [2, '9007199254740993', -0.01, -1.5e300, 0, '1999-12-31', '1970-01-01 00:00:00', '[]', Buffer.from('hi'), NAME_2, 'bob@example.com'],
       [3, null, null, null, null, null, null, null, null, null, null],
     ]);
@@ -72,7 +85,19 @@ describe('answer formats', () => {
     lite.exec(`CREATE TABLE kinds (id INTEGER PRIMARY KEY, big INTEGER, amount DECIMAL(12,2), ratio REAL, flag BOOLEAN,
       day DATE, at TIMESTAMP, doc JSON, raw BLOB, name TEXT, email TEXT);`);
     const insert = lite.prepare('INSERT INTO kinds VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
-    insert.run(1, 9007199254740993n, 1234.56, 0.1, 1, '2024-02-29', '2024-01-31 12:34:56.789', '{"a":[1,2],"b":"x"}', Buffer.from('deadbeef', 'hex'), NAME_1, 'ann@example.com');
+    insert.run(
+      1,
+      9007199254740993n,
+      1234.56,
+      0.1,
+      1,
+      '2024-02-29',
+      '2024-01-31 12:34:56.789',
+      '{"a":[1,2],"b":"x"}',
+      Buffer.from('deadbeef', 'hex'),
+      NAME_1,
+      'ann@example.com',
+    );
     insert.run(2, -9223372036854775808n, -0.01, -1.5e300, 0, '1999-12-31', '1970-01-01 00:00:00', '[]', Buffer.from('hi'), NAME_2, 'bob@example.com');
     insert.run(3, null, null, null, null, null, null, null, null, null, null);
     lite.close();
@@ -91,8 +116,20 @@ describe('answer formats', () => {
       ['my_kinds', 'my'],
       ['lite_kinds', 'lite'],
     ])
-      await post('/api/v1/queries', { name, connection_name: conn, sql: `SELECT ${COLUMNS.join(', ')} FROM kinds ORDER BY id`, description: name, publish: true });
-    await post('/api/v1/queries', { name: 'pg_wide', connection_name: 'pg', sql: 'SELECT id, x, label, day FROM wide ORDER BY id', description: 'wide', publish: true });
+      await post('/api/v1/queries', {
+        name,
+        connection_name: conn,
+        sql: `SELECT ${COLUMNS.join(', ')} FROM kinds ORDER BY id`,
+        description: name,
+        publish: true,
+      });
+    await post('/api/v1/queries', {
+      name: 'pg_wide',
+      connection_name: 'pg',
+      sql: 'SELECT id, x, label, day FROM wide ORDER BY id',
+      description: 'wide',
+      publish: true,
+    });
     await post('/api/v1/queries', {
       name: 'pg_cached',
       connection_name: 'pg',
@@ -204,7 +241,10 @@ describe('answer formats', () => {
     });
     assert.ok(r.status < 300, r.text);
     const xml = await call('/q/pg_names?format=xml');
-    assert.equal(xml.text, '<?xml version="1.0" encoding="UTF-8"?>\n<data><item><_1st_col>1</_1st_col><a_b>2</a_b><a_b_2>3</a_b_2><x_y_>4</x_y_></item></data>\n');
+    assert.equal(
+      xml.text,
+      '<?xml version="1.0" encoding="UTF-8"?>\n<data><item><_1st_col>1</_1st_col><a_b>2</a_b><a_b_2>3</a_b_2><x_y_>4</x_y_></item></data>\n',
+    );
   });
 
   test('paging: headers and rows of the page, in every format', async () => {
@@ -213,7 +253,11 @@ describe('answer formats', () => {
       assert.equal(r.headers.get('x-page'), '2', format);
       assert.equal(r.headers.get('x-page-size'), '1', format);
       assert.equal(r.headers.get('x-has-more'), 'true', format);
-      if (format === 'parquet') assert.deepEqual(readParquet(r.bytes).rows.map((row) => row.id), [2n]);
+      if (format === 'parquet')
+        assert.deepEqual(
+          readParquet(r.bytes).rows.map((row) => row.id),
+          [2n],
+        );
       if (format === 'yaml') assert.equal((parseYaml(r.text) as { id: number }[])[0].id, 2);
     }
   });
@@ -325,7 +369,8 @@ function assertParquetRows(rows: Record<string, unknown>[], json: Record<string,
       const where = `${c} of row ${i + 1}`;
       if (want === null) assert.equal(got, null, where);
       else if (typeof got === 'bigint') assert.equal(got.toString(), String(want), where);
-      else if (typeof got === 'string' && typeof want === 'number') assert.equal(Number(got), want, where); // an exact decimal
+      else if (typeof got === 'string' && typeof want === 'number')
+        assert.equal(Number(got), want, where); // an exact decimal
       else if (got instanceof Date) assert.equal(printed(got).slice(0, (want as string).length), want, where);
       else assert.equal(got, want, where);
     }

@@ -50,18 +50,31 @@ test('xml: names, escaping, NULL, characters XML cannot carry', () => {
     w([['<&>', null, 'x\r\ny']]),
     '<?xml version="1.0" encoding="UTF-8"?>\n<data><item><a>&lt;&amp;&gt;</a><b/><a_2>x&#13;\ny</a_2></item></data>\n',
   );
-  assert.equal(w([[true, 9007199254740993n, new Date(Date.UTC(2024, 0, 2, 3, 4, 5))]]).match(/<item>.*<\/item>/)![0],
-    '<item><a>True</a><b>9007199254740993</b><a_2>2024-01-02 03:04:05</a_2></item>');
+  assert.equal(
+    w([[true, 9007199254740993n, new Date(Date.UTC(2024, 0, 2, 3, 4, 5))]]).match(/<item>.*<\/item>/)![0],
+    '<item><a>True</a><b>9007199254740993</b><a_2>2024-01-02 03:04:05</a_2></item>',
+  );
 });
 
 test('yaml: keys in column order, values as the json answer has them', () => {
   const w = compileYamlWriter(['b', '1', 'n']);
-  const text = w([['x', 9007199254740993n, 1.5], [null, 2, '007']]);
+  const text = w([
+    ['x', 9007199254740993n, 1.5],
+    [null, 2, '007'],
+  ]);
   assert.deepEqual(
     parseYaml(text, { mapAsMap: true }).map((m: Map<string, unknown>) => [...m.entries()]),
     [
-      [['b', 'x'], ['1', '9007199254740993'], ['n', 1.5]],
-      [['b', null], ['1', 2], ['n', '007']],
+      [
+        ['b', 'x'],
+        ['1', '9007199254740993'],
+        ['n', 1.5],
+      ],
+      [
+        ['b', null],
+        ['1', 2],
+        ['n', '007'],
+      ],
     ],
   );
 });
@@ -93,12 +106,24 @@ test('parquet: a page is one file; a stream is row groups, then the footer', asy
 
   const stream = openParquetStream(['id', 'label'], [[1, 'a']], [COLUMN.integer, COLUMN.text], 3);
   const chunks: Uint8Array[] = [];
-  for (let b = 0; b < 4; b++) chunks.push(stream.rows([[b * 2 + 1, `r${b * 2 + 1}`], [b * 2 + 2, null]]));
+  for (let b = 0; b < 4; b++)
+    chunks.push(
+      stream.rows([
+        [b * 2 + 1, `r${b * 2 + 1}`],
+        [b * 2 + 2, null],
+      ]),
+    );
   chunks.push(stream.end(8));
-  assert.ok(chunks.every((c) => c.byteOffset === 0 && c.byteLength === c.buffer.byteLength), 'each chunk owns its buffer');
+  assert.ok(
+    chunks.every((c) => c.byteOffset === 0 && c.byteLength === c.buffer.byteLength),
+    'each chunk owns its buffer',
+  );
   const file = Buffer.concat(chunks);
   const meta = parquetMetadata(file.buffer.slice(file.byteOffset, file.byteOffset + file.byteLength));
-  assert.deepEqual(meta.row_groups.map((g) => Number(g.num_rows)), [4, 4]);
+  assert.deepEqual(
+    meta.row_groups.map((g) => Number(g.num_rows)),
+    [4, 4],
+  );
   assert.deepEqual(meta.key_value_metadata, [{ key: 'queryapigate.truncated', value: 'after 8 rows' }]);
   const rows = await parquetReadObjects({ file: file.buffer.slice(file.byteOffset, file.byteOffset + file.byteLength) });
   assert.equal(rows.length, 8);

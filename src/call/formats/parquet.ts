@@ -260,7 +260,10 @@ export function openParquetStream(columns: readonly string[], first: Rows, hints
           else {
             const x = type.convert(v);
             if (x === MISFIT) {
-              throw new GatewayError('query_failed', `Column '${names[c]}' holds a value its Parquet type ${type.name} (decided on the first rows) cannot take`);
+              throw new GatewayError(
+                'query_failed',
+                `Column '${names[c]}' holds a value its Parquet type ${type.name} (decided on the first rows) cannot take`,
+              );
             }
             out.push(x);
           }

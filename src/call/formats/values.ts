@@ -4,6 +4,7 @@
 // text), and bytes that own their buffer (so a thread hop clones only them).
 
 /** Characters XML 1.0 does not allow, lone surrogates, and U+FFFE/U+FFFF. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it finds
 const NOT_XML = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const NOT_XML_ALL = new RegExp(NOT_XML.source, 'g');
 

@@ -42,14 +42,14 @@ export async function writeXlsx(columns: readonly string[], rows: Rows, hints: C
   const cells = new Array<unknown>(width);
   for (let r = 0; r < rows.length; r++) {
     const row = rows[r];
-    let loose: number[] | null = null; // cells holding a Date the column's style does not format
+    const loose: number[] = []; // cells holding a Date the column's style does not format
     for (let c = 0; c < width; c++) {
       const cell = cellValue(row[c], kinds[c]);
       cells[c] = cell;
-      if (cell instanceof Date && kinds[c] !== 'date' && kinds[c] !== 'timestamp') (loose ??= []).push(c);
+      if (cell instanceof Date && kinds[c] !== 'date' && kinds[c] !== 'timestamp') loose.push(c);
     }
     const added = sheet.addRow(cells);
-    if (loose) for (const c of loose) added.getCell(c + 1).numFmt = TIMESTAMP_FORMAT;
+    for (const c of loose) added.getCell(c + 1).numFmt = TIMESTAMP_FORMAT;
     added.commit();
   }
   sheet.commit();
