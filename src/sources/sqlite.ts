@@ -232,8 +232,19 @@ const SYNTAX_ERROR = /syntax error|incomplete input|unrecognized token/;
  * timestamps, JSON and scaled decimals (booleans are 0/1 integers in SQLite, so left to INT). Expressions have no declared type: null, their values decide.
  */
 function declaredType(c: { type: string | null }): ColumnType | null {
-  const t = c.type?.toUpperCase();
-  if (!t) return null;
+  if (!c.type) return null;
+  let type = declaredTypes.get(c.type);
+  if (type === undefined) {
+    type = readDeclared(c.type.toUpperCase());
+    if (declaredTypes.size < 1000) declaredTypes.set(c.type, type); // a schema's handful of spellings
+  }
+  return type;
+}
+
+/** Declared type spellings read so far (every run describes its columns, so this is on the call's path). */
+const declaredTypes = new Map<string, ColumnType | null>();
+
+function readDeclared(t: string): ColumnType | null {
   if (t.includes('INT')) return COLUMN.integer;
   if (/CHAR|CLOB|TEXT/.test(t)) return COLUMN.text;
   if (t.includes('BLOB')) return COLUMN.bytes;
