@@ -25,6 +25,7 @@ import { parseArgs } from 'node:util';
 import type { Caller } from '../src/auth/keys.js';
 import type { Inspection, SqlDialect } from '../src/governance/analysis.js';
 import type { MaskRule, Schema } from '../src/governance/masking.js';
+import { bodyText } from '../src/contract/exchange.js';
 import { schemaOf } from '../src/governance/names.js';
 import { exampleQueries } from '../src/examples/catalog.js';
 import { adminApi, fmt, median, today, writeResults } from './gateway.js';
@@ -402,8 +403,8 @@ async function directCall(who: Who, i: number): Promise<string> {
     ip: '127.0.0.1',
     started: performance.now(),
   });
-  if (a.status !== 200) throw new Error(`runCall ${who}: ${a.status} ${a.body}`);
-  return a.body;
+  if (a.status !== 200) throw new Error(`runCall ${who}: ${a.status} ${bodyText(a)}`);
+  return bodyText(a);
 }
 
 // The governed answer hides the title, the plain one shows it; both paths agree.

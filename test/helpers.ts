@@ -33,6 +33,8 @@ export interface Reply {
   status: number;
   headers: Headers;
   text: string;
+  /** The body as it came (xlsx and parquet answers are bytes). */
+  bytes: Uint8Array;
   // biome-ignore lint/suspicious/noExplicitAny: the tests read answers of every shape (rows, error bodies, lists) straight off this field, and each read is what an assertion checks
   json: any;
 }
@@ -77,14 +79,15 @@ export async function request(
     headers['Content-Type'] ??= 'application/json';
   }
   const res = await fetch(base + path, { method, headers, body });
-  const text = await res.text();
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  const text = new TextDecoder().decode(bytes);
   let json: unknown;
   try {
     json = text ? JSON.parse(text) : undefined;
   } catch {
     /* not JSON */
   }
-  return { status: res.status, headers: res.headers, text, json };
+  return { status: res.status, headers: res.headers, text, bytes, json };
 }
 
 /** A scratch PostgreSQL database, created for a suite and dropped after it. */

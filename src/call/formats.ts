@@ -25,16 +25,20 @@
 
 import { GatewayError } from '../contract/errors.js';
 
-export type Format = 'json' | 'ndjson' | 'csv' | 'tsv';
+export type Format = 'json' | 'ndjson' | 'csv' | 'tsv' | 'xml' | 'yaml' | 'xlsx' | 'parquet';
 
-/** Every format a call may ask for. */
-export const FORMATS: readonly Format[] = ['json', 'ndjson', 'csv', 'tsv'];
+/** Every format a call may ask for. xml, yaml, xlsx and parquet are written in call/formats/. */
+export const FORMATS: readonly Format[] = ['json', 'ndjson', 'csv', 'tsv', 'xml', 'yaml', 'xlsx', 'parquet'];
 
 export const CONTENT_TYPES: Readonly<Record<Format, string>> = {
   json: 'application/json',
   ndjson: 'application/x-ndjson',
   csv: 'text/csv; charset=utf-8',
   tsv: 'text/tab-separated-values; charset=utf-8',
+  xml: 'application/xml', // UTF-8, as its declaration says
+  yaml: 'application/x-yaml', // YAML is UTF-8
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  parquet: 'application/vnd.apache.parquet',
 };
 
 export const EMPTY_JSON = '{"message": "No results returned"}';
@@ -206,7 +210,7 @@ export function jsonValue(v: unknown): string {
   }
 }
 
-/** One value as CSV/TSV text, before quoting. */
+/** One value as CSV/TSV text, before quoting (also the text of a value in xml and in untyped cells). */
 export function textValue(v: unknown): string {
   switch (typeof v) {
     case 'string':

@@ -8,7 +8,8 @@ import type { Dialect } from '../sources/types.js';
 import type { VersionRow } from '../store/types.js';
 import type { LRUCache } from 'lru-cache';
 import { GatewayError } from '../contract/errors.js';
-import { compileWriter, type Format, type Writer } from './formats.js';
+import type { Format } from './formats.js';
+import { type AnyWriter, compileAnyWriter } from './formats/index.js';
 import { compileBinder } from './binder.js';
 import type { ParamRule } from './paramValues.js';
 import { toPositional } from '../governance/markers.js';
@@ -29,7 +30,7 @@ export interface CallPlan {
   order: number[];
   /** The statement inside the page window: two more values, limit (page_size + 1) and offset. */
   pagedText: string;
-  writers: Map<string, Writer>;
+  writers: Map<string, AnyWriter>;
 }
 
 /** The plan for this version on this connection, built on its first call and cached. */
@@ -72,12 +73,12 @@ export function planCall(id: string, version: VersionRow | { sql: string; parame
 }
 
 /** The writer for these columns in this format, compiled once per plan. */
-export function writerFor(plan: CallPlan, columns: string[], format: Format): Writer {
+export function writerFor(plan: CallPlan, columns: string[], format: Format): AnyWriter {
   const slot = `${format}\u0000${columns.join('\u0000')}`;
   const have = plan.writers.get(slot);
   if (have) return have;
   if (plan.writers.size > 16) plan.writers.clear(); // columns change only when the schema does
-  const w = compileWriter(columns, format);
+  const w = compileAnyWriter(columns, format);
   plan.writers.set(slot, w);
   return w;
 }

@@ -9,7 +9,8 @@ import type { Caller } from '../auth/keys.js';
 import type { Answer } from '../contract/exchange.js';
 
 export interface CachedAnswer {
-  body: string;
+  /** Text, or the bytes of a binary format (xlsx, parquet): the cached answer keeps its format. */
+  body: string | Uint8Array;
   headers: string[];
   etag: string;
 }
@@ -41,7 +42,7 @@ export function cacheKey(parts: unknown[]): string {
     .digest('hex');
 }
 
-export function etagOf(body: string): string {
+export function etagOf(body: string | Uint8Array): string {
   return `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"`;
 }
 
@@ -53,19 +54,23 @@ export function createResultCache(redisUrl: string | null, maxBytes = 64 << 20):
       async get(key) {
         try {
           const raw = await redis.get(`qag:cache:${key}`);
-          return raw ? (JSON.parse(raw) as CachedAnswer) : undefined;
+          return raw ? fromRedis(raw) : undefined;
         } catch {
           return undefined;
         }
       },
       set(key, value, ttl) {
-        redis.set(`qag:cache:${key}`, JSON.stringify(value), 'EX', ttl).catch(() => undefined);
+        redis.set(`qag:cache:${key}`, toRedis(value), 'EX', ttl).catch(() => undefined);
       },
       size: () => 0,
       close: () => redis.disconnect(),
     };
   }
-  const lru = new LRUCache<string, CachedAnswer>({ maxSize: maxBytes, sizeCalculation: (v) => v.body.length * 2 + 256, ttlAutopurge: false });
+  const lru = new LRUCache<string, CachedAnswer>({
+    maxSize: maxBytes,
+    sizeCalculation: (v) => (typeof v.body === 'string' ? v.body.length * 2 : v.body.byteLength) + 256,
+    ttlAutopurge: false,
+  });
   return {
     async get(key) {
       return lru.get(key);
@@ -79,6 +84,19 @@ export function createResultCache(redisUrl: string | null, maxBytes = 64 << 20):
     },
     close: () => lru.clear(),
   };
+}
+
+/** An entry as Redis keeps it: JSON, a binary body as base64 beside a flag. */
+function toRedis(value: CachedAnswer): string {
+  if (typeof value.body === 'string') return JSON.stringify(value);
+  return JSON.stringify({ ...value, body: Buffer.from(value.body.buffer, value.body.byteOffset, value.body.byteLength).toString('base64'), bytes: true });
+}
+
+function fromRedis(raw: string): CachedAnswer {
+  const entry = JSON.parse(raw) as CachedAnswer & { bytes?: true };
+  if (!entry.bytes) return entry;
+  // A copy of its own: a view into Buffer's shared pool would clone the whole pool across threads.
+  return { body: new Uint8Array(Buffer.from(entry.body as string, 'base64')), headers: entry.headers, etag: entry.etag };
 }
 
 /** A cached answer for this request: 304 when the client holds the same ETag. */

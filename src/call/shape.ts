@@ -2,15 +2,19 @@
 // the database could not cut it), masks applied before anything is rendered, the format written,
 // and the paging headers. The contract's empty answer when no row is left. A body past `maxBytes`
 // (QUERYAPIGATE_MAX_ANSWER_BYTES) is answer_too_large, found while it is written, not after.
-import type { Answer } from '../contract/exchange.js';
 import type { ResultSet } from '../sources/types.js';
 import { answerTooLarge, CONTENT_TYPES, EMPTY_JSON, type Format } from './formats.js';
+import { typesAfterMask } from './formats/index.js';
 import type { Governed } from './govern.js';
 import { writerFor, type CallPlan } from './plan.js';
 import type { Paging } from './request.js';
 
 /** The answer, and how many rows it holds (for the record and the metrics). */
-export interface Shaped extends Answer {
+export interface Shaped {
+  status: number;
+  headers: string[];
+  /** Text; bytes for parquet; a promise of bytes for xlsx (its writer is asynchronous). */
+  body: string | Uint8Array | Promise<Uint8Array>;
   rows: number;
 }
 
@@ -34,9 +38,15 @@ export function shape(plan: CallPlan, result: ResultSet, paging: Paging, governe
   if (plan.write) headers.push('X-Rows-Affected', String(result.rowCount));
   if (rows.length === 0) return { status: 200, headers, body: EMPTY_JSON, rows: 0 }; // the contract's empty answer, whatever the format
   headers[1] = CONTENT_TYPES[format];
+  const writer = writerFor(plan, columns, format);
+  if ('binary' in writer) {
+    // Binary formats are not held to maxBytes: their size is known only once written (left open).
+    if (format === 'xlsx') headers.push('Content-Disposition', 'attachment;filename=result.xlsx'); // the contract's spelling
+    return { status: 200, headers, body: writer(rows, typesAfterMask(result.columns, result.types, columns)), rows: rows.length };
+  }
   let body: string;
   try {
-    body = writerFor(plan, columns, format)(rows, maxBytes);
+    body = writer(rows, maxBytes);
   } catch (e) {
     // A single row can be longer than V8 lets a string grow: that answer is too large as well.
     throw e instanceof RangeError ? answerTooLarge(maxBytes) : e;

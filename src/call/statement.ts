@@ -91,6 +91,7 @@ export async function runStatement(ctx: CallContext, caller: Caller, call: CallR
   }
   const executed = performance.now();
   const shaped = shape(plan, result, paging, governed, call.format, ctx.config.maxAnswerBytes);
+  const body = typeof shaped.body === 'string' ? shaped.body : await shaped.body; // xlsx renders asynchronously
   const rendered = performance.now();
   counters.rows.inc(shaped.rows);
   ctx.serialization[call.format].observe((rendered - executed) / 1000);
@@ -105,7 +106,7 @@ export async function runStatement(ctx: CallContext, caller: Caller, call: CallR
     governed.masked,
     null,
   );
-  let answer: Answer = { status: 200, headers: shaped.headers, body: shaped.body };
+  let answer: Answer = { status: 200, headers: shaped.headers, body };
   if (cached) {
     const entry: CachedAnswer = { body: answer.body, headers: answer.headers, etag: etagOf(answer.body) };
     ctx.results.set(cached, entry, ttl);

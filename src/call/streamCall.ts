@@ -9,6 +9,7 @@ import type { Answer } from '../contract/exchange.js';
 import type { StreamCredit, StreamFrame } from '../contract/messages.js';
 import type { CallContext } from './context.js';
 import { CONTENT_TYPES } from './formats.js';
+import { openStreamEncoder, type StreamEncoder, typesAfterMask } from './formats/index.js';
 import type { Governed } from './govern.js';
 import { namedParamError, writerFor, type CallPlan } from './plan.js';
 import { record, type RunTarget } from './record.js';
@@ -82,12 +83,16 @@ export async function streamCall(
       headers: ['Content-Type', CONTENT_TYPES[req.format], 'Content-Disposition', `attachment; filename="${fileName}.${req.format}"`],
     });
   };
+  let encoder: StreamEncoder | null = null;
+  // A binary chunk owns its buffer (parquet.ts): it is moved to the acceptor, not copied.
+  const postData = (chunk: string | Uint8Array) =>
+    typeof chunk === 'string' ? post({ t: 'data', chunk }) : port.postMessage({ t: 'data', chunk } satisfies StreamFrame, [chunk.buffer as ArrayBuffer]);
   try {
     await source.stream(
       plan.text,
       values,
       { timeoutMs: timeoutS * 1000, readOnly: true, resetSession: governed.resetSession === true, batchRows: BATCH_ROWS },
-      async (cols, batch) => {
+      async (cols, batch, types) => {
         if (gone) throw new ClientGone();
         let rows = batch;
         if (max > 0 && sent + rows.length >= max) {
@@ -96,14 +101,17 @@ export async function streamCall(
         }
         let columns = cols;
         if (governed.masker && rows.length) ({ columns, rows } = governed.masker(columns, rows)); // every row, before rendering
-        const writer = writerFor(plan, columns, req.format);
-        if (!headed) {
+        if (!encoder) {
+          encoder = openStreamEncoder(writerFor(plan, columns, req.format), columns, rows, typesAfterMask(cols, types, columns));
           head();
-          if (writer.head) post({ t: 'data', chunk: writer.head });
+          if (encoder.head.length) postData(encoder.head);
         }
         if (rows.length) {
-          await credit();
-          post({ t: 'data', chunk: writer.chunk(rows) });
+          const chunk = encoder.rows(rows);
+          if (chunk.length) {
+            await credit();
+            postData(chunk);
+          }
           sent += rows.length;
         }
         if (truncated) throw new Truncated();
@@ -122,9 +130,10 @@ export async function streamCall(
     port.removeAllListeners('message');
   }
   head();
-  if (truncated) {
-    // The signal a client can see: one last line saying the export stopped at the row cap.
-    post({ t: 'data', chunk: req.format === 'ndjson' ? `{"truncated":true,"rows":${sent}}\n` : `# truncated after ${sent} rows\r\n` });
+  if (encoder && !failed) {
+    // The rest of the file (parquet's last row group and footer), or the text formats' truncation line.
+    const last = (encoder as StreamEncoder).end(truncated ? sent : null);
+    if (last.length) postData(last);
   }
   post({ t: failed ? 'fail' : 'end' });
   port.close();

@@ -2,6 +2,7 @@
 // query it may call (its parameters with their rules, the reserved arguments, the rows' columns, the
 // paging headers, the error bodies), and the X-API-Key scheme. Pure: facts in, a plain object out.
 import type { ParamRule } from '../call/paramValues.js';
+import { FORMATS } from '../call/formats.js';
 import { RESERVED } from '../call/request.js';
 import { ERRORS } from '../contract/errors.js';
 import type { JsonSchema } from './columns.js';
@@ -127,6 +128,12 @@ function operation(q: QueryFacts, settings: DocumentSettings, id: string): Recor
           'application/x-ndjson': { schema: { type: 'string', description: 'One JSON object per row, one a line' } },
           'text/csv': { schema: { type: 'string', description: 'A header row, then the rows' } },
           'text/tab-separated-values': { schema: { type: 'string', description: 'A header row, then the rows' } },
+          'application/xml': { schema: { type: 'string', description: '<data><item><col>v</col>…</item></data>' } },
+          'application/x-yaml': { schema: { type: 'string', description: 'A list of mappings, keys in column order' } },
+          'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': {
+            schema: { type: 'string', format: 'binary', description: 'One sheet with typed cells' },
+          },
+          'application/vnd.apache.parquet': { schema: { type: 'string', format: 'binary', description: 'A Parquet file with typed columns' } },
         },
       },
       ...Object.fromEntries(ERROR_STATUSES.map((s) => [String(s), { $ref: `#/components/responses/Error${s}` }])),
@@ -179,7 +186,7 @@ function exampleOf(rule: ParamRule): unknown {
 
 function reserved(q: QueryFacts, settings: DocumentSettings): Array<Record<string, unknown>> {
   const out: Array<Record<string, unknown>> = [
-    { name: 'format', in: 'query', description: 'The answer format', schema: { type: 'string', enum: ['json', 'ndjson', 'csv', 'tsv'], default: 'json' } },
+    { name: 'format', in: 'query', description: 'The answer format', schema: { type: 'string', enum: [...FORMATS], default: 'json' } },
     { name: 'page', in: 'query', description: 'The page, 1-based', schema: { type: 'integer', minimum: 1, default: 1 } },
     {
       name: 'page_size',

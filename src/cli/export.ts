@@ -8,7 +8,7 @@ import { KEY_OPTION, refused, serverTarget, unreachable, URL_OPTION } from './se
 import { commandConfig } from './settings.js';
 import { type Command, Failure, UsageError } from './tree.js';
 
-const FORMATS = ['csv', 'tsv', 'ndjson'];
+const FORMATS = ['csv', 'tsv', 'ndjson', 'parquet'];
 const PROGRESS_EVERY_MS = 250;
 
 /** Counts records as they pass: lines, except newlines inside a quoted CSV/TSV field. */
@@ -19,13 +19,17 @@ class RecordCounter extends Transform {
   tail = '';
   #quoted = false;
 
-  constructor(private readonly delimited: boolean) {
+  constructor(
+    private readonly delimited: boolean,
+    /** A binary file (parquet): bytes only, no records to count on the way. */
+    private readonly binary = false,
+  ) {
     super();
   }
 
   override _transform(chunk: Buffer, _enc: string, done: (e?: Error | null, data?: Buffer) => void): void {
     this.bytes += chunk.length;
-    for (let i = 0; i < chunk.length; i++) {
+    for (let i = 0; i < chunk.length && !this.binary; i++) {
       const b = chunk[i];
       if (b === 0x22 && this.delimited)
         this.#quoted = !this.#quoted; // a doubled quote toggles twice
@@ -55,13 +59,13 @@ export const EXPORT: Command = {
     'The server is --url, else http://QUERYAPIGATE_HOST:QUERYAPIGATE_PORT; the key is --key, else',
     'QUERYAPIGATE_API_KEY (the admin key; the environment or ./.env). A key given with --key can be',
     'seen by other users of this machine in its process list: prefer the variable.',
-    'On a terminal a progress line shows rows, bytes and rate; piped, only a summary line is printed.',
+    'On a terminal a progress line shows rows (bytes only for parquet), bytes and rate; piped, only a summary line is printed.',
     'An export the server cut short (an error after the first byte) exits 1 and says the file is incomplete;',
     'one stopped by QUERYAPIGATE_STREAM_MAX_ROWS is complete but says it was truncated.',
   ],
   args: { min: 1, max: 1 },
   options: {
-    format: { type: 'string', value: 'csv|tsv|ndjson', help: 'the file format (default: from the file name, else csv)' },
+    format: { type: 'string', value: 'csv|tsv|ndjson|parquet', help: 'the file format (default: from the file name, else csv)' },
     out: { type: 'string', value: 'FILE', help: 'where to write (default: stdout)' },
     param: { type: 'string', multiple: true, value: 'NAME=VALUE', help: "one of the query's parameters" },
     url: URL_OPTION,
@@ -75,7 +79,7 @@ export const EXPORT: Command = {
     const out = inv.values.out as string | undefined;
     const fromName = out ? FORMATS.find((f) => out.endsWith(`.${f}`)) : undefined;
     const format = (inv.values.format as string | undefined) ?? fromName ?? 'csv';
-    if (!FORMATS.includes(format)) throw new UsageError(`--format takes csv, tsv or ndjson: got '${format}'`, 'queryapigate export');
+    if (!FORMATS.includes(format)) throw new UsageError(`--format takes csv, tsv, ndjson or parquet: got '${format}'`, 'queryapigate export');
     const args = new URLSearchParams({ stream: 'true', format });
     for (const p of (inv.values.param as string[] | undefined) ?? []) {
       const at = p.indexOf('=');
@@ -95,7 +99,8 @@ export const EXPORT: Command = {
     }
     if (res.status !== 200 || !res.body) throw await refused(res);
 
-    const counter = new RecordCounter(format !== 'ndjson');
+    const parquet = format === 'parquet';
+    const counter = new RecordCounter(format !== 'ndjson', parquet);
     const started = performance.now();
     // A terminal gets one line redrawn in place (\r, then erase to the end of the line); a pipe gets none.
     const draw = (text: string) => process.stderr.write(`\r\x1b[K${text}`);
@@ -106,7 +111,8 @@ export const EXPORT: Command = {
     };
     const line = () => {
       const s = Math.max(0.001, (performance.now() - started) / 1000);
-      return `${rows().toLocaleString('en-US')} rows, ${humanBytes(counter.bytes)}, ${humanBytes(Math.round(counter.bytes / s))}/s`;
+      const rate = `${humanBytes(counter.bytes)}, ${humanBytes(Math.round(counter.bytes / s))}/s`;
+      return parquet ? rate : `${rows().toLocaleString('en-US')} rows, ${rate}`;
     };
     try {
       await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), counter, out ? createWriteStream(out) : process.stdout);
@@ -118,12 +124,15 @@ export const EXPORT: Command = {
         draw('');
       }
     }
-    if (counter.bytes && !counter.tail.endsWith('\n')) {
+    // A whole Parquet file ends with its footer's magic; a text export with a newline.
+    if (counter.bytes && !counter.tail.endsWith(parquet ? 'PAR1' : '\n')) {
       throw new Failure(
         `the server stopped mid-export after ${humanBytes(counter.bytes)} (an error after the first byte); ${out ?? 'the output'} is incomplete`,
       );
     }
-    const truncated = /truncated(?:":true,"rows":| after )(\d+)/.exec(counter.tail);
+    // Parquet says it in its footer's key-value metadata (queryapigate.truncated: 'after N rows').
+    const truncated =
+      /truncated(?:":true,"rows":| after )(\d+)/.exec(counter.tail) ?? (parquet ? /queryapigate\.truncated.{0,8}after (\d+) rows/s.exec(counter.tail) : null);
     inv.say(`wrote ${line()} to ${out ?? 'stdout'}${truncated ? ` (truncated by the server after ${truncated[1]} rows: QUERYAPIGATE_STREAM_MAX_ROWS)` : ''}`);
   },
 };

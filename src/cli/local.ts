@@ -8,7 +8,7 @@ import { queryRoutes } from '../api/queries.js';
 import { ApiRouter, type ControlContext } from '../api/routes.js';
 import type { Config } from '../config.js';
 import { GatewayError } from '../contract/errors.js';
-import type { Request } from '../contract/exchange.js';
+import { bodyText, type Request } from '../contract/exchange.js';
 import type { ChangeMessage } from '../contract/messages.js';
 import { announceChange } from '../store/changes.js';
 import type { EventLog } from '../store/events.js';
@@ -77,7 +77,8 @@ export async function openLocal(config: Config, say: (line: string) => void): Pr
         if (e instanceof GatewayError) throw new Failure(e.message, e.code);
         throw e;
       }
-      const value = answer.body ? JSON.parse(answer.body) : null;
+      const text = bodyText(answer);
+      const value = text ? JSON.parse(text) : null;
       if (answer.status >= 400) throw new Failure(value?.error ?? `status ${answer.status}`, value?.code);
       const change = method === 'GET' ? null : found.change(found.params);
       if (change) control.publishChange(change);

@@ -31,7 +31,8 @@ export interface Request {
 export interface Answer {
   status: number;
   headers: string[];
-  body: string;
+  /** Text, or bytes for the binary formats (xlsx, parquet): a Uint8Array crosses threads as it is. */
+  body: string | Uint8Array;
   /** The caller's name for the request metrics ('admin', a key's name, '-'); absent when unknown. */
   key?: string;
   /** True when the answer went out over the request's port as a stream. */
@@ -39,6 +40,12 @@ export interface Answer {
 }
 
 const JSON_HEADERS = ['Content-Type', 'application/json'];
+const utf8 = new TextDecoder();
+
+/** The body as text (a binary body decoded as UTF-8), for readers of JSON answers. */
+export function bodyText(a: Answer): string {
+  return typeof a.body === 'string' ? a.body : utf8.decode(a.body);
+}
 
 export function jsonAnswer(status: number, value: unknown, extraHeaders?: string[]): Answer {
   return { status, headers: extraHeaders ? JSON_HEADERS.concat(extraHeaders) : JSON_HEADERS, body: status === 204 ? '' : JSON.stringify(value) };

@@ -27,7 +27,11 @@ export function channel(name: ChannelName, scope: string): BroadcastChannel {
  * after the first byte, which drops the connection). Each data frame waits for the acceptor's
  * credit, so a slow client holds the database cursor back instead of filling memory.
  */
-export type StreamFrame = { t: 'head'; status: number; headers: string[]; key: string } | { t: 'data'; chunk: string } | { t: 'end' } | { t: 'fail' };
+export type StreamFrame =
+  | { t: 'head'; status: number; headers: string[]; key: string }
+  | { t: 'data'; chunk: string | Uint8Array }
+  | { t: 'end' }
+  | { t: 'fail' };
 
 /** The acceptor's answers: 'more' when a chunk is written, 'cancel' when the client went away. */
 export type StreamCredit = { t: 'more' } | { t: 'cancel' };

@@ -12,7 +12,7 @@ import { admit, savedCall } from '../call/runCall.js';
 import type { CallOptions } from '../call/statement.js';
 import { GatewayError } from '../contract/errors.js';
 import { allowedKeys } from '../governance/policy.js';
-import type { Answer } from '../contract/exchange.js';
+import { type Answer, bodyText } from '../contract/exchange.js';
 import { EXECUTE_SQL, hasConnectionGrant, LIST_TABLES, queryTools } from './tools.js';
 
 export interface ToolResult {
@@ -81,7 +81,7 @@ async function admitted(ctx: CallContext, caller: Caller, limitName: string, req
 
 /** A call's answer as a tool result: its rows (X-Has-More says whether the cap cut them), or its error. */
 function fromAnswer(answer: Answer, cap: number): ToolResult {
-  const body = JSON.parse(answer.body) as unknown;
+  const body = JSON.parse(bodyText(answer)) as unknown; // MCP calls answer JSON
   if (answer.status !== 200) {
     const e = body as { error: string; code: string; retry_after?: number; detail?: string };
     return toolError(e.detail ? `${e.error}: ${e.detail}` : e.error, e.code, e.retry_after);

@@ -9,6 +9,9 @@ import { createBreaker } from './breaker.js';
 import {
   type PoolCounts,
   type BatchHandler,
+  COLUMN,
+  type ColumnType,
+  type ColumnTypes,
   type ConnectionConfig,
   DEFAULT_CONNECT_TIMEOUT_MS,
   type ResultSet,
@@ -382,7 +385,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
         batches++;
         handed += rows.length;
         try {
-          await onBatch(shape ? shape.columns : [], rows);
+          await onBatch(shape ? shape.columns : [], rows, shape?.types);
         } catch (error) {
           handing = false;
           // After the statement's end there is nothing to stop and the session is as it was.
@@ -548,7 +551,7 @@ function toResultSet(result: unknown, fields: FieldPacket[] | undefined): Result
   }
   const shape = shapeOf(cols);
   if (shape.convert) for (const row of rows) convertRow(row, shape);
-  return { columns: shape.columns, rows, rowCount: rows.length };
+  return { columns: shape.columns, rows, rowCount: rows.length, types: shape.types };
 }
 
 /** A result set's column names and the value conversions its columns need, decided once per statement. */
@@ -557,21 +560,67 @@ interface Shape {
   fields: FieldPacket[];
   /** [column index, converter] for the columns that need one; null when none does. */
   convert: [number, Converter][] | null;
+  types: ColumnTypes;
 }
 
 function shapeOf(fields: FieldPacket[]): Shape {
   const columns = new Array<string>(fields.length);
+  const types = new Array<ColumnType | null>(fields.length);
   let convert: [number, Converter][] | null = null;
   for (let i = 0; i < fields.length; i++) {
     const f = fields[i]!;
     columns[i] = f.name;
+    types[i] = typeFor(f);
     const fn = converterFor(f);
     if (fn) {
       convert ??= [];
       convert.push([i, fn]);
     }
   }
-  return { columns, fields, convert };
+  return { columns, fields, convert, types };
+}
+
+/** The column's type for the typed formats, from mysql2's type code (and charset 63, binary). */
+function typeFor(f: FieldPacket): ColumnType | null {
+  const binary = (f as { characterSet?: number }).characterSet === 63;
+  switch (f.columnType) {
+    case 1: // TINY
+    case 2: // SHORT
+    case 3: // LONG
+    case 8: // LONGLONG
+    case 9: // INT24
+    case 13: // YEAR
+    case T_BIT:
+      return COLUMN.integer;
+    case T_FLOAT:
+    case 5: // DOUBLE
+      return COLUMN.float;
+    case 0: // DECIMAL
+    case 246: // NEWDECIMAL
+      return { kind: 'decimal', scale: f.decimals };
+    case 10: // DATE
+    case 14: // NEWDATE
+      return COLUMN.date;
+    case T_DATETIME:
+    case T_TIMESTAMP:
+      return COLUMN.timestamp;
+    case T_TIME:
+      return COLUMN.time;
+    case 245: // JSON
+      return COLUMN.json;
+    case 249: // TINY_BLOB .. BLOB, VAR_STRING, STRING: bytes with the binary charset, else text
+    case 250:
+    case 251:
+    case 252:
+    case 253:
+    case 254:
+      return (f as { extendedFormat?: string }).extendedFormat === 'json' ? COLUMN.json : binary ? COLUMN.bytes : COLUMN.text;
+    case 247: // ENUM
+    case 248: // SET
+      return COLUMN.text;
+    default:
+      return null;
+  }
 }
 
 function convertRow(row: unknown[], shape: Shape): void {

@@ -6,6 +6,9 @@ import { GatewayError } from '../contract/errors.js';
 import { createBreaker } from './breaker.js';
 import {
   type BatchHandler,
+  COLUMN,
+  type ColumnType,
+  type ColumnTypes,
   type ConnectionConfig,
   DEFAULT_CONNECT_TIMEOUT_MS,
   type PoolCounts,
@@ -226,7 +229,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       const rowCount = res.length > 0 || columns.length > 0 ? res.length : (res.count ?? 0);
       breaker.reached();
       // A plain Array (postgres.js's Result is a subclass carrying the statement); a pointer copy.
-      return { columns, rows: res.slice() as unknown as unknown[][], rowCount };
+      return { columns, rows: res.slice() as unknown as unknown[][], rowCount, types: typesOf(res.columns) };
     } catch (err) {
       throw noted(err, toCallError(err, ms, password));
     } finally {
@@ -267,7 +270,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     const client = pickForStream();
     const ms = toMs(opts.timeoutMs);
     const batchRows = Math.max(1, Math.floor(opts.batchRows) || 0);
-    const st: StreamState = { columns: null, handed: 0, batches: 0, failure: null, timedOut: false };
+    const st: StreamState = { columns: null, types: null, handed: 0, batches: 0, failure: null, timedOut: false };
     let timer: NodeJS.Timeout | undefined;
     let backstop: NodeJS.Timeout | undefined;
     /** The batch being handed over; postgres.js does not wait for the last one (CommandComplete). */
@@ -289,10 +292,11 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       // Never rejects: a rejection from the last batch would go unhandled inside postgres.js.
       const deliver = async (rows: unknown[][], names: ColumnsLike): Promise<void> => {
         st.columns ??= namesOf(names ?? undefined);
+        st.types ??= typesOf(names ?? undefined);
         st.batches++;
         st.handed += rows.length;
         try {
-          await onBatch(st.columns, rows);
+          await onBatch(st.columns, rows, st.types);
         } catch (error) {
           st.failure = { error };
           return;
@@ -322,7 +326,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
         // No rows: one call with the columns, so an export can still write its header.
         try {
           st.columns = namesOf(res.columns ?? undefined);
-          await onBatch(st.columns, []);
+          await onBatch(st.columns, [], typesOf(res.columns ?? undefined));
         } catch (error) {
           st.failure = { error };
         }
@@ -490,10 +494,11 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
   }
 }
 
-type ColumnsLike = readonly { name: string }[] | null | undefined;
+type ColumnsLike = readonly { name: string; type?: number }[] | null | undefined;
 
 interface StreamState {
   columns: string[] | null;
+  types: ColumnTypes | null;
   /** Rows and batches handed to onBatch so far. */
   handed: number;
   batches: number;
@@ -515,6 +520,42 @@ function namesOf(columns: readonly { name: string }[] | undefined): string[] {
     columnNames.set(columns, names);
   }
   return names;
+}
+
+/** Column types by OID, for the typed formats; other types (arrays, enums, ...) are left to their values. */
+const PG_KINDS = new Map<number, ColumnType>([
+  [16, COLUMN.boolean],
+  [20, COLUMN.integer],
+  [21, COLUMN.integer],
+  [23, COLUMN.integer],
+  [26, COLUMN.integer],
+  [700, COLUMN.float],
+  [701, COLUMN.float],
+  [1700, COLUMN.decimal], // postgres.js does not pass the typmod on, so the scale is unknown
+  [1082, COLUMN.date],
+  [1114, COLUMN.timestamp],
+  [1184, COLUMN.timestamp],
+  [1083, COLUMN.time],
+  [1266, COLUMN.time],
+  [17, COLUMN.bytes],
+  [114, COLUMN.json],
+  [3802, COLUMN.json],
+  [25, COLUMN.text],
+  [1043, COLUMN.text],
+  [1042, COLUMN.text],
+  [19, COLUMN.text],
+  [2950, COLUMN.text],
+]);
+const columnTypes = new WeakMap<object, ColumnTypes>();
+
+function typesOf(columns: readonly { type?: number }[] | undefined): ColumnTypes {
+  if (!columns) return [];
+  let types = columnTypes.get(columns);
+  if (!types) {
+    types = columns.map((c) => PG_KINDS.get(c.type ?? 0) ?? null);
+    columnTypes.set(columns, types);
+  }
+  return types;
 }
 
 function parseInt8(x: string): number | string {

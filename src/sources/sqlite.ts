@@ -6,7 +6,19 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { GatewayError } from '../contract/errors.js';
-import type { BatchHandler, ConnectionConfig, PoolCounts, ResultSet, RunOptions, Source, SourceSettings, StreamOptions } from './types.js';
+import {
+  type BatchHandler,
+  COLUMN,
+  type ColumnType,
+  type ColumnTypes,
+  type ConnectionConfig,
+  type PoolCounts,
+  type ResultSet,
+  type RunOptions,
+  type Source,
+  type SourceSettings,
+  type StreamOptions,
+} from './types.js';
 import { connectionFailed, queryFailed, timeoutError, tooManyStreams } from './errors.js';
 
 const READ_ONLY_FILE = 'Only statements that read are allowed: SQLite connections are read-only';
@@ -116,17 +128,20 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
     const started = opts.timeoutMs > 0 ? performance.now() : 0;
     let rows: unknown[][];
     let columns: string[];
+    let types: ColumnTypes;
     try {
       const stmt = prepare(text);
       // Names per run, not cached: a schema change on the file can change what `*` expands to.
-      columns = stmt.columns().map((c) => c.name);
+      const described = stmt.columns();
+      columns = described.map((c) => c.name);
+      types = described.map(declaredType);
       rows = stmt.all(...bindable(values)) as unknown[][];
     } catch (err) {
       throw toCallError(err);
     }
     if (opts.timeoutMs > 0 && performance.now() - started > opts.timeoutMs) throw timeoutError(opts.timeoutMs);
     fixIntegers(rows);
-    return { columns, rows, rowCount: rows.length };
+    return { columns, rows, rowCount: rows.length, types };
   }
 
   async function stream(text: string, values: unknown[], opts: StreamOptions, onBatch: BatchHandler): Promise<number> {
@@ -141,6 +156,7 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
     let handed = 0;
     try {
       let columns: string[];
+      let types: ColumnTypes;
       try {
         handle = new Database(file, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
         const stmt = handle.prepare<unknown[], unknown[]>(text);
@@ -148,7 +164,9 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
           throw new GatewayError('read_only', READ_ONLY_FILE);
         }
         stmt.raw(true).safeIntegers(true);
-        columns = stmt.columns().map((c) => c.name);
+        const described = stmt.columns();
+        columns = described.map((c) => c.name);
+        types = described.map(declaredType);
         it = stmt.iterate(...bindable(values));
       } catch (err) {
         throw toCallError(err);
@@ -176,7 +194,7 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
         if (rows.length > 0 || first) {
           fixIntegers(rows);
           handed += rows.length;
-          await onBatch(columns, rows); // a throw ends the stream (finally closes the iterator)
+          await onBatch(columns, rows, types); // a throw ends the stream (finally closes the iterator)
         }
         if (done) return handed;
         await new Promise<void>((resolve) => setImmediate(resolve));
@@ -214,6 +232,36 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
 
 /** How SQLite words a statement it cannot parse (it has no separate error code for it). */
 const SYNTAX_ERROR = /syntax error|incomplete input|unrecognized token/;
+
+/**
+ * A column's declared type read by SQLite's affinity rules (INT → integer, CHAR/CLOB/TEXT → text,
+ * BLOB → bytes, REAL/FLOA/DOUB → float), plus the names SQLite files commonly use for dates,
+ * timestamps, JSON and scaled decimals (booleans are 0/1 integers in SQLite, so left to INT). Expressions have no declared type: null, their values decide.
+ */
+function declaredType(c: { type: string | null }): ColumnType | null {
+  if (!c.type) return null;
+  let type = declaredTypes.get(c.type);
+  if (type === undefined) {
+    type = readDeclared(c.type.toUpperCase());
+    if (declaredTypes.size < 1000) declaredTypes.set(c.type, type); // a schema's handful of spellings
+  }
+  return type;
+}
+
+/** Declared type spellings read so far (every run describes its columns, so this is on the call's path). */
+const declaredTypes = new Map<string, ColumnType | null>();
+
+function readDeclared(t: string): ColumnType | null {
+  if (t.includes('INT')) return COLUMN.integer;
+  if (/CHAR|CLOB|TEXT/.test(t)) return COLUMN.text;
+  if (t.includes('BLOB')) return COLUMN.bytes;
+  if (/REAL|FLOA|DOUB/.test(t)) return COLUMN.float;
+  if (t === 'DATE') return COLUMN.date;
+  if (t === 'DATETIME' || t.startsWith('TIMESTAMP')) return COLUMN.timestamp;
+  if (t === 'JSON') return COLUMN.json;
+  const scaled = /^(?:DECIMAL|NUMERIC)\s*\(\s*\d+\s*,\s*(\d+)\s*\)$/.exec(t);
+  return scaled ? { kind: 'decimal', scale: Number(scaled[1]) } : null;
+}
 
 /** Integers come as BigInt (safeIntegers): a number while exact, else the decimal string. */
 function fixIntegers(rows: unknown[][]): void {

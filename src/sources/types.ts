@@ -58,11 +58,29 @@ export interface StreamOptions extends RunOptions {
  * Receives one batch of a stream. The next batch is not fetched until the returned promise has
  * resolved; throwing (or rejecting) ends the stream. `rows` belongs to the callee.
  */
-export type BatchHandler = (columns: string[], rows: unknown[][]) => void | Promise<void>;
+export type BatchHandler = (columns: string[], rows: unknown[][], types?: ColumnTypes) => void | Promise<void>;
+
+/**
+ * What the database says a result column holds, for the formats that type their columns (xlsx,
+ * parquet). The values are still the ones `run()` hands over (a big integer is its digit string, a
+ * PostgreSQL date its 'YYYY-MM-DD' text); this only says how to read them.
+ */
+export type ColumnKind = 'integer' | 'float' | 'decimal' | 'boolean' | 'date' | 'timestamp' | 'time' | 'text' | 'bytes' | 'json';
+
+export interface ColumnType {
+  kind: ColumnKind;
+  /** Digits after the point, for a decimal whose column declares them. */
+  scale?: number;
+}
+
+/** Per result column, its type; null where the database does not say (or says something else). */
+export type ColumnTypes = readonly (ColumnType | null)[];
 
 export interface ResultSet {
   columns: string[];
   rows: unknown[][];
+  /** The columns' types, where the source knows them. */
+  types?: ColumnTypes;
   /** Rows returned, or rows affected for a write that returns no rows. */
   rowCount: number;
 }
@@ -112,3 +130,17 @@ export interface PoolCounts {
   idle: number;
   active: number;
 }
+
+/** One shared ColumnType per kind (a decimal with a scale gets its own). */
+export const COLUMN: Readonly<Record<ColumnKind, ColumnType>> = Object.freeze({
+  integer: { kind: 'integer' },
+  float: { kind: 'float' },
+  decimal: { kind: 'decimal' },
+  boolean: { kind: 'boolean' },
+  date: { kind: 'date' },
+  timestamp: { kind: 'timestamp' },
+  time: { kind: 'time' },
+  text: { kind: 'text' },
+  bytes: { kind: 'bytes' },
+  json: { kind: 'json' },
+});

@@ -172,7 +172,7 @@ for (const mode of MODES) {
         example: 1,
       });
       for (const reserved of ['format', 'page', 'page_size', 'version', 'timeout']) assert.ok(byName[reserved], reserved);
-      assert.deepEqual(byName.format.schema.enum, ['json', 'ndjson', 'csv', 'tsv']);
+      assert.deepEqual(byName.format.schema.enum, ['json', 'ndjson', 'csv', 'tsv', 'xml', 'yaml', 'xlsx', 'parquet']);
       assert.equal(byName.page_size.schema.maximum, 1000);
       const search = Object.fromEntries(doc.paths['/q/search'].get.parameters.map((p: Doc) => [p.name, p.schema]));
       assert.deepEqual(search.prefix, { type: 'string', minLength: 1, maxLength: 20, pattern: '^(?:[a-z ]+)$', default: 'item' });

@@ -517,6 +517,15 @@ test('export writes what the server streams to a file, counts its rows, and says
     const expected = await request(s.url, 'GET', '/q/example_rentals_since?stream=true&format=ndjson&since=2024-06-01', { key: exporter });
     assert.equal(readFileSync(nd, 'utf8'), expected.text);
 
+    // Parquet, from the file name: the file is the server's bytes, whole (it ends with the footer's magic).
+    const pq = join(home, 'rentals.parquet');
+    const binary = await cli(['export', 'example_all_rentals', '--out', pq, '--url', s.url], { home, env });
+    assert.equal(binary.code, 0, binary.stderr);
+    const streamedParquet = await s.call('GET', '/q/example_all_rentals?stream=true&format=parquet');
+    assert.deepEqual(new Uint8Array(readFileSync(pq)), streamedParquet.bytes);
+    assert.equal(Buffer.from(streamedParquet.bytes.subarray(-4)).toString(), 'PAR1');
+    assert.match(binary.stderr, new RegExp(`^wrote [\\d.]+ [KM]B, .*/s to ${pq}$`, 'm'));
+
     const refused = await cli(['export', 'example_all_rentals', '--out', csv, '--url', s.url, '--key', exporter], { home });
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /^error: .* \(query_forbidden\)$/m);

@@ -228,6 +228,7 @@ describe('mysql source (MariaDB)', () => {
         [2, 'item 2'],
       ],
       rowCount: 2,
+      types: [{ kind: 'integer' }, { kind: 'text' }], // the first result set's column types
     });
   });
 

@@ -46,8 +46,16 @@ for (const backend of ['memory', 'Redis']) {
       // Another format is another entry.
       assert.equal((await s.call('GET', `${path}&format=csv`)).headers.get('x-cache'), 'MISS');
 
+      // A binary answer comes back as its bytes, with its content type (Redis keeps it as base64).
+      const parquetMiss = await s.call('GET', `${path}&format=parquet`);
+      const parquetHit = await s.call('GET', `${path}&format=parquet`);
+      assert.equal(parquetHit.headers.get('x-cache'), 'HIT');
+      assert.equal(parquetHit.headers.get('content-type'), 'application/vnd.apache.parquet');
+      assert.deepEqual(parquetHit.bytes, parquetMiss.bytes);
+      assert.equal(Buffer.from(parquetHit.bytes.subarray(0, 4)).toString(), 'PAR1');
+
       const history = await s.call('GET', '/api/v1/queries/cached_film/history');
-      assert.equal(history.json.items.length, 2, 'only the two misses are runs');
+      assert.equal(history.json.items.length, 3, 'only the three misses are runs');
 
       const off = await s.call('PATCH', '/api/v1/queries/cached_film/versions/1', { body: { cache_ttl: null } });
       assert.equal(off.status, 200, off.text);

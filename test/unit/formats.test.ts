@@ -223,6 +223,10 @@ test('empty results and content types', () => {
     ndjson: 'application/x-ndjson',
     csv: 'text/csv; charset=utf-8',
     tsv: 'text/tab-separated-values; charset=utf-8',
+    xml: 'application/xml',
+    yaml: 'application/x-yaml',
+    xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+    parquet: 'application/vnd.apache.parquet',
   });
 });
 

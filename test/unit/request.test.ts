@@ -92,7 +92,7 @@ test('parseCall: GET query strings', async (t) => {
     ['format is case-insensitive', 'format=NDJSON', { format: 'ndjson' }],
     ['format=TSV', 'format=TSV', { format: 'tsv' }],
     ['an empty format is the default', 'format=', {}],
-    ['an unknown format', 'format=xml', 'invalid_format'],
+    ['an unknown format', 'format=xmlx', 'invalid_format'],
     ['a format with spaces is not trimmed', 'format=+csv', 'invalid_format'],
     // version: a positive whole number written in digits
     ['version=1', 'version=1', { version: 1 }],
@@ -176,7 +176,7 @@ test('parseCall: POST JSON bodies', async (t) => {
     ['params is an array', post({ params: [1] }), 'invalid_body'],
     ['params is null', post({ params: null }), 'invalid_body'],
     ['params is a string', post({ params: 'id=1' }), 'invalid_body'],
-    ['an unknown format in the body', post({ format: 'xml' }), 'invalid_format'],
+    ['an unknown format in the body', post({ format: 'html' }), 'invalid_format'],
     ['a numeric format in the body', post({ format: 1 }), 'invalid_format'],
     ['version 0 in the body', post({ version: 0 }), 'invalid_request'],
     ['version 1.5 in the body', post({ version: 1.5 }), 'invalid_request'],
@@ -196,7 +196,7 @@ test('parseCall: POST JSON bodies', async (t) => {
 test('parseCall: refusals are 400s', () => {
   // every code the request stage raises is the caller's fault, before anything is looked up
   for (const [req, code] of [
-    [get('format=xml'), 'invalid_format'],
+    [get('format=html'), 'invalid_format'],
     [get('version=0'), 'invalid_request'],
     [get('timeout=0'), 'invalid_timeout'],
     [post('{'), 'invalid_body'],

@@ -1,0 +1,140 @@
+// Tests for the xml, yaml and Parquet writers' rules that the integration suite does not reach:
+// reading decimals, dates and timestamps out of the sources' values, XML's names and characters,
+// YAML's key order, and a Parquet stream's row groups, truncation note and a value that does not fit.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parquetMetadata, parquetReadObjects } from 'hyparquet';
+import { parse as parseYaml } from 'yaml';
+import { GatewayError } from '../../src/contract/errors.js';
+import { openParquetStream, parquetTypeNames, writeParquet } from '../../src/call/formats/parquet.js';
+import { dateMsOf, integerOf, timestampUsOf, unscaledOf, xmlSafe } from '../../src/call/formats/values.js';
+import { compileXmlWriter, xmlName } from '../../src/call/formats/xml.js';
+import { compileYamlWriter } from '../../src/call/formats/yaml.js';
+import { COLUMN } from '../../src/sources/types.js';
+
+test('decimals are scaled from their shortest text, rounded half away from zero', () => {
+  assert.equal(unscaledOf(123.45, 2), 12345n);
+  assert.equal(unscaledOf(1.005, 3), 1005n); // 1.005 * 1000 is 1004.9999999999999 in floats
+  assert.equal(unscaledOf(1.005, 2), 101n);
+  assert.equal(unscaledOf(-0.01, 2), -1n);
+  assert.equal(unscaledOf(-2.5, 0), -3n);
+  assert.equal(unscaledOf(7, 2), 700n);
+  assert.equal(unscaledOf(1e21, 0), 1000000000000000000000n);
+  assert.equal(unscaledOf(1e-7, 2), 0n);
+  assert.equal(unscaledOf('12.345', 2), 1235n);
+  assert.equal(unscaledOf(Number.NaN, 2), null);
+  assert.equal(unscaledOf('abc', 2), null);
+});
+
+test('integers, dates and timestamps are read from the forms the sources hand over', () => {
+  assert.equal(integerOf('-9223372036854775808'), -9223372036854775808n);
+  assert.equal(integerOf(1.5), null);
+  assert.equal(integerOf('1e3'), null);
+  assert.equal(dateMsOf('2024-02-29'), Date.UTC(2024, 1, 29));
+  assert.equal(dateMsOf('2023-02-29'), null, 'not a calendar date');
+  assert.equal(dateMsOf('infinity'), null);
+  assert.equal(new Date(dateMsOf('0099-01-01')!).getUTCFullYear(), 99, 'years below 100 are not moved to the 1900s');
+  assert.equal(timestampUsOf('2024-01-02 03:04:05.123456'), BigInt(Date.UTC(2024, 0, 2, 3, 4, 5)) * 1000n + 123456n);
+  assert.equal(timestampUsOf(new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 7))), BigInt(Date.UTC(2024, 0, 2, 3, 4, 5, 7)) * 1000n);
+  assert.equal(timestampUsOf('2024-01-02'), null);
+  assert.equal(timestampUsOf(new Date(Number.NaN)), null);
+});
+
+test('xml: names, escaping, NULL, characters XML cannot carry', () => {
+  assert.equal(xmlName('1st col'), '_1st_col');
+  assert.equal(xmlName('émile'), 'émile');
+  assert.equal(xmlName(''), '_');
+  assert.equal(xmlSafe('a\u0000b\uD800c\uFFFE😀'), 'a\uFFFDb\uFFFDc\uFFFD😀');
+  const w = compileXmlWriter(['a', 'b', 'a']);
+  assert.equal(
+    w([['<&>', null, 'x\r\ny']]),
+    '<?xml version="1.0" encoding="UTF-8"?>\n<data><item><a>&lt;&amp;&gt;</a><b/><a_2>x&#13;\ny</a_2></item></data>\n',
+  );
+  assert.equal(
+    w([[true, 9007199254740993n, new Date(Date.UTC(2024, 0, 2, 3, 4, 5))]]).match(/<item>.*<\/item>/)![0],
+    '<item><a>True</a><b>9007199254740993</b><a_2>2024-01-02 03:04:05</a_2></item>',
+  );
+});
+
+test('yaml: keys in column order, values as the json answer has them', () => {
+  const w = compileYamlWriter(['b', '1', 'n']);
+  const text = w([
+    ['x', 9007199254740993n, 1.5],
+    [null, 2, '007'],
+  ]);
+  assert.deepEqual(
+    parseYaml(text, { mapAsMap: true }).map((m: Map<string, unknown>) => [...m.entries()]),
+    [
+      [
+        ['b', 'x'],
+        ['1', '9007199254740993'],
+        ['n', 1.5],
+      ],
+      [
+        ['b', null],
+        ['1', 2],
+        ['n', '007'],
+      ],
+    ],
+  );
+});
+
+test('parquet: the source type when its values fit, else the values decide; a mix is VARCHAR', () => {
+  const rows = [
+    [1, '9007199254740993', 1.5, '2024-01-02', 'a', true, '18446744073709551615'],
+    [2, null, 2, '2024-01-03', 3, false, '1'],
+  ];
+  assert.deepEqual(parquetTypeNames(rows, 7, [COLUMN.integer, COLUMN.integer, null, COLUMN.date, null, null, COLUMN.integer]), [
+    'BIGINT',
+    'BIGINT',
+    'DOUBLE',
+    'DATE',
+    'VARCHAR',
+    'BOOLEAN',
+    'DECIMAL(38,0)',
+  ]);
+  // A date column whose value is not a date (a MySQL zero date stays text) falls back to the values.
+  assert.deepEqual(parquetTypeNames([['0000-00-00'], ['2024-01-02']], 1, [COLUMN.date]), ['VARCHAR']);
+  assert.deepEqual(parquetTypeNames([[null], [null]], 1, undefined), ['VARCHAR']);
+  assert.deepEqual(parquetTypeNames([[1.25]], 1, [{ kind: 'decimal', scale: 2 }]), ['DECIMAL(38,2)']);
+  assert.deepEqual(parquetTypeNames([[1.25]], 1, [{ kind: 'decimal' }]), ['DOUBLE']);
+});
+
+test('parquet: a page is one file; a stream is row groups, then the footer', async () => {
+  const page = writeParquet(['id'], [[1], [2]], [COLUMN.integer]);
+  assert.deepEqual(await parquetReadObjects({ file: page.slice().buffer }), [{ id: 1n }, { id: 2n }]);
+
+  const stream = openParquetStream(['id', 'label'], [[1, 'a']], [COLUMN.integer, COLUMN.text], 3);
+  const chunks: Uint8Array[] = [];
+  for (let b = 0; b < 4; b++)
+    chunks.push(
+      stream.rows([
+        [b * 2 + 1, `r${b * 2 + 1}`],
+        [b * 2 + 2, null],
+      ]),
+    );
+  chunks.push(stream.end(8));
+  assert.ok(
+    chunks.every((c) => c.byteOffset === 0 && c.byteLength === c.buffer.byteLength),
+    'each chunk owns its buffer',
+  );
+  const file = Buffer.concat(chunks);
+  const meta = parquetMetadata(file.buffer.slice(file.byteOffset, file.byteOffset + file.byteLength));
+  assert.deepEqual(
+    meta.row_groups.map((g) => Number(g.num_rows)),
+    [4, 4],
+  );
+  assert.deepEqual(meta.key_value_metadata, [{ key: 'queryapigate.truncated', value: 'after 8 rows' }]);
+  const rows = await parquetReadObjects({ file: file.buffer.slice(file.byteOffset, file.byteOffset + file.byteLength) });
+  assert.equal(rows.length, 8);
+  assert.deepEqual(rows[7], { id: 8n, label: null });
+});
+
+test('parquet: a stream value its column type cannot take ends the stream with query_failed', () => {
+  const stream = openParquetStream(['n'], [[1]], undefined);
+  stream.rows([[1]]);
+  assert.throws(
+    () => stream.rows([['not a number']]),
+    (e: unknown) => e instanceof GatewayError && e.code === 'query_failed' && /Column 'n'.*BIGINT/.test(e.message),
+  );
+});
