@@ -162,7 +162,21 @@ export function openPostgres(url: string, opts: PostgresStoreOptions = {}): SqlD
   const send = (sql: postgres.Sql, text: string, params: unknown[]) => sql.unsafe(toPg(text), params as postgres.ParameterOrJSON<never>[], { prepare: true });
 
   /** One statement outside a transaction, on the least busy client; limited to readMs when set. */
+  /**
+   * An executor's read (readMs > 0) that finds its connection lost (closed by the store's restart,
+   * reset) is sent once more, on a new session: a read is safe to repeat, and the first calls after
+   * a restart would otherwise be 503s while the store answers. Writes are never repeated.
+   */
   const statement = async (text: string, params: unknown[]): Promise<postgres.RowList<postgres.Row[]>> => {
+    try {
+      return await attempt(text, params);
+    } catch (e) {
+      if (readMs === 0 || !LOST_CONNECTION.has(String((causeOf(e) as { code?: unknown } | null)?.code))) throw e;
+      return attempt(text, params);
+    }
+  };
+
+  const attempt = async (text: string, params: unknown[]): Promise<postgres.RowList<postgres.Row[]>> => {
     const c = pick();
     c.busy++;
     let timer: NodeJS.Timeout | undefined;
@@ -245,6 +259,8 @@ export function openPostgres(url: string, opts: PostgresStoreOptions = {}): SqlD
   };
 }
 
+// A session that was there and went away (not one that could not be had, nor a slow statement).
+const LOST_CONNECTION = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'ECONNRESET', 'EPIPE', '57P01']);
 // postgres.js's own codes for a connection that could not be had or went away, and our read limit's.
 const DRIVER_UNREACHABLE = new Set(['CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'STORE_TIMEOUT']);
 // SQLSTATEs of a server going away, starting up, full of sessions, or cancelling a statement past its time.
