@@ -1,14 +1,18 @@
 // Where a call's time goes: runs the gateway under `node --cpu-prof` (inline executors, so one
 // thread holds the whole call), puts load on a lookup, and sums the profile's self time by part of
-// the call path. Run: npm run build && node dist/bench/profile.js [--seconds 10] [--pg postgres://.../qag_oltp_bench]
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+// the call path; with --pg, the hand-written floor (bench/floor.ts) is profiled the same way in the
+// same run. Run: npm run build && node dist/bench/profile.js [--seconds 10] [--pg postgres://.../qag_oltp_bench] [--pg-only]
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureWrk, runLoad } from './load.js';
-import { startGateway, today, writeResults } from './gateway.js';
+import { spawnListening, startGateway, today, writeResults } from './gateway.js';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, pg: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { seconds: { type: 'string', default: '10' }, pg: { type: 'string' }, 'pg-only': { type: 'boolean', default: false } },
+});
 ensureWrk();
 
 /** Parts of a call, matched on the profiled function's script URL (first match wins). */
@@ -18,6 +22,7 @@ const PARTS: Array<[string, RegExp]> = [
     /node_modules\/(pino|sonic-boom|on-exit-leak-free|quick-format-unescaped|safe-stable-stringify|atomic-sleep)\/|src\/log\.js|src\/http\/accessLog/,
   ],
   ['HTTP (uWebSockets.js, respond)', /uWebSockets|uws|src\/http\//],
+  ['HTTP (node:http, the floor)', /^node:(_http|http|net|stream|internal\/(streams|http|url|net))/],
   ['data source: driver and the query itself', /node_modules\/(postgres|better-sqlite3|mysql2)\/|src\/sources\//],
   ['store reads (key, query, connection)', /src\/store\//],
   ['parameters, plan, governance checks', /src\/call\/(binder|param\w+|plan|request|authorize|govern)|src\/governance\//],
@@ -79,26 +84,37 @@ let md = `# Where a call's time goes (${today()})\n\nMade with \`node dist/bench
   .map((x) => x.toFixed(1))
   .join(' ')} on 2 cores.\n`;
 
-const targets: Array<{
+/** What a target's load runs against: a process under --cpu-prof, and the URL pattern and key to call. */
+interface Profiled {
+  url: string;
+  key: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+interface Target {
   name: string;
-  env: Record<string, string>;
-  setup: (g: Awaited<ReturnType<typeof startGateway>>) => Promise<{ url: string; key: string }>;
-}> = [
-  {
+  start(profArgs: string[], home: string): Promise<Profiled>;
+}
+
+const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url));
+const targets: Target[] = [];
+if (!values['pg-only']) {
+  targets.push({
     name: 'example_film_lookup (SQLite, plain key)',
-    env: { QUERYAPIGATE_LOAD_EXAMPLES: '1' },
-    setup: async (g) => ({
-      url: `${g.url}/q/example_film_lookup\\?film_id=[1-5][0-9]`,
-      key: (await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['example_film_lookup'], connections: [] })).secret,
-    }),
-  },
-];
+    start: async (profArgs, home) => {
+      const g = await startGateway({ QUERYAPIGATE_LOAD_EXAMPLES: '1', QUERYAPIGATE_HOME: home, QUERYAPIGATE_WORKERS: '0' }, 'bench-admin', profArgs);
+      const { secret } = await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['example_film_lookup'], connections: [] });
+      return { url: `${g.url}/q/example_film_lookup\\?film_id=[1-5][0-9]`, key: secret, pid: g.pid, stop: g.stop };
+    },
+  });
+}
 if (values.pg) {
+  const pg = values.pg;
   targets.push({
     name: 'account lookup (PostgreSQL, plain key, metadata cache on)',
-    env: { QUERYAPIGATE_METADATA_CACHE_TTL: '5' },
-    setup: async (g) => {
-      const u = new URL(values.pg!);
+    start: async (profArgs, home) => {
+      const g = await startGateway({ QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_HOME: home, QUERYAPIGATE_WORKERS: '0' }, 'bench-admin', profArgs);
+      const u = new URL(pg);
       await g.api('POST', '/api/v1/connections', {
         name: 'oltp',
         db: 'postgres',
@@ -115,10 +131,16 @@ if (values.pg) {
         sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid',
         parameters: { aid: { type: 'int', required: true } },
       });
-      return {
-        url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`,
-        key: (await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] })).secret,
-      };
+      const { secret } = await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] });
+      return { url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: secret, pid: g.pid, stop: g.stop };
+    },
+  });
+  // The floor under the same profiler in the same run: node:http + postgres.js, no key, no record.
+  targets.push({
+    name: 'the floor: node:http + postgres.js (the same lookup, not a product)',
+    start: async (profArgs) => {
+      const f = await spawnListening([...profArgs, FLOOR, pg, '10']);
+      return { url: `${f.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: '-', pid: f.pid, stop: f.stop };
     },
   });
 }
@@ -126,19 +148,26 @@ if (values.pg) {
 for (const t of targets) {
   const home = mkdtempSync(join(tmpdir(), 'qag-prof-'));
   const profDir = join(home, 'prof');
-  const g = await startGateway({ ...t.env, QUERYAPIGATE_HOME: home, QUERYAPIGATE_WORKERS: '0' }, 'bench-admin', ['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
+  const p = await t.start(['--cpu-prof', `--cpu-prof-dir=${profDir}`], home);
   try {
-    const { url, key } = await t.setup(g);
-    const load = await runLoad({ randRegexUrl: url, duration: Number(values.seconds), connections: 32, warmup: 2, headers: { 'X-API-Key': key }, pid: g.pid });
-    await g.stop(); // the profile is written at exit
+    const load = await runLoad({
+      randRegexUrl: p.url,
+      duration: Number(values.seconds),
+      connections: 32,
+      warmup: 2,
+      headers: { 'X-API-Key': p.key },
+      pid: p.pid,
+    });
+    await p.stop(); // the profile is written at exit
     const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'))!;
     const { parts, top } = summarize(join(profDir, file));
+    if (process.env.PROFILE_KEEP) copyFileSync(join(profDir, file), join(process.env.PROFILE_KEEP, `${rows.length}.cpuprofile`));
     const perCallUs = load.cpu_s ? (load.cpu_s / load.requests) * 1e6 : null;
     rows.push({ target: t.name, load, parts, top, cpu_us_per_call: perCallUs });
     md +=
       `\n## ${t.name}\n\n${load.requests} calls, ${Math.round(load.rps)} req/s, p50 ${load.p50_ms} ms, p99 ${load.p99_ms} ms, ` +
-      `${perCallUs ? Math.round(perCallUs) : '?'} µs of gateway CPU per call (all threads, profiler on).\n\n| Part of a call | Self time ms | Share | µs per call |\n|---|---|---|---|\n` +
-      parts.map((p) => `| ${p.part} | ${p.ms} | ${p.share}% | ${Math.round((p.ms * 1000) / load.requests)} |`).join('\n') +
+      `${perCallUs ? Math.round(perCallUs) : '?'} µs of CPU per call (all threads, profiler on).\n\n| Part of a call | Self time ms | Share | µs per call |\n|---|---|---|---|\n` +
+      parts.map((x) => `| ${x.part} | ${x.ms} | ${x.share}% | ${Math.round((x.ms * 1000) / load.requests)} |`).join('\n') +
       '\n\nThe functions with the most self time:\n\n| Function | ms |\n|---|---|\n' +
       top.map((f) => `| \`${f.fn}\` | ${f.ms} |`).join('\n') +
       '\n';

@@ -7,7 +7,7 @@ import { runAdhoc } from '../src/call/adhoc.js';
 import { runCall } from '../src/call/runCall.js';
 import { buildCatalog, type CatalogDocuments, type CatalogTask } from '../src/catalog/build.js';
 import type { Answer, Request } from '../src/contract/exchange.js';
-import { type McpTask, type McpToolListing, type McpToolsTask, mcpTools as listMcpTools, serveMcp } from '../src/mcp/server.js';
+import type { McpTask, McpToolListing, McpToolsTask } from '../src/mcp/server.js';
 import { configureLogs, SERVER_LOG_FD } from '../src/log.js';
 
 const data = workerData as ExecutorData;
@@ -26,10 +26,13 @@ export function catalog(task: CatalogTask): Promise<CatalogDocuments> {
   return buildCatalog(ctx, task);
 }
 
-export function mcp(task: McpTask): Promise<Answer> {
-  return serveMcp(ctx, task);
+// MCP's module (and the SDK) is loaded on the first MCP request: about 14 MB of RSS otherwise held by every executor.
+const mcpModule = () => import('../src/mcp/server.js');
+
+export async function mcp(task: McpTask): Promise<Answer> {
+  return (await mcpModule()).serveMcp(ctx, task);
 }
 
-export function mcpTools(task: McpToolsTask): Promise<McpToolListing> {
-  return listMcpTools(ctx, task);
+export async function mcpTools(task: McpToolsTask): Promise<McpToolListing> {
+  return (await mcpModule()).mcpTools(ctx, task);
 }

@@ -1,6 +1,6 @@
 // In charge of API key secrets and the checks made on every call against a key's row: hashing,
 // generation, the admin key comparison, activity and expiry. Knows nothing of HTTP or SQL.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { BlockList, isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import type { KeyRow } from '../store/types.js';
@@ -16,9 +16,10 @@ export function generateSecret(): string {
   return `sk_${randomBytes(32).toString('base64url')}`;
 }
 
-/** Only this unsalted SHA-256 hex of a secret is stored; a lookup is one indexed read. */
+/** Only this unsalted SHA-256 hex of a secret is stored; a lookup is one indexed read. (The one-shot
+ * `hash` takes a third of `createHash`'s time, and every call with a key pays it.) */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 /** Constant-time comparison against the configured admin key. */

@@ -3,11 +3,11 @@
 // once (counted), and shutdown can wait for the tasks in flight.
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import { createCallContext, type ExecutorData } from '../call/context.js';
+import { type CallContext, createCallContext, type ExecutorData } from '../call/context.js';
 import { runAdhoc } from '../call/adhoc.js';
 import { runCall } from '../call/runCall.js';
 import { buildCatalog, type CatalogDocuments, type CatalogTask } from '../catalog/build.js';
-import { type McpTask, type McpToolListing, type McpToolsTask, mcpTools, serveMcp } from '../mcp/server.js';
+import type { McpTask, McpToolListing, McpToolsTask } from '../mcp/server.js';
 import type { Config } from '../config.js';
 import { GatewayError } from '../contract/errors.js';
 import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
@@ -31,8 +31,15 @@ export interface Dispatcher {
   close(): Promise<void>;
 }
 
+/** MCP's module (and the SDK) loaded on the first MCP request: about 14 MB of RSS a thread need not hold otherwise. */
+const mcpModule = () => import('../mcp/server.js');
+
 /** The executor's tasks besides calls, by the name the worker file exports each under. */
-const TASKS = { catalog: buildCatalog, mcp: serveMcp, mcpTools };
+const TASKS = {
+  catalog: buildCatalog,
+  mcp: async (ctx: CallContext, task: McpTask): Promise<Answer> => (await mcpModule()).serveMcp(ctx, task),
+  mcpTools: async (ctx: CallContext, task: McpToolsTask): Promise<McpToolListing> => (await mcpModule()).mcpTools(ctx, task),
+};
 type TaskName = keyof typeof TASKS;
 type Named = <N extends TaskName>(name: N, task: Parameters<(typeof TASKS)[N]>[1]) => ReturnType<(typeof TASKS)[N]>;
 

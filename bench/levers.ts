@@ -1,0 +1,106 @@
+// A/B of gateway settings on the PostgreSQL account lookup: each variant's process in turn, in
+// interleaved rounds, calls per gateway CPU-s and req/s at 32 callers; the floor in the same rounds.
+//   node dist/bench/levers.js --pg postgres://postgres@127.0.0.1:5432/qag_oltp_bench [--seconds 5] [--rounds 3]
+//        [--variant 'name:ENV=V,ENV2=V2' ...]
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { ensureWrk, runLoad } from './load.js';
+import { fmt, median, spawnListening, startGateway, today, writeResults } from './gateway.js';
+
+const { values } = parseArgs({
+  options: {
+    pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/qag_oltp_bench' },
+    seconds: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '3' },
+    variant: { type: 'string', multiple: true, default: ['inline:QUERYAPIGATE_WORKERS=0', 'pooled:QUERYAPIGATE_WORKERS=1'] },
+  },
+});
+ensureWrk();
+const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url));
+const variants = values.variant!.map((v) => {
+  const [name, envs = ''] = v.split(':');
+  return {
+    name,
+    env: Object.fromEntries(
+      envs
+        .split(',')
+        .filter(Boolean)
+        .map((e) => e.split('=') as [string, string]),
+    ),
+  };
+});
+
+async function gatewayCell(env: Record<string, string>): Promise<{ url: string; key: string; pid: number; stop(): Promise<void> }> {
+  const home = mkdtempSync(join(tmpdir(), 'qag-levers-'));
+  const g = await startGateway({ QUERYAPIGATE_HOME: home, QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_WORKERS: '0', ...env });
+  const u = new URL(values.pg!);
+  await g.api('POST', '/api/v1/connections', {
+    name: 'oltp',
+    db: 'postgres',
+    host: u.hostname,
+    port: Number(u.port || 5432),
+    database: u.pathname.slice(1),
+    user: u.username || 'postgres',
+  });
+  await g.api('POST', '/api/v1/queries', {
+    name: 'account',
+    connection_name: 'oltp',
+    description: 'a',
+    publish: true,
+    sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid',
+    parameters: { aid: { type: 'int', required: true } },
+  });
+  const { secret } = await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] });
+  return {
+    url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`,
+    key: secret,
+    pid: g.pid,
+    stop: async () => {
+      await g.stop();
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+const floor = await spawnListening([FLOOR, values.pg!, '10']);
+const cells: Array<{ name: string; start: () => Promise<{ url: string; key: string; pid: number; stop(): Promise<void> }> }> = [
+  { name: 'floor', start: async () => ({ url: `${floor.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: '-', pid: floor.pid, stop: async () => {} }) },
+  ...variants.map((v) => ({ name: v.name, start: () => gatewayCell(v.env) })),
+];
+const got = new Map<string, Array<{ rps: number; perCpu: number; p50: number; p99: number }>>();
+for (let r = 0; r < Number(values.rounds); r++) {
+  for (const c of [...cells.slice(r % cells.length), ...cells.slice(0, r % cells.length)]) {
+    const p = await c.start();
+    const load = await runLoad({
+      randRegexUrl: p.url,
+      duration: Number(values.seconds),
+      connections: 32,
+      warmup: 2,
+      headers: { 'X-API-Key': p.key },
+      pid: p.pid,
+    });
+    await p.stop();
+    const row = { rps: load.rps, perCpu: load.cpu_s ? load.requests / load.cpu_s : 0, p50: load.p50_ms, p99: load.p99_ms };
+    got.set(c.name, [...(got.get(c.name) ?? []), row]);
+    console.log(r, c.name, Math.round(row.rps), Math.round(row.perCpu), row.p50, row.p99);
+  }
+}
+await floor.stop();
+const floorPerCpu = median(got.get('floor')!.map((x) => x.perCpu));
+let md = `# Levers on the account lookup (${today()})\n\nMade with \`node dist/bench/levers.js ${process.argv.slice(2).join(' ')}\`: 32 callers, ${values.seconds} s cells, ${values.rounds} interleaved rounds, medians; metadata cache on, plain key.\n\n| Cell | req/s | calls per CPU-s | ÷ floor per CPU-s | p50 ms | p99 ms |\n|---|---|---|---|---|---|\n`;
+for (const [name, xs] of got) {
+  const perCpu = median(xs.map((x) => x.perCpu));
+  md += `| ${name} | ${fmt(median(xs.map((x) => x.rps)))} | ${fmt(perCpu)} | ${(perCpu / floorPerCpu).toFixed(2)} | ${median(xs.map((x) => x.p50))} | ${median(xs.map((x) => x.p99))} |\n`;
+}
+console.log(md);
+console.log(
+  'written to',
+  writeResults(
+    'levers',
+    [...got].map(([name, xs]) => ({ name, xs, variants })),
+    md,
+  ),
+);
