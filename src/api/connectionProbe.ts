@@ -1,11 +1,11 @@
 // In charge of the two routes that read a saved connection's database for an administrator: its
-// schema (GET /api/v1/connections/{name}/schema: tables and views, columns, types, primary keys) and a
+// schema (GET /api/v1/connections/{name}/schema: tables and views, columns, types, primary and foreign keys) and a
 // probe (POST /api/v1/connections/{name}/test: reachable, server version, whether read sessions are
 // read-only). Each opens a short-lived source of one connection, as save checks do, and gives it 5 s.
 import { sourceSettings } from '../call/context.js';
 import { GatewayError } from '../contract/errors.js';
 import { jsonAnswer } from '../contract/exchange.js';
-import { browseQuery, toBrowsed } from '../governance/schema.js';
+import { addForeignKeys, browseQuery, foreignKeysQuery, toBrowsed } from '../governance/schema.js';
 import { openSource } from '../sources/index.js';
 import type { Dialect, Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
@@ -16,7 +16,11 @@ const READ = { timeoutMs: PROBE_TIMEOUT_MS, readOnly: true };
 
 export function connectionProbeRoutes(r: ApiRouter): void {
   r.add('GET', '/api/v1/connections/:name/schema', async (ctx, _req, [n]) => {
-    const browsed = await withSource(ctx, await saved(ctx, n), async (source) => toBrowsed((await source.run(browseQuery(source.dialect), [], READ)).rows));
+    const browsed = await withSource(ctx, await saved(ctx, n), async (source) => {
+      const found = toBrowsed((await source.run(browseQuery(source.dialect), [], READ)).rows);
+      addForeignKeys(found.tables, (await source.run(foreignKeysQuery(source.dialect), [], READ)).rows);
+      return found;
+    });
     return jsonAnswer(200, browsed);
   });
 

@@ -136,6 +136,45 @@ export interface BrowsedTable {
   schema: string;
   type: 'table' | 'view';
   columns: BrowsedColumn[];
+  foreign_keys: BrowsedForeignKey[];
+}
+
+/** A foreign key: its columns, in order, and the columns they reference (SQLite's have no name). */
+export interface BrowsedForeignKey {
+  name: string | null;
+  columns: string[];
+  references: { schema: string; table: string; columns: string[] };
+}
+
+// Foreign keys, one row per column pair: (schema, table, constraint name, column, referenced schema,
+// referenced table, referenced column, what groups a constraint's rows), in constraint and column order.
+const FOREIGN_POSTGRES = `SELECT n.nspname::text, c.relname::text, k.conname::text, a.attname::text, rn.nspname::text, rc.relname::text,
+  ra.attname::text, k.oid::text
+FROM pg_constraint k
+JOIN pg_class c ON c.oid = k.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_class rc ON rc.oid = k.confrelid JOIN pg_namespace rn ON rn.oid = rc.relnamespace
+CROSS JOIN LATERAL unnest(k.conkey, k.confkey) WITH ORDINALITY AS u(col, refcol, i)
+JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.col
+JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = u.refcol
+WHERE k.contype = 'f' AND n.nspname = ANY (current_schemas(false)) AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+ORDER BY 1, 2, 3, u.i
+LIMIT ${BROWSE_MAX_COLUMNS}`;
+
+const FOREIGN_MYSQL = `SELECT TABLE_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, COLUMN_NAME, REFERENCED_TABLE_SCHEMA, REFERENCED_TABLE_NAME,
+  REFERENCED_COLUMN_NAME, CONSTRAINT_NAME
+FROM information_schema.KEY_COLUMN_USAGE
+WHERE TABLE_SCHEMA = DATABASE() AND REFERENCED_TABLE_NAME IS NOT NULL
+ORDER BY TABLE_NAME, CONSTRAINT_NAME, ORDINAL_POSITION
+LIMIT ${BROWSE_MAX_COLUMNS}`;
+
+const FOREIGN_SQLITE = `SELECT 'main', m.name, NULL, f."from", 'main', f."table", f."to", f.id
+FROM sqlite_master m JOIN pragma_foreign_key_list(m.name) f
+WHERE m.type = 'table'
+ORDER BY m.name, f.id, f.seq
+LIMIT ${BROWSE_MAX_COLUMNS}`;
+
+export function foreignKeysQuery(dialect: SqlDialect): string {
+  return dialect === 'postgres' ? FOREIGN_POSTGRES : dialect === 'sqlite' ? FOREIGN_SQLITE : FOREIGN_MYSQL;
 }
 
 /** browseQuery's rows as tables of columns; `truncated` when there were more columns than answered. */
@@ -146,12 +185,43 @@ export function toBrowsed(rows: unknown[][]): { tables: BrowsedTable[]; truncate
   for (const row of truncated ? rows.slice(0, BROWSE_MAX_COLUMNS) : rows) {
     const [schema, table, kind] = [String(row[0]), String(row[1]), String(row[2]).toLowerCase()];
     if (!last || last.name !== table || last.schema !== schema) {
-      last = { name: table, schema, type: kind.includes('view') ? 'view' : 'table', columns: [] };
+      last = { name: table, schema, type: kind.includes('view') ? 'view' : 'table', columns: [], foreign_keys: [] };
       tables.push(last);
     }
     last.columns.push({ name: String(row[3]), type: String(row[4] ?? ''), nullable: truthy(row[5]), position: Number(row[6]), primary_key: truthy(row[7]) });
   }
   return { tables, truncated };
+}
+
+/**
+ * foreignKeysQuery's rows added to the tables they belong to. A SQLite key that names no referenced
+ * column references the other table's primary key, in order.
+ */
+export function addForeignKeys(tables: BrowsedTable[], rows: unknown[][]): void {
+  const byName = new Map(tables.map((t) => [`${t.schema}${SEP}${t.name}`, t]));
+  let last: { group: string; table: string; fk: BrowsedForeignKey } | null = null;
+  for (const row of rows) {
+    const table = `${String(row[0])}${SEP}${String(row[1])}`;
+    const group = String(row[7]);
+    if (!last || last.group !== group || last.table !== table) {
+      const fk: BrowsedForeignKey = {
+        name: row[2] === null || row[2] === undefined ? null : String(row[2]),
+        columns: [],
+        references: { schema: String(row[4]), table: String(row[5]), columns: [] },
+      };
+      last = { group, table, fk };
+      byName.get(table)?.foreign_keys.push(fk);
+    }
+    last.fk.columns.push(String(row[3]));
+    if (row[6] !== null && row[6] !== undefined) last.fk.references.columns.push(String(row[6]));
+  }
+  for (const t of tables) {
+    for (const fk of t.foreign_keys) {
+      if (fk.references.columns.length) continue;
+      const target = byName.get(`${fk.references.schema}${SEP}${fk.references.table}`);
+      fk.references.columns = target ? target.columns.filter((c) => c.primary_key).map((c) => c.name) : [];
+    }
+  }
 }
 
 /** A boolean as each driver answers it (true, 1, 1n, '1'). */

@@ -9,7 +9,10 @@ import mysql from 'mysql2/promise';
 import { scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
 const SETUP = `CREATE TABLE orders (order_id INT NOT NULL, line INT NOT NULL, Note VARCHAR(30), PRIMARY KEY (order_id, line));
-  CREATE VIEW order_notes AS SELECT order_id, Note FROM orders;`;
+  CREATE VIEW order_notes AS SELECT order_id, Note FROM orders;
+  CREATE TABLE shipments (shipment_id INT PRIMARY KEY, order_id INT NOT NULL, order_line INT NOT NULL,
+    CONSTRAINT shipments_order FOREIGN KEY (order_id, order_line) REFERENCES orders (order_id, line));
+  CREATE TABLE returns (return_id INT PRIMARY KEY, shipment INT, FOREIGN KEY (shipment) REFERENCES shipments (shipment_id));`;
 
 let s: TestServer;
 let pg: Awaited<ReturnType<typeof scratchDatabase>>;
@@ -28,6 +31,7 @@ before(async () => {
   s = await startTestServer({ QUERYAPIGATE_WORKERS: '0' });
   const lite = new Database(join(s.home, 'orders.db'));
   lite.exec(SETUP);
+  lite.exec('CREATE TABLE claims (claim_id INT PRIMARY KEY, shipment INT REFERENCES shipments)'); // SQLite: no referenced column
   lite.close();
   for (const body of [
     { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: pg.name, user: 'postgres' },
@@ -72,6 +76,29 @@ for (const name of ['pg', 'my', 'lite']) {
           ['note', false],
         ],
       );
+    });
+
+    test('foreign keys are listed with their columns in order and what they reference', async () => {
+      const r = await s.call('GET', `/api/v1/connections/${name}/schema`);
+      assert.equal(r.status, 200, r.text);
+      const byName = Object.fromEntries(r.json.tables.map((t: { name: string }) => [t.name, t]));
+      const schema = byName.orders.schema;
+      assert.deepEqual(byName.orders.foreign_keys, []);
+      assert.deepEqual(byName.shipments.foreign_keys, [
+        {
+          name: name === 'lite' ? null : 'shipments_order',
+          columns: ['order_id', 'order_line'],
+          references: { schema, table: 'orders', columns: ['order_id', 'line'] },
+        },
+      ]);
+      const [returns] = byName.returns.foreign_keys;
+      assert.deepEqual([returns.columns, returns.references], [['shipment'], { schema, table: 'shipments', columns: ['shipment_id'] }]);
+      if (name === 'lite') {
+        // A key naming only the table references its primary key.
+        assert.deepEqual(byName.claims.foreign_keys, [
+          { name: null, columns: ['shipment'], references: { schema, table: 'shipments', columns: ['shipment_id'] } },
+        ]);
+      }
     });
 
     test('the probe says the database answers, its version, and that read sessions are read-only', async () => {
