@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import mysql from 'mysql2/promise';
 import { eventually, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
@@ -224,6 +225,46 @@ for (const workers of ['1', '0']) {
         assert.equal(run.code, 'table_not_allowed');
       } finally {
         await client.close();
+      }
+    });
+
+    test('over stdio, a query published later is announced (tools/list_changed) and then listed', async () => {
+      const client = new Client({ name: 'queryapigate-stdio-watch', version: '1.0.0' });
+      let told = 0;
+      client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+        told++;
+      });
+      await client.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [MAIN, 'mcp', '--url', s.url, '--key', keys.reader, '--watch-seconds', '0.3'],
+          env: { PATH: process.env.PATH ?? '' },
+          cwd: s.home,
+          stderr: 'pipe',
+        }),
+      );
+      try {
+        assert.equal(client.getServerCapabilities()?.tools?.listChanged, true);
+        const before = (await client.listTools()).tools.map((t) => t.name);
+        assert.ok(!before.includes('newly_published'));
+        await new Promise((r) => setTimeout(r, 900)); // unchanged: nothing is said
+        assert.equal(told, 0);
+        const made = await s.call('POST', '/api/v1/queries', {
+          body: { name: 'newly_published', connection_name: 'pg', description: 'Later', publish: true, sql: 'SELECT id FROM customers' },
+        });
+        assert.equal(made.status, 201, made.text);
+        assert.ok(
+          (await eventually(
+            async () => told,
+            (n) => n > 0,
+          )) > 0,
+          'no tools/list_changed within 5 s',
+        );
+        assert.ok((await client.listTools()).tools.some((t) => t.name === 'newly_published'));
+        assert.equal(told, 1);
+      } finally {
+        await client.close();
+        await s.call('DELETE', '/api/v1/queries/newly_published');
       }
     });
 
