@@ -90,6 +90,8 @@ test("every metric and label the Grafana dashboard queries exists in a real serv
       'queryapigate_request_duration_seconds_bucket',
       'queryapigate_history_runs_total',
       'queryapigate_active_queries',
+      'queryapigate_pool_active_connections',
+      'queryapigate_pool_idle_connections',
       'queryapigate_cache_hits_total',
       'queryapigate_rate_limit_rejections_total',
     ]) {
