@@ -1,14 +1,15 @@
 // A/B of gateway settings on the PostgreSQL account lookup: each variant's process in turn, in
 // interleaved rounds, calls per gateway CPU-s and req/s at 32 callers; the floor in the same rounds.
 //   node dist/bench/levers.js --pg postgres://postgres@127.0.0.1:5432/qag_oltp_bench [--seconds 5] [--rounds 3]
-//        [--variant 'name:ENV=V,ENV2=V2' ...]
-import { mkdtempSync, rmSync } from 'node:fs';
+//        [--variant 'name:ENV=V,ENV2=V2' ...]   (MAIN=<a build's dist/src/main.js> runs that build)
+// Variants must keep the log level at info or below: the start is seen by its "listening on" line.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureWrk, runLoad } from './load.js';
-import { fmt, median, spawnListening, startGateway, today, writeResults } from './gateway.js';
+import { adminApi, fmt, median, spawnListening, startGateway, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -35,7 +36,15 @@ const variants = values.variant!.map((v) => {
 
 async function gatewayCell(env: Record<string, string>): Promise<{ url: string; key: string; pid: number; stop(): Promise<void> }> {
   const home = mkdtempSync(join(tmpdir(), 'qag-levers-'));
-  const g = await startGateway({ QUERYAPIGATE_HOME: home, QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_WORKERS: '0', ...env });
+  // MAIN=<path to a build's dist/src/main.js> runs another build (a baseline) with the same cells.
+  const { MAIN: main, ...rest } = env;
+  const settings = { QUERYAPIGATE_HOME: home, QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_WORKERS: '0', ...rest };
+  const g = main
+    ? await (async () => {
+        const l = await spawnListening([main, 'serve'], { QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: 'bench-admin', ...settings });
+        return { ...l, api: adminApi(l.url, 'bench-admin') };
+      })()
+    : await startGateway(settings);
   const u = new URL(values.pg!);
   await g.api('POST', '/api/v1/connections', {
     name: 'oltp',
@@ -59,18 +68,33 @@ async function gatewayCell(env: Record<string, string>): Promise<{ url: string; 
     key: secret,
     pid: g.pid,
     stop: async () => {
+      rss = rssMb(g.pid);
       await g.stop();
       rmSync(home, { recursive: true, force: true });
     },
   };
 }
 
+/** VmRSS of a process in MiB, read just before it is stopped (after its cell's load). */
+let rss = 0;
+const rssMb = (pid: number) => Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024);
+
 const floor = await spawnListening([FLOOR, values.pg!, '10']);
 const cells: Array<{ name: string; start: () => Promise<{ url: string; key: string; pid: number; stop(): Promise<void> }> }> = [
-  { name: 'floor', start: async () => ({ url: `${floor.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: '-', pid: floor.pid, stop: async () => {} }) },
+  {
+    name: 'floor',
+    start: async () => ({
+      url: `${floor.url}/q/account\\?aid=[1-9][0-9]{0,5}`,
+      key: '-',
+      pid: floor.pid,
+      stop: async () => {
+        rss = rssMb(floor.pid);
+      },
+    }),
+  },
   ...variants.map((v) => ({ name: v.name, start: () => gatewayCell(v.env) })),
 ];
-const got = new Map<string, Array<{ rps: number; perCpu: number; p50: number; p99: number }>>();
+const got = new Map<string, Array<{ rps: number; perCpu: number; p50: number; p99: number; rss: number }>>();
 for (let r = 0; r < Number(values.rounds); r++) {
   for (const c of [...cells.slice(r % cells.length), ...cells.slice(0, r % cells.length)]) {
     const p = await c.start();
@@ -83,17 +107,17 @@ for (let r = 0; r < Number(values.rounds); r++) {
       pid: p.pid,
     });
     await p.stop();
-    const row = { rps: load.rps, perCpu: load.cpu_s ? load.requests / load.cpu_s : 0, p50: load.p50_ms, p99: load.p99_ms };
+    const row = { rps: load.rps, perCpu: load.cpu_s ? load.requests / load.cpu_s : 0, p50: load.p50_ms, p99: load.p99_ms, rss };
     got.set(c.name, [...(got.get(c.name) ?? []), row]);
-    console.log(r, c.name, Math.round(row.rps), Math.round(row.perCpu), row.p50, row.p99);
+    console.log(r, c.name, Math.round(row.rps), Math.round(row.perCpu), row.p50, row.p99, row.rss);
   }
 }
 await floor.stop();
 const floorPerCpu = median(got.get('floor')!.map((x) => x.perCpu));
-let md = `# Levers on the account lookup (${today()})\n\nMade with \`node dist/bench/levers.js ${process.argv.slice(2).join(' ')}\`: 32 callers, ${values.seconds} s cells, ${values.rounds} interleaved rounds, medians; metadata cache on, plain key.\n\n| Cell | req/s | calls per CPU-s | ÷ floor per CPU-s | p50 ms | p99 ms |\n|---|---|---|---|---|---|\n`;
+let md = `# Levers on the account lookup (${today()})\n\nMade with \`node dist/bench/levers.js ${process.argv.slice(2).join(' ')}\`: 32 callers, ${values.seconds} s cells, ${values.rounds} interleaved rounds, medians; metadata cache on, plain key.\n\n| Cell | req/s | calls per CPU-s | ÷ floor per CPU-s | p50 ms | p99 ms | RSS after, MiB |\n|---|---|---|---|---|---|---|\n`;
 for (const [name, xs] of got) {
   const perCpu = median(xs.map((x) => x.perCpu));
-  md += `| ${name} | ${fmt(median(xs.map((x) => x.rps)))} | ${fmt(perCpu)} | ${(perCpu / floorPerCpu).toFixed(2)} | ${median(xs.map((x) => x.p50))} | ${median(xs.map((x) => x.p99))} |\n`;
+  md += `| ${name} | ${fmt(median(xs.map((x) => x.rps)))} | ${fmt(perCpu)} | ${(perCpu / floorPerCpu).toFixed(2)} | ${median(xs.map((x) => x.p50))} | ${median(xs.map((x) => x.p99))} | ${median(xs.map((x) => x.rss))} |\n`;
 }
 console.log(md);
 console.log(

@@ -5,7 +5,7 @@ import { LRUCache } from 'lru-cache';
 import { RateLimits } from '../auth/rateLimit.js';
 import type { Config } from '../config.js';
 import { type ChangeMessage, channel } from '../contract/messages.js';
-import { inspectStatement } from '../governance/analysis.js';
+import { type SqlDialect, warmParser } from '../governance/analysis.js';
 import type { Histogram } from 'prom-client';
 import { type Metrics, type StatementCounters, statementCounters, threadMetrics } from '../metrics/metrics.js';
 import { RunBatcher } from '../recorder/batcher.js';
@@ -56,6 +56,9 @@ export interface CallContext {
   close(): Promise<void>;
 }
 
+/** The analysis dialect of each connection type (sources/index.ts opens the same names). */
+const PARSED_AS: Record<string, SqlDialect> = { postgres: 'postgres', postgresql: 'postgres', sqlite: 'sqlite', mysql: 'mysql' };
+
 /** How this server opens data sources: its pool size, home, time limit, and the store's files kept off-limits. */
 export function sourceSettings(config: Config): SourceSettings {
   return {
@@ -91,13 +94,28 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: null });
   const schemas = new SchemaCache();
   let secret: Promise<Buffer> | null = null;
-  // Load the SQL parsers now, not on the first governed call (their first use costs ~100 ms).
-  inspectStatement('SELECT a FROM t WHERE b = 1', 'postgres');
-  inspectStatement('SELECT a FROM t LIMIT 1, 2', 'mysql');
+  // The SQL parsers of the dialects the connections use, loaded at start and when a connection
+  // changes, not by the first governed call; a dialect nobody uses never costs its parser's memory.
+  const warmed = new Set<string>();
+  const warmParsers = () =>
+    store
+      .listConnections()
+      .then((connections) => {
+        for (const c of connections) {
+          const dialect = PARSED_AS[c.db];
+          if (dialect && !warmed.has(dialect)) {
+            warmed.add(dialect);
+            warmParser(dialect);
+          }
+        }
+      })
+      .catch(() => undefined); // the store not answering yet: the first call loads what it needs
+  void warmParsers();
   const changes = channel('changes', config.home);
   changes.onmessage = (e: MessageEvent) => {
     const m = e.data as ChangeMessage;
     meta.clear();
+    if ((m.kind === 'connection' || m.kind === 'all') && warmed.size < 3) void warmParsers();
     if (m.kind === 'connection') {
       drop(m.name);
       schemas.clear(m.name);

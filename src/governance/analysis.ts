@@ -83,6 +83,21 @@ export interface Inspection {
   rejectedByParser: boolean;
 }
 
+/** A statement of the usual shape (a join, a parameter, an order and a limit) in each dialect's spelling. */
+const WARM_UP: Record<SqlDialect, string> = {
+  postgres: 'SELECT a.x, b.y FROM t a JOIN u b ON a.id = b.id WHERE a.z = :p ORDER BY a.x LIMIT 10',
+  sqlite: 'SELECT a.x, b.y FROM t a JOIN u b ON a.id = b.id WHERE a.z = :p ORDER BY a.x LIMIT 10',
+  mysql: 'SELECT a.x, b.y FROM t a JOIN u b ON a.id = b.id WHERE a.z = :p ORDER BY a.x LIMIT 10, 5',
+};
+
+/**
+ * Loads the parser a dialect's statements go to and runs it once, so that no call pays for loading
+ * it (about 100 ms) or for its cold code. Only for dialects in use: a parser costs up to 15 MB.
+ */
+export function warmParser(dialect: SqlDialect): void {
+  inspectStatement(WARM_UP[dialect], dialect);
+}
+
 export function inspectStatement(sql: string, dialect: SqlDialect): Inspection {
   try {
     const analysis = analyzeStatement(sql, dialect);
