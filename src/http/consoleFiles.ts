@@ -14,11 +14,14 @@ import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import type { Answer } from '../contract/exchange.js';
 
 /**
- * Scripts and styles only from this server, no inline script and no eval (no 'unsafe-*' at all),
+ * Scripts and style sheets only from this server: no inline script and no eval. Style attributes
+ * are allowed (style-src-attr), since CodeMirror sets some on its elements (tab size, the gutter's
+ * height); they cannot run code, and no <style> element is (style-src-elem is 'self' only).
  * data: images for icons, requests only to this server; never framed, no form posts anywhere.
  */
 export const CONSOLE_CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; " +
+  "default-src 'self'; script-src 'self'; style-src 'self'; style-src-elem 'self'; style-src-attr 'unsafe-inline'; " +
+  "img-src 'self' data:; font-src 'self'; connect-src 'self'; " +
   "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 const SECURITY_HEADERS = [

@@ -312,7 +312,7 @@ function SqlField({ text, dialect, onChange, error }: { text: string; dialect: D
     let gone = false;
     import('./sqlEditor').then(({ mountEditor }) => {
       if (gone || !host.current) return;
-      editor.current = mountEditor(host.current, text, dialect, 'sql-label', onChange);
+      editor.current = mountEditor(host.current, text, dialect, 'SQL', onChange);
       setReady(true);
     });
     return () => {

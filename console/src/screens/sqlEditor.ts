@@ -1,5 +1,7 @@
 // In charge of the SQL editor: CodeMirror 6 with the SQL dialect of the query's connection. Loaded
-// on demand (import()), so the first screen does not carry it.
+// on demand (import()), so the first screen does not carry it. It lives in a shadow root: there
+// CodeMirror's styles are constructed style sheets, which the console's CSP allows, where in the
+// document they would be <style> elements, which it refuses.
 import { defaultKeymap, history, historyKeymap } from '@codemirror/commands';
 import { MySQL, PostgreSQL, SQLite, sql } from '@codemirror/lang-sql';
 import { defaultHighlightStyle, syntaxHighlighting } from '@codemirror/language';
@@ -15,10 +17,21 @@ export interface SqlEditor {
   destroy(): void;
 }
 
-export function mountEditor(parent: HTMLElement, text: string, dialect: DialectName, labelledBy: string, onChange: (text: string) => void): SqlEditor {
+const THEME = EditorView.theme({
+  '&': { minHeight: '120px', backgroundColor: '#fff', fontSize: '14px' },
+  '.cm-scroller': { minHeight: '120px', fontFamily: 'ui-monospace, monospace' },
+  '.cm-gutters': { backgroundColor: '#f0f0f0', color: '#555' },
+  '&.cm-focused': { outline: '3px solid #e8a400' },
+});
+
+export function mountEditor(parent: HTMLElement, text: string, dialect: DialectName, label: string, onChange: (text: string) => void): SqlEditor {
   const language = new Compartment();
+  const root = parent.shadowRoot ?? parent.attachShadow({ mode: 'open' });
+  const host = document.createElement('div');
+  root.appendChild(host);
   const view = new EditorView({
-    parent,
+    parent: host,
+    root,
     state: EditorState.create({
       doc: text,
       extensions: [
@@ -29,7 +42,9 @@ export function mountEditor(parent: HTMLElement, text: string, dialect: DialectN
         syntaxHighlighting(defaultHighlightStyle),
         language.of(sql({ dialect: DIALECTS[dialect] })),
         EditorView.lineWrapping,
-        EditorView.contentAttributes.of({ 'aria-labelledby': labelledBy, 'aria-multiline': 'true' }),
+        THEME,
+        // A label by id cannot cross the shadow root: the label's text itself.
+        EditorView.contentAttributes.of({ 'aria-label': label, 'aria-multiline': 'true' }),
         EditorView.updateListener.of((u) => {
           if (u.docChanged) onChange(u.state.doc.toString());
         }),
@@ -41,6 +56,9 @@ export function mountEditor(parent: HTMLElement, text: string, dialect: DialectN
     setText(t) {
       if (t !== view.state.doc.toString()) view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: t } });
     },
-    destroy: () => view.destroy(),
+    destroy() {
+      view.destroy();
+      host.remove();
+    },
   };
 }
