@@ -32,7 +32,13 @@ function rawGet(path: string, headers: Record<string, string>): Promise<{ header
   });
 }
 
-const directives = (csp: string) => new Map(csp.split(';').map((d) => d.trim().split(/\s+/) as [string, ...string[]]).map(([k, ...v]) => [k, v]));
+const directives = (csp: string) =>
+  new Map(
+    csp
+      .split(';')
+      .map((d) => d.trim().split(/\s+/) as [string, ...string[]])
+      .map(([k, ...v]) => [k, v]),
+  );
 
 test('/ sends a browser to /console/', async () => {
   const res = await get('/');

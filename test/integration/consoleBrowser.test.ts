@@ -125,7 +125,10 @@ test('journey: sign in, connect PostgreSQL, publish a query, mask a column for a
   await field(page, 'Name').fill('people');
   await field(page, 'Description').fill('People from id on');
   await page.getByRole('textbox', { name: 'SQL' }).fill('SELECT id, name, email FROM people WHERE id >= :min_id ORDER BY id');
-  await page.getByText(/:min_id/).first().waitFor();
+  await page
+    .getByText(/:min_id/)
+    .first()
+    .waitFor();
   await page.getByRole('button', { name: 'Declare :min_id' }).click();
   await page.getByLabel('min_id type').selectOption('int');
   await page.getByText('Checks pass: reads').waitFor();
@@ -147,7 +150,10 @@ test('journey: sign in, connect PostgreSQL, publish a query, mask a column for a
   assert.ok(secret.length >= 20, 'the secret is shown');
   await page.getByRole('button', { name: 'I have kept it' }).click();
   assert.equal(await page.locator('.secret-value').count(), 0, 'and not again');
-  await page.getByRole('row', { name: /reader/ }).getByText('email: hash').waitFor();
+  await page
+    .getByRole('row', { name: /reader/ })
+    .getByText('email: hash')
+    .waitFor();
 
   // Run as that key from the run panel: the email column is marked hashed and holds no address.
   await screen('queries/people');

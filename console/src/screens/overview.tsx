@@ -74,7 +74,8 @@ function Chart({ title, unit, values, latest }: { title: string; unit: string; v
   const w = 240;
   const h = 60;
   const max = Math.max(...values, 1e-9);
-  const step = values.length > 1 ? w / (KEEP - 1) : 0;
+  // At least a minute wide, so the first points are a line rather than a dot at the edge.
+  const step = w / (Math.max(values.length, 30) - 1);
   const start = w - step * (values.length - 1);
   const line = values.map((v, i) => `${(start + i * step).toFixed(1)},${(h - 2 - (v / max) * (h - 4)).toFixed(1)}`).join(' ');
   return (
@@ -84,7 +85,7 @@ function Chart({ title, unit, values, latest }: { title: string; unit: string; v
       </figcaption>
       <svg
         viewBox={`0 0 ${w} ${h}`}
-        width={w}
+        preserveAspectRatio="none"
         height={h}
         role="img"
         aria-label={`${title} over the last ${Math.round((values.length * EVERY_MS) / 1000)} seconds, now ${latest} ${unit}`}

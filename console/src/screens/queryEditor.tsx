@@ -57,18 +57,21 @@ interface ParamRow {
   enum: string;
   min: string;
   max: string;
+  /** The rule's other parts (description, pattern, lengths), kept as they were. */
+  rest: Record<string, unknown>;
 }
 
 const TYPE_NAMES: Record<string, string> = { integer: 'int', number: 'float', string: 'str', boolean: 'bool' };
 
-const toRow = (name: string, r: Rule): ParamRow => ({
+const toRow = (name: string, { type: _t, required: _r, default: _d, enum: _e, min: _min, max: _max, ...rest }: Rule): ParamRow => ({
   name,
-  type: r.type ? TYPE_NAMES[r.type] : '',
-  required: r.required,
-  default: r.default === undefined ? '' : JSON.stringify(r.default),
-  enum: r.enum ? r.enum.map((x) => JSON.stringify(x)).join(', ') : '',
-  min: r.min === undefined ? '' : String(r.min),
-  max: r.max === undefined ? '' : String(r.max),
+  rest,
+  type: _t ? TYPE_NAMES[_t] : '',
+  required: _r,
+  default: _d === undefined ? '' : JSON.stringify(_d),
+  enum: _e ? _e.map((x) => JSON.stringify(x)).join(', ') : '',
+  min: _min === undefined ? '' : String(_min),
+  max: _max === undefined ? '' : String(_max),
 });
 
 /** Text as JSON when it reads as JSON (42, true, "x"), else as the text itself. */
@@ -84,7 +87,7 @@ function toRules(rows: ParamRow[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const p of rows) {
     if (!p.name.trim()) continue;
-    const rule: Record<string, unknown> = { required: p.required };
+    const rule: Record<string, unknown> = { ...p.rest, required: p.required };
     if (p.type) rule.type = p.type;
     if (p.default.trim()) rule.default = value(p.default.trim());
     if (p.enum.trim()) rule.enum = p.enum.split(',').map((x) => value(x.trim()));
@@ -184,85 +187,87 @@ export function QueryEditor({ query, onSaved }: { query: QueryDetail | null; onS
       <fieldset>
         <legend>Parameters</legend>
         {params.length > 0 && (
-          <table class="compact params">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Type</th>
-                <th scope="col">Required</th>
-                <th scope="col">Default</th>
-                <th scope="col">Allowed values</th>
-                <th scope="col">Min</th>
-                <th scope="col">Max</th>
-                <th scope="col">
-                  <span class="sr-only">Remove</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {params.map((p, i) => (
-                <>
-                  <tr key={i}>
-                    <td>
-                      <input
-                        aria-label={`Parameter ${i + 1} name`}
-                        value={p.name}
-                        onInput={(e) => setParam(i, { name: (e.target as HTMLInputElement).value })}
-                      />
-                    </td>
-                    <td>
-                      <select
-                        aria-label={`${p.name || `Parameter ${i + 1}`} type`}
-                        value={p.type}
-                        onChange={(e) => setParam(i, { type: (e.target as HTMLSelectElement).value })}
-                      >
-                        <option value="">any</option>
-                        <option value="int">int</option>
-                        <option value="float">float</option>
-                        <option value="str">str</option>
-                        <option value="bool">bool</option>
-                      </select>
-                    </td>
-                    <td>
-                      <input
-                        type="checkbox"
-                        aria-label={`${p.name || `Parameter ${i + 1}`} required`}
-                        checked={p.required}
-                        onChange={(e) => setParam(i, { required: (e.target as HTMLInputElement).checked })}
-                      />
-                    </td>
-                    {(['default', 'enum', 'min', 'max'] as const).map((k) => (
-                      <td key={k}>
+          <div class="scroll">
+            <table class="compact params">
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Type</th>
+                  <th scope="col">Required</th>
+                  <th scope="col">Default</th>
+                  <th scope="col">Allowed values</th>
+                  <th scope="col">Min</th>
+                  <th scope="col">Max</th>
+                  <th scope="col">
+                    <span class="sr-only">Remove</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {params.map((p, i) => (
+                  <>
+                    <tr key={i}>
+                      <td>
                         <input
-                          aria-label={`${p.name || `Parameter ${i + 1}`} ${k === 'enum' ? 'allowed values' : k}`}
-                          value={p[k]}
-                          onInput={(e) => setParam(i, { [k]: (e.target as HTMLInputElement).value })}
+                          aria-label={`Parameter ${i + 1} name`}
+                          value={p.name}
+                          onInput={(e) => setParam(i, { name: (e.target as HTMLInputElement).value })}
                         />
                       </td>
-                    ))}
-                    <td>
-                      <button type="button" class="secondary" onClick={() => setParams(params.filter((_, j) => j !== i))}>
-                        Remove <span class="sr-only">{p.name}</span>
-                      </button>
-                    </td>
-                  </tr>
-                  {paramProblems[p.name] && (
-                    <tr key={`${i}-err`}>
-                      <td colSpan={8} class="error" role="alert">
-                        {p.name} {paramProblems[p.name]}
+                      <td>
+                        <select
+                          aria-label={`${p.name || `Parameter ${i + 1}`} type`}
+                          value={p.type}
+                          onChange={(e) => setParam(i, { type: (e.target as HTMLSelectElement).value })}
+                        >
+                          <option value="">any</option>
+                          <option value="int">int</option>
+                          <option value="float">float</option>
+                          <option value="str">str</option>
+                          <option value="bool">bool</option>
+                        </select>
+                      </td>
+                      <td>
+                        <input
+                          type="checkbox"
+                          aria-label={`${p.name || `Parameter ${i + 1}`} required`}
+                          checked={p.required}
+                          onChange={(e) => setParam(i, { required: (e.target as HTMLInputElement).checked })}
+                        />
+                      </td>
+                      {(['default', 'enum', 'min', 'max'] as const).map((k) => (
+                        <td key={k}>
+                          <input
+                            aria-label={`${p.name || `Parameter ${i + 1}`} ${k === 'enum' ? 'allowed values' : k}`}
+                            value={p[k]}
+                            onInput={(e) => setParam(i, { [k]: (e.target as HTMLInputElement).value })}
+                          />
+                        </td>
+                      ))}
+                      <td>
+                        <button type="button" class="secondary" onClick={() => setParams(params.filter((_, j) => j !== i))}>
+                          Remove <span class="sr-only">{p.name}</span>
+                        </button>
                       </td>
                     </tr>
-                  )}
-                </>
-              ))}
-            </tbody>
-          </table>
+                    {paramProblems[p.name] && (
+                      <tr key={`${i}-err`}>
+                        <td colSpan={8} class="error" role="alert">
+                          {p.name} {paramProblems[p.name]}
+                        </td>
+                      </tr>
+                    )}
+                  </>
+                ))}
+              </tbody>
+            </table>
+          </div>
         )}
         <div class="actions">
           <button
             type="button"
             class="secondary"
-            onClick={() => setParams([...params, { name: '', type: 'str', required: true, default: '', enum: '', min: '', max: '' }])}
+            onClick={() => setParams([...params, { name: '', type: 'str', required: true, default: '', enum: '', min: '', max: '', rest: {} }])}
           >
             Add a parameter
           </button>
@@ -271,7 +276,7 @@ export function QueryEditor({ query, onSaved }: { query: QueryDetail | null; onS
               type="button"
               class="secondary"
               onClick={() =>
-                setParams([...params, ...undeclared.map((n) => ({ name: n, type: 'str', required: true, default: '', enum: '', min: '', max: '' }))])
+                setParams([...params, ...undeclared.map((n) => ({ name: n, type: 'str', required: true, default: '', enum: '', min: '', max: '', rest: {} }))])
               }
             >
               Declare {undeclared.map((n) => `:${n}`).join(', ')}
