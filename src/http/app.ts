@@ -170,7 +170,7 @@ export function buildApp(
   const consoleFiles = new ConsoleFiles();
   const consolePage: Handler = (req) =>
     consoleFiles.get(req.url, req.headers?.['accept-encoding'] ?? '', req.ifNoneMatch) ??
-    errorAnswer('not_found', 'The console was not built (npm run build builds it)', req.requestId);
+    errorAnswer('not_found', consoleFiles.built ? 'Not found' : 'The console was not built (npm run build builds it)', req.requestId);
   const home: Handler = () => ({ status: 302, headers: ['Location', '/console/', 'Cache-Control', 'no-cache'], body: '' });
 
   /** The server-wide limit per client address, checked before authentication on every route it covers. */

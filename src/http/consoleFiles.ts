@@ -72,6 +72,12 @@ export class ConsoleFiles {
 
   constructor(readonly dir: string = CONSOLE_DIR) {}
 
+  /** Whether there is a build to serve. */
+  get built(): boolean {
+    this.#files ??= loadFiles(this.dir);
+    return this.#files.size > 0;
+  }
+
   /** The answer for a GET of `path` (/console...), or null when the console was not built. */
   get(path: string, acceptEncoding: string, ifNoneMatch: string): Answer | null {
     this.#files ??= loadFiles(this.dir);

@@ -299,7 +299,9 @@ test('History: filters and a run detail', async () => {
   await field(page, 'Key').fill('limited');
   await page.getByRole('button', { name: 'Filter' }).click();
   const rows = page.getByRole('table').last().locator('tbody tr');
-  await rows.first().waitFor();
+  // The filtered page replaces the unfiltered one: wait until no row of another key is left.
+  await rows.filter({ hasText: 'limited' }).first().waitFor();
+  await rows.filter({ hasNotText: 'limited' }).first().waitFor({ state: 'detached' });
   for (const t of await rows.allTextContents()) assert.match(t, /limited/);
   await rows.first().getByRole('button').click();
   await page.getByRole('heading', { name: /^Run / }).waitFor();
