@@ -3,9 +3,15 @@
 // with an axe-core check (no serious or critical violation). Every page but axe's keeps the
 // console's CSP, and none may break it (securitypolicyviolation events are collected and must be none).
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { auditPage, axeViolations, launchBrowser, type TestBrowser } from '../browser.js';
+import { loadConfig } from '../../src/config.js';
+import { startServer } from '../../src/serve.js';
 import { ADMIN_KEY, request, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
 let s: TestServer;
@@ -64,8 +70,8 @@ async function errorOf(p: Page, label: string): Promise<string> {
   }
 }
 
-async function signIn(p: Page) {
-  await p.goto(`${s.url}/`);
+async function signIn(p: Page, base = s.url) {
+  await p.goto(`${base}/`);
   await field(p, 'Admin key').fill(ADMIN_KEY);
   await p.getByRole('button', { name: 'Sign in' }).click();
   await p.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
@@ -321,4 +327,55 @@ test('Settings: every setting with its source, secrets only as "configured"', as
   assert.equal(await page.getByRole('row', { name: /QUERYAPIGATE_/ }).count(), 1);
   await assertAccessible('settings', (p) => p.getByRole('row', { name: /QUERYAPIGATE_METADATA_CACHE_TTL/ }).waitFor());
   assert.deepEqual(problems, []);
+});
+
+test('the live feed resumes after the server comes back, missing no run and repeating none', async () => {
+  // A server that stops and starts again on the same port and store, as a restarted instance would.
+  const home = mkdtempSync(join(tmpdir(), 'qag-console-feed-'));
+  const port = await new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+  const config = loadConfig({
+    QUERYAPIGATE_HOME: home,
+    QUERYAPIGATE_PORT: String(port),
+    QUERYAPIGATE_API_KEY: ADMIN_KEY,
+    QUERYAPIGATE_LOAD_EXAMPLES: '1',
+    QUERYAPIGATE_HISTORY_FLUSH_INTERVAL: '0.05',
+    QUERYAPIGATE_LOG_LEVEL: 'warning',
+  });
+  const url = `http://127.0.0.1:${port}`;
+  let server = await startServer(config);
+  const p = await watched();
+  const resumedFrom: string[] = [];
+  p.on('request', (r) => {
+    if (r.url() === `${url}/events`) resumedFrom.push(r.headers()['last-event-id'] ?? '');
+  });
+  try {
+    await signIn(p, url);
+    await p.goto(`${url}/console/#/history`);
+    await p.getByText('Live: new runs appear here.').waitFor();
+    assert.equal((await request(url, 'GET', '/q/example_film_lookup?film_id=7')).status, 200);
+    const feed = p.locator('.feed li');
+    await feed.filter({ hasText: 'example_film_lookup' }).waitFor();
+    await server.stop();
+    await p.locator('.feed-state', { hasText: 'Reconnecting' }).waitFor();
+    server = await startServer(config);
+    // Made before the page reconnects (it waits 3 s, as the server's retry says): only a resume brings it.
+    assert.equal((await request(url, 'GET', '/q/example_film_search?text=an')).status, 200);
+    await feed.filter({ hasText: 'example_film_search' }).waitFor({ timeout: 15_000 });
+    assert.equal(await feed.filter({ hasText: 'example_film_lookup' }).count(), 1, 'the run before the drop is not sent again');
+    assert.equal(await feed.count(), 2);
+    assert.match(resumedFrom.at(-1) ?? '', /^\d+$/, 'the reconnect named the last event it had');
+    assert.deepEqual(
+      problems.filter((m) => !m.includes('/events')),
+      [],
+    );
+  } finally {
+    await p.close();
+    await server.stop();
+    rmSync(home, { recursive: true, force: true });
+  }
 });
