@@ -18,6 +18,8 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 COPY workers ./workers
+# The console (Vite + Preact), built into dist/console and served at /console.
+COPY console ./console
 RUN npm run build \
  && npm prune --omit=dev --no-audit --no-fund \
  && npm cache clean --force

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 stamp=dist/.build-stamp
-if [ -f "$stamp" ] && [ -z "$(find src workers bench test tsconfig.json package.json package-lock.json -newer "$stamp" -print -quit 2>/dev/null)" ]; then
+if [ -f "$stamp" ] && [ -z "$(find src workers bench test console tsconfig.json package.json package-lock.json -newer "$stamp" -print -quit 2>/dev/null)" ]; then
   echo "dist/ is up to date with the sources: not rebuilt" >&2
   exit 0
 fi

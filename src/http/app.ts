@@ -1,6 +1,7 @@
 // In charge of the acceptor's routes: /health, /q/<name> and /execute_sql (handed to the executors),
 // the management API under /api/v1, the catalog (/catalog and /openapi.json, built in an executor and
-// cached here; /docs), MCP at /mcp (answered in an executor), and a catch-all 404. Built once before listen; the acceptor never runs SQL.
+// cached here; /docs), MCP at /mcp (answered in an executor), the console's static files at /console (and
+// `/` sends a browser there), and a catch-all 404. Built once before listen; the acceptor never runs SQL.
 import uWS from 'uWebSockets.js';
 import { apiKeyRoutes } from '../api/apiKeys.js';
 import { connectionProbeRoutes } from '../api/connectionProbe.js';
@@ -21,6 +22,7 @@ import { packageVersion } from '../contract/version.js';
 import { type Answer, errorAnswer, jsonAnswer, type Request } from '../contract/exchange.js';
 import { bound, type ProcessMetrics } from '../metrics/metrics.js';
 import { type AccessLine, accessLine } from './accessLog.js';
+import { ConsoleFiles } from './consoleFiles.js';
 import type { Dispatcher } from './dispatch.js';
 import type { EventHub } from './events.js';
 import { serve, type Handler, type ServeOptions, type StreamStart } from './respond.js';
@@ -30,7 +32,7 @@ export const VERSION = packageVersion();
 
 /** Status codes as label text, made once. */
 const STATUS: Record<number, string> = Object.fromEntries(
-  [200, 201, 202, 204, 304, 400, 401, 403, 404, 405, 406, 409, 413, 415, 429, 500, 502, 503, 504].map((c) => [c, String(c)]),
+  [200, 201, 202, 204, 302, 304, 400, 401, 403, 404, 405, 406, 409, 413, 415, 429, 500, 502, 503, 504].map((c) => [c, String(c)]),
 );
 
 export function buildApp(
@@ -164,6 +166,12 @@ export function buildApp(
     };
   const docsFiles = new DocsFiles();
   const docs: Handler = (req) => docsFiles.get(req.url) ?? errorAnswer('not_found', 'Not found', req.requestId);
+  // The console: public static files (the app asks for the key), never rate-limited, as the contract says.
+  const consoleFiles = new ConsoleFiles();
+  const consolePage: Handler = (req) =>
+    consoleFiles.get(req.url, req.headers?.['accept-encoding'] ?? '', req.ifNoneMatch) ??
+    errorAnswer('not_found', consoleFiles.built ? 'Not found' : 'The console was not built (npm run build builds it)', req.requestId);
+  const home: Handler = () => ({ status: 302, headers: ['Location', '/console/', 'Cache-Control', 'no-cache'], body: '' });
 
   /** The server-wide limit per client address, checked before authentication on every route it covers. */
   const limited =
@@ -206,6 +214,7 @@ export function buildApp(
   const mcpOpts: ServeOptions = { ...opts('mcp'), headers: ['accept', 'content-type', 'mcp-protocol-version'] };
   const limitedMcpTools = limited(mcpTools);
   const limitedApi = limited(api);
+  const consoleOpts: ServeOptions = { ...opts('console'), headers: ['accept-encoding'] };
   return uWS
     .App()
     .get('/health', (res, req) => serve(res, req, healthCheck, healthOpts))
@@ -215,6 +224,9 @@ export function buildApp(
     .get('/openapi.json', (res, req) => serve(res, req, limitedOpenapi, openapiOpts))
     .get('/docs', (res, req) => serve(res, req, docs, docsOpts))
     .get('/docs/*', (res, req) => serve(res, req, docs, docsOpts))
+    .get('/', (res, req) => serve(res, req, home, consoleOpts))
+    .get('/console', (res, req) => serve(res, req, consolePage, consoleOpts))
+    .get('/console/*', (res, req) => serve(res, req, consolePage, consoleOpts))
     .any('/q/*', (res, req) => serve(res, req, limitedCall, callOpts))
     .any('/execute_sql', (res, req) => serve(res, req, limitedAdhoc, adhocOpts))
     .any('/mcp', (res, req) => serve(res, req, limitedMcp, mcpOpts))
