@@ -15,7 +15,10 @@ const read = (x: string): number | string => {
 
 test('timestamps in ISO output read as the Date parser reads them, to the millisecond', () => {
   let seed = 7;
-  const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
   const shapes: string[] = [];
   for (let i = 0; i < 20_000; i++) {
     const d = new Date(Date.UTC(1000, 0, 1) + Math.floor(random() * (Date.UTC(9999, 11, 31) - Date.UTC(1000, 0, 1))));
