@@ -146,16 +146,13 @@ export class AdminStore {
   }
 
   /** Records a token's use (the caller throttles): the token's last_used_at and its administrator's last_seen_at. */
-  async touch(token: AdminTokenRow, at: string): Promise<void> {
+  async touch(tokenId: string, adminName: string, at: string): Promise<void> {
     await this.db.tx(async (t) => {
-      const [row] = await t.all<{ details_json: string }>('SELECT details_json FROM admin_tokens WHERE id = ?', [token.id]);
-      if (row) await t.run('UPDATE admin_tokens SET details_json = ? WHERE id = ?', [JSON.stringify({ ...JSON.parse(row.details_json), last_used_at: at }), token.id]);
-      const [adm] = await t.all<{ details_json: string }>('SELECT details_json FROM administrators WHERE name = ?', [token.admin_name]);
+      const [row] = await t.all<{ details_json: string }>('SELECT details_json FROM admin_tokens WHERE id = ?', [tokenId]);
+      if (row) await t.run('UPDATE admin_tokens SET details_json = ? WHERE id = ?', [JSON.stringify({ ...JSON.parse(row.details_json), last_used_at: at }), tokenId]);
+      const [adm] = await t.all<{ details_json: string }>('SELECT details_json FROM administrators WHERE name = ?', [adminName]);
       if (adm) {
-        await t.run('UPDATE administrators SET details_json = ? WHERE name = ?', [
-          JSON.stringify({ ...JSON.parse(adm.details_json), last_seen_at: at }),
-          token.admin_name,
-        ]);
+        await t.run('UPDATE administrators SET details_json = ? WHERE name = ?', [JSON.stringify({ ...JSON.parse(adm.details_json), last_seen_at: at }), adminName]);
       }
     });
   }
