@@ -68,7 +68,13 @@ async function keepAnOwner(ctx: ControlContext, a: AdminRow, stillOwner: boolean
 export function administratorRoutes(r: ApiRouter): void {
   r.add('GET', '/api/v1/me', (_ctx, _req, _p, who: Caller) => {
     const admin = who.admin!;
-    return jsonAnswer(200, { name: admin.name, role: admin.role, via: admin.via, capabilities: capabilitiesOf(admin.role), data_access: DATA_ROLES.has(admin.role) });
+    return jsonAnswer(200, {
+      name: admin.name,
+      role: admin.role,
+      via: admin.via,
+      capabilities: capabilitiesOf(admin.role),
+      data_access: DATA_ROLES.has(admin.role),
+    });
   });
 
   r.add('GET', '/api/v1/administrators', async (ctx, _req, _p, who) => {

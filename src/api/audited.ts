@@ -59,7 +59,10 @@ const TABLE: Record<string, AuditSpec> = {
 export function auditSpec(method: string, pattern: string): AuditSpec {
   return (
     TABLE[routeSlot(method, pattern)] ?? {
-      action: `${method.toLowerCase()}_${pattern.replace(/^\/api\/v1\//, '').replace(/\/:[^/]+/g, '').replaceAll(/[/-]/g, '_')}`,
+      action: `${method.toLowerCase()}_${pattern
+        .replace(/^\/api\/v1\//, '')
+        .replace(/\/:[^/]+/g, '')
+        .replaceAll(/[/-]/g, '_')}`,
       resource: null,
       ids: byParams,
     }
@@ -88,9 +91,23 @@ export function bodyChanges(body: Record<string, unknown>): Record<string, unkno
   return out;
 }
 
+/** The bundled examples installed outside the API (at start-up, or `examples load`): what was created, never a secret. */
+export async function auditExamplesLoaded(
+  ctx: Pick<ControlContext, 'store' | 'config'>,
+  admin: AdminIdentity,
+  loaded: { createdQueries: number; createdKeys: Array<{ name: string }> },
+): Promise<void> {
+  if (!loaded.createdQueries && !loaded.createdKeys.length) return;
+  await writeAudit(ctx, admin, 'load_examples', null, {
+    source: 'import',
+    queries_created: loaded.createdQueries,
+    keys_created: loaded.createdKeys.map((k) => k.name),
+  });
+}
+
 /** Appends an entry for `admin`'s change; a failure is logged (the change itself is made). */
 export async function writeAudit(
-  ctx: ControlContext,
+  ctx: Pick<ControlContext, 'store' | 'config'>,
   admin: AdminIdentity,
   action: string,
   target: string | null,

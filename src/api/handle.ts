@@ -112,7 +112,10 @@ async function noteBreakGlass(ctx: ControlContext, state: ProcessState, admin: A
     state.ownerKnown = { at: now, exists: (await ctx.store.admins.activeOwners()) > 0 };
   }
   if (!state.ownerKnown.exists) return;
-  logger('audit').warn({ request_id: req.requestId, key: 'admin' }, `the shared admin key (break-glass) was used while a named owner exists: ${req.method} ${req.url}`);
+  logger('audit').warn(
+    { request_id: req.requestId, key: 'admin' },
+    `the shared admin key (break-glass) was used while a named owner exists: ${req.method} ${req.url}`,
+  );
   if (now - state.breakGlassAt < BREAK_GLASS_EVERY_MS) return;
   state.breakGlassAt = now;
   await writeAudit(ctx, admin, 'break_glass_used', null, { request: `${req.method} ${req.url}`, request_id: req.requestId });

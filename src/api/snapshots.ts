@@ -32,7 +32,10 @@ export const SNAPSHOTS: Record<Resource, (store: Store, ids: string[]) => Promis
   async connection(store, [name]) {
     const c = await store.getConnection(name);
     if (!c) return null;
-    return { fields: { ...without(connectionSummary(c), 'updated_at'), options: c.options ?? {} }, secrets: { password: c.password === null ? null : sha(c.password) } };
+    return {
+      fields: { ...without(connectionSummary(c), 'updated_at'), options: c.options ?? {} },
+      secrets: { password: c.password === null ? null : sha(c.password) },
+    };
   },
   async query(store, [name]) {
     const q = await store.getQuery(name);

@@ -30,7 +30,7 @@ export async function identify(keys: KeyLookup, adminKey: Buffer | null, secret:
 
 /** A token's caller: its administrator while active and the token unexpired. */
 function administrator(hit: AdminTokenHit | null): Caller | null {
-  if (!hit || !hit.admin.active || keyExpired(hit.token.expires_at, new Date())) return null;
+  if (!hit?.admin.active || keyExpired(hit.token.expires_at, new Date())) return null;
   const { name, role } = hit.admin;
   const admin = { name, role, via: 'token' as const, tokenId: hit.token.id };
   return DATA_ROLES.has(role) ? { kind: 'admin', name, admin } : { kind: 'key', name, key: nothingGranted(name), admin };

@@ -126,7 +126,14 @@ export class AdminStore {
     const r = rows[0];
     return {
       token: toToken(r),
-      admin: toAdmin({ name: r.admin_name, role: r.a_role, active: r.a_active, created_at: r.a_created_at, updated_at: r.a_updated_at, details_json: r.a_details }),
+      admin: toAdmin({
+        name: r.admin_name,
+        role: r.a_role,
+        active: r.a_active,
+        created_at: r.a_created_at,
+        updated_at: r.a_updated_at,
+        details_json: r.a_details,
+      }),
     };
   }
 
@@ -149,10 +156,14 @@ export class AdminStore {
   async touch(tokenId: string, adminName: string, at: string): Promise<void> {
     await this.db.tx(async (t) => {
       const [row] = await t.all<{ details_json: string }>('SELECT details_json FROM admin_tokens WHERE id = ?', [tokenId]);
-      if (row) await t.run('UPDATE admin_tokens SET details_json = ? WHERE id = ?', [JSON.stringify({ ...JSON.parse(row.details_json), last_used_at: at }), tokenId]);
+      if (row)
+        await t.run('UPDATE admin_tokens SET details_json = ? WHERE id = ?', [JSON.stringify({ ...JSON.parse(row.details_json), last_used_at: at }), tokenId]);
       const [adm] = await t.all<{ details_json: string }>('SELECT details_json FROM administrators WHERE name = ?', [adminName]);
       if (adm) {
-        await t.run('UPDATE administrators SET details_json = ? WHERE name = ?', [JSON.stringify({ ...JSON.parse(adm.details_json), last_seen_at: at }), adminName]);
+        await t.run('UPDATE administrators SET details_json = ? WHERE name = ?', [
+          JSON.stringify({ ...JSON.parse(adm.details_json), last_seen_at: at }),
+          adminName,
+        ]);
       }
     });
   }

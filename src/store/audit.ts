@@ -38,9 +38,7 @@ export interface AuditFilter {
   limit: number;
 }
 
-export type VerifyResult =
-  | { ok: true; entries: number; anchor_id: number; head: string }
-  | { ok: false; entries: number; broken_at: number; reason: string };
+export type VerifyResult = { ok: true; entries: number; anchor_id: number; head: string } | { ok: false; entries: number; broken_at: number; reason: string };
 
 /** The hash before the first entry ever written. */
 export const GENESIS = '0'.repeat(64);
@@ -79,10 +77,17 @@ export class AuditStore {
       const prevId = head ? Number(head.id) : Number(anchor.anchor_id);
       const prev = head ? head.hash : anchor.anchor_hash;
       const entry: AuditEntry = { id: prevId + 1, timestamp, ...input };
-      await t.run(
-        'INSERT INTO audit_log (id, timestamp, actor, via, action, target, entry_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        [entry.id, timestamp, entry.actor, entry.via, entry.action, entry.target, JSON.stringify({ changes: entry.changes }), prev, chainHash(prev, entry)],
-      );
+      await t.run('INSERT INTO audit_log (id, timestamp, actor, via, action, target, entry_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', [
+        entry.id,
+        timestamp,
+        entry.actor,
+        entry.via,
+        entry.action,
+        entry.target,
+        JSON.stringify({ changes: entry.changes }),
+        prev,
+        chainHash(prev, entry),
+      ]);
       // Retention: the newest `keep` stay; the last one pruned becomes the anchor the chain starts from.
       const [edge] = await t.all<{ id: number; hash: string }>('SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1 OFFSET ?', [keep]);
       if (edge) {
@@ -114,10 +119,11 @@ export class AuditStore {
     const filtered = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const [{ n }] = await this.db.all<{ n: number }>(`SELECT COUNT(*) AS n FROM audit_log ${filtered}`, params);
     const paged = [...where, ...(f.before !== undefined ? ['id < ?'] : [])];
-    const rows = await this.db.all<AuditRecord>(
-      `SELECT * FROM audit_log ${paged.length ? `WHERE ${paged.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`,
-      [...params, ...(f.before !== undefined ? [f.before] : []), f.limit],
-    );
+    const rows = await this.db.all<AuditRecord>(`SELECT * FROM audit_log ${paged.length ? `WHERE ${paged.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`, [
+      ...params,
+      ...(f.before !== undefined ? [f.before] : []),
+      f.limit,
+    ]);
     const actions = await this.db.all<{ action: string }>('SELECT DISTINCT action FROM audit_log ORDER BY action');
     return { items: rows.map(toEntry), total: Number(n), actions: actions.map((a) => a.action) };
   }
