@@ -40,6 +40,20 @@ const STATUS: Record<number, string> = Object.fromEntries(
   [200, 201, 202, 204, 304, 400, 401, 403, 404, 405, 406, 409, 412, 413, 415, 429, 500, 502, 503, 504].map((c) => [c, String(c)]),
 );
 
+/** Every /api/v1 route the acceptor serves through the router, locked (each with its capability). */
+export function managementRouter(): ApiRouter {
+  const router = new ApiRouter();
+  connectionRoutes(router);
+  connectionProbeRoutes(router);
+  queryRoutes(router);
+  apiKeyRoutes(router);
+  historyRoutes(router);
+  settingsRoutes(router);
+  administratorRoutes(router);
+  auditRoutes(router);
+  return router.lock();
+}
+
 export function buildApp(
   control: ControlContext,
   hub: EventHub,
@@ -69,16 +83,7 @@ export function buildApp(
       },
     };
   };
-  const router = new ApiRouter();
-  connectionRoutes(router);
-  connectionProbeRoutes(router);
-  queryRoutes(router);
-  apiKeyRoutes(router);
-  historyRoutes(router);
-  settingsRoutes(router);
-  administratorRoutes(router);
-  auditRoutes(router);
-  router.lock();
+  const router = managementRouter();
 
   const health = healthBody();
   // 503 from SIGTERM on: a load balancer's check takes the instance out while it drains.
