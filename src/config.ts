@@ -186,7 +186,13 @@ export const SETTING_INFO: Readonly<Record<Name, { group: SettingGroup; type: st
   JSON_LOGS: { group: 'server', type: 'flag', description: 'JSON log lines (time, level, logger, request_id, key, message, extras) instead of readable ones.' },
   SLOW_QUERY_THRESHOLD: { group: 'calls', type: 'seconds, 0-86400', description: "Seconds after which a /q/ call's access line is a WARNING; 0 never." },
   MAX_BODY_BYTES: { group: 'server', type: 'whole number, bytes', description: 'The largest request body; 413 beyond it.' },
-  API_KEY: { group: 'access', type: 'text', description: 'The admin key. Unset, the server is open until the first API key is created.', secret: true },
+  API_KEY: {
+    group: 'access',
+    type: 'text',
+    description:
+      'The shared admin key (an owner). Unset, the server is open until the first API key or administrator is created. Once a named owner exists it is break-glass: it still works, each use is logged and audited.',
+    secret: true,
+  },
   ADMIN_TOKEN: {
     group: 'access',
     type: 'qagadm_... token',
