@@ -1,9 +1,12 @@
 // Named administrators (contract 2.2, 3.5): every /api/v1 route against every role, tokens and their
 // life, GET /api/v1/me, the shared key as break-glass, data access by role, ETag and If-Match.
 import assert from 'node:assert/strict';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { listedRoutes, routeAccess } from '../../src/api/access.js';
 import { managementRouter } from '../../src/http/app.js';
+import { cli, tempHome } from '../cli.js';
 import { startTestServer, type TestServer } from '../helpers.js';
 
 /** Who may call each route, written from contract 2.2 (O owner, A admin, D developer, U auditor). */
@@ -171,6 +174,24 @@ describe('administrators and roles', () => {
     // History names the administrator who ran it.
     const history = await s.call('GET', '/api/v1/history?key=dora');
     assert.ok(history.json.items.length >= 1, history.text);
+  });
+
+  test('the command line calls a server with a token as it does with the admin key (QUERYAPIGATE_ADMIN_TOKEN, --key)', async () => {
+    const home = tempHome();
+    try {
+      const out = join(home, 'film.csv');
+      const args = ['export', 'example_film_lookup', '--param', 'film_id=7', '--out', out, '--url', s.url];
+      const dev = await cli(args, { home, env: { QUERYAPIGATE_ADMIN_TOKEN: tokens.developer, QUERYAPIGATE_API_KEY: 'not-the-key' } });
+      assert.equal(dev.code, 0, dev.stderr);
+      assert.match(readFileSync(out, 'utf8'), /^film_id,/);
+      const auditor = await cli([...args, '--key', tokens.auditor], { home });
+      assert.equal(auditor.code, 1, 'an auditor runs no SQL');
+      const malformed = await cli(args, { home, env: { QUERYAPIGATE_ADMIN_TOKEN: 'sk_not-a-token' } });
+      assert.equal(malformed.code, 1, 'a setting that is not a token stops the command');
+      assert.match(malformed.stderr, /QUERYAPIGATE_ADMIN_TOKEN/);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 
   test('names: reserved, taken by a key, taken by an administrator; the last owner stays', async () => {
