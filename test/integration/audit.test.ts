@@ -208,6 +208,38 @@ describe('audit chain in the store', () => {
     }
   });
 
+  test('PostgreSQL store: a server audits, tags and checks If-Match as on SQLite; administrators and tokens work', async () => {
+    const scratch = await scratchDatabase('qag_audit_srv');
+    const s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_DATABASE_URL: scratch.url });
+    try {
+      assert.equal((await s.call('POST', '/api/v1/administrators', { body: { name: 'pat', role: 'owner' } })).status, 201);
+      const token = (await s.call('POST', '/api/v1/administrators/pat/tokens', { body: {} })).json.secret;
+      const me = await s.call('GET', '/api/v1/me', { key: token });
+      assert.equal(me.json.name, 'pat', me.text);
+      const made = await s.call('POST', '/api/v1/connections', { key: token, body: { name: 'pgc', db: 'postgres', password: 'pg-Secret-789' } });
+      const tag = made.headers.get('etag')!;
+      assert.equal((await s.call('PATCH', '/api/v1/connections/pgc', { key: token, headers: { 'If-Match': tag }, body: { port: 1 } })).status, 200);
+      assert.equal((await s.call('PATCH', '/api/v1/connections/pgc', { key: token, headers: { 'If-Match': tag }, body: { port: 2 } })).status, 412);
+      const log = (await s.call('GET', '/api/v1/audit', { key: token })).json;
+      assert.deepEqual(
+        log.items.map((e: { action: string }) => e.action),
+        // The token was issued with the shared key once an owner existed: break-glass.
+        ['update_connection', 'create_connection', 'issue_admin_token', 'break_glass_used', 'create_admin'],
+      );
+      assert.doesNotMatch(JSON.stringify(log), /pg-Secret-789|qagadm_/);
+      const store = await openStore({ home: s.home, databaseUrl: scratch.url });
+      try {
+        const result = await store.audit.verify();
+        assert.equal(result.ok && result.entries, 5, JSON.stringify(result));
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await s.stop();
+      await scratch.drop();
+    }
+  });
+
   test('PostgreSQL: two stores appending at once (as two instances) keep one unforked chain', async () => {
     const scratch = await scratchDatabase('qag_audit');
     try {
