@@ -152,6 +152,12 @@ describe('audit log', () => {
 
   test('`queryapigate audit verify` holds, then names the entry edited straight in the store (exit 1)', async () => {
     const env = { QUERYAPIGATE_HOME: s.home };
+    // A change made on the command line is audited as actor and via 'cli', in the same chain.
+    const made = await cli(['keys', 'create', 'cli-made', '--queries', 'example_film_lookup', '--connections', ''], { home: s.home, env });
+    assert.equal(made.code, 0, made.stderr);
+    const [byCli] = (await entries('&actor=cli')).items;
+    assert.deepEqual([byCli.action, byCli.target, byCli.via], ['create_key', 'cli-made', 'cli']);
+    assert.ok(!JSON.stringify(byCli).includes(made.stdout.trim()), 'the secret the command printed is not in the entry');
     const good = await cli(['audit', 'verify'], { home: s.home, env });
     assert.equal(good.code, 0, good.stderr);
     assert.match(good.stdout, /^ok: \d+ entries hold/);
