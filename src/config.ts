@@ -13,6 +13,10 @@ export interface Config {
   readonly databaseUrl: string | null;
   readonly loadExamples: boolean;
   readonly adminKey: string | null;
+  /** An administrator token (qagadm_...) the command line calls a running server with, before the admin key. */
+  readonly adminToken: string | null;
+  /** Audit entries kept, the newest; older ones are pruned (the chain keeps the last pruned hash). */
+  readonly auditLogLimit: number;
   readonly allowWrites: boolean;
   /** Seconds; 0 = no limit. */
   readonly queryTimeout: number;
@@ -105,6 +109,8 @@ const VARIABLES = {
   DATABASE_URL: [v.pipe(text, v.regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')), null],
   LOAD_EXAMPLES: [flag, '0'],
   API_KEY: [text, null],
+  ADMIN_TOKEN: [v.pipe(text, v.startsWith('qagadm_', 'must be an administrator token (qagadm_...)')), null],
+  AUDIT_LOG_LIMIT: [int(1, 10_000_000), '500'],
   ALLOW_WRITES: [flag, '0'],
   QUERY_TIMEOUT: [num(0, 86400), '30'],
   CONNECT_TIMEOUT: [num(0.1, 600), '1'],
@@ -180,7 +186,24 @@ export const SETTING_INFO: Readonly<Record<Name, { group: SettingGroup; type: st
   JSON_LOGS: { group: 'server', type: 'flag', description: 'JSON log lines (time, level, logger, request_id, key, message, extras) instead of readable ones.' },
   SLOW_QUERY_THRESHOLD: { group: 'calls', type: 'seconds, 0-86400', description: "Seconds after which a /q/ call's access line is a WARNING; 0 never." },
   MAX_BODY_BYTES: { group: 'server', type: 'whole number, bytes', description: 'The largest request body; 413 beyond it.' },
-  API_KEY: { group: 'access', type: 'text', description: 'The admin key. Unset, the server is open until the first API key is created.', secret: true },
+  API_KEY: {
+    group: 'access',
+    type: 'text',
+    description:
+      'The shared admin key (an owner). Unset, the server is open until the first API key or administrator is created. Once a named owner exists it is break-glass: it still works, each use is logged and audited.',
+    secret: true,
+  },
+  ADMIN_TOKEN: {
+    group: 'access',
+    type: 'qagadm_... token',
+    description: 'The administrator token the command line calls a running server with (before QUERYAPIGATE_API_KEY); servers ignore it.',
+    secret: true,
+  },
+  AUDIT_LOG_LIMIT: {
+    group: 'history',
+    type: 'whole number, 1-10000000',
+    description: 'Audit log entries kept, the newest; the hash of the last one pruned anchors the chain.',
+  },
   ALLOW_WRITES: { group: 'access', type: 'flag', description: 'The server-wide ceiling for writes: without it no key may write.' },
   MASK_KEY: {
     group: 'access',
@@ -274,6 +297,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: st
     databaseUrl: read('DATABASE_URL'),
     loadExamples: read('LOAD_EXAMPLES'),
     adminKey: read('API_KEY'),
+    adminToken: read('ADMIN_TOKEN'),
+    auditLogLimit: read('AUDIT_LOG_LIMIT'),
     allowWrites: read('ALLOW_WRITES'),
     queryTimeout: read('QUERY_TIMEOUT'),
     connectTimeout: read('CONNECT_TIMEOUT'),

@@ -4,6 +4,7 @@
 // in order (stop accepting, finish calls in flight, every executor's last batch to the recorder,
 // close everything).
 import uWS from 'uWebSockets.js';
+import { auditExamplesLoaded } from './api/audited.js';
 import type { ControlContext } from './api/routes.js';
 import { RateLimits } from './auth/rateLimit.js';
 import { createLimiterMemory } from './auth/sharedBuckets.js';
@@ -48,6 +49,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const exampleKeys: RunningServer['exampleKeys'] = [];
   if (config.loadExamples) {
     const loaded = await loadExamples(store, config.home);
+    await auditExamplesLoaded({ store, config }, { name: 'startup', role: 'owner', via: 'startup' }, loaded);
     for (const k of loaded.createdKeys) {
       log.info(`Example key ${k.name} (shown once): ${k.secret}  queries: ${k.queries.join(', ')}`);
       exampleKeys.push({ name: k.name, secret: k.secret });
@@ -137,8 +139,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
 async function announceMode(config: Config, store: Store): Promise<void> {
   const log = logger('serve');
   if (config.adminKey) {
-    log.info('mode: admin key configured (QUERYAPIGATE_API_KEY); the management API answers to it');
-  } else if ((await store.countKeys()) === 0) {
+    log.info(
+      (await store.admins.activeOwners()) > 0
+        ? 'mode: named administrators; the admin key (QUERYAPIGATE_API_KEY) is break-glass: each use is logged and audited'
+        : 'mode: admin key configured (QUERYAPIGATE_API_KEY); the management API answers to it',
+    );
+  } else if (!(await store.anyCredential())) {
     log.warn(
       'mode: open - no QUERYAPIGATE_API_KEY and no API key, so every caller is an administrator. Creating the first API key ends open mode ' +
         'and closes the management API to everyone; set QUERYAPIGATE_API_KEY first (queryapigate init writes one)',

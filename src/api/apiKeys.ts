@@ -161,6 +161,8 @@ export function apiKeyRoutes(r: ApiRouter): void {
     const b = parseBody(createSchema, readJson(req.body));
     checkName(b.name);
     if (b.name === 'admin') throw new GatewayError('invalid_name', "The name 'admin' is reserved");
+    if (await ctx.store.admins.get(b.name))
+      throw new GatewayError('name_taken', `An administrator is named '${b.name}'; keys and administrators cannot share a name`);
     await checkGrantedNames(ctx, b);
     const secret = generateSecret();
     const now = localTimestamp();

@@ -3,6 +3,7 @@
 // (queryChecks.ts: its connection, its SQL, its parameters), so a call can trust it.
 import { randomUUID } from 'node:crypto';
 import * as v from 'valibot';
+import type { Caller } from '../auth/keys.js';
 import { GatewayError } from '../contract/errors.js';
 import { toPublicRule } from '../call/paramRules.js';
 import type { ParamRule } from '../call/paramValues.js';
@@ -179,6 +180,11 @@ async function validation(ctx: ControlContext, body: Record<string, unknown>) {
   };
 }
 
+/** A version's default author: the administrator who saved it ('admin' for the shared key; none in open mode). */
+function authorOf(apiKey: string, who: Caller | undefined): string | null {
+  return who?.admin?.name ?? (apiKey ? 'admin' : null);
+}
+
 function lastConnection(q: QueryRow): string | null {
   return q.versions[q.versions.length - 1]?.connection_name ?? null;
 }
@@ -207,10 +213,10 @@ export function queryRoutes(r: ApiRouter): void {
     return jsonAnswer(200, { items });
   });
 
-  r.add('POST', '/api/v1/queries', async (ctx, req) => {
+  r.add('POST', '/api/v1/queries', async (ctx, req, _p, who) => {
     const b = parseBody(createSchema, readJson(req.body));
     checkName(b.name);
-    const fields = await acceptedVersion(ctx, b, b.connection_name ?? null, req.apiKey ? 'admin' : null);
+    const fields = await acceptedVersion(ctx, b, b.connection_name ?? null, authorOf(req.apiKey, who));
     const ok = await ctx.store.createQuery({ name: b.name, collection: b.collection ?? null, example: false }, fields, b.publish ?? false, localTimestamp());
     if (!ok) throw new GatewayError('query_exists', `Saved query '${b.name}' already exists`);
     return jsonAnswer(201, await detail(ctx, b.name));
@@ -225,12 +231,12 @@ export function queryRoutes(r: ApiRouter): void {
     return jsonAnswer(204, null);
   });
 
-  r.add('POST', '/api/v1/queries/:name/versions', async (ctx, req, [n]) => {
+  r.add('POST', '/api/v1/queries/:name/versions', async (ctx, req, [n], who) => {
     const b = parseBody(versionSchema, readJson(req.body));
     // A new version keeps the connection of the version before it unless it names another.
     const q = await mustGet(ctx, n);
     const connectionName = b.connection_name === undefined ? lastConnection(q) : b.connection_name;
-    const fields = await acceptedVersion(ctx, b, connectionName, req.apiKey ? 'admin' : null);
+    const fields = await acceptedVersion(ctx, b, connectionName, authorOf(req.apiKey, who));
     if ((await ctx.store.addVersion(n, fields, b.publish ?? false, localTimestamp())) === null) {
       throw new GatewayError('query_not_found', `Saved query '${n}' not found`);
     }

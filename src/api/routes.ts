@@ -1,12 +1,13 @@
-// In charge of the management API's routing and its one rule: administrators only (the admin key,
-// or open mode while no admin key and no scoped key exist). Compiled once, before listen.
-import { identify, type KeyLookup } from '../auth/identify.js';
+// In charge of the management API's routing: each route with the access it needs (api/access.ts),
+// compiled once, before listen; a route the access table does not list stops the lock.
+import type { KeyLookup } from '../auth/identify.js';
+import type { Caller } from '../auth/keys.js';
 import type { Config } from '../config.js';
-import { GatewayError } from '../contract/errors.js';
 import type { Answer, Request } from '../contract/exchange.js';
 import type { ChangeMessage } from '../contract/messages.js';
 import type { EventLog } from '../store/events.js';
 import type { Store } from '../store/store.js';
+import { type RouteAccess, routeAccess } from './access.js';
 
 /** What the control plane needs: the store, and ways to tell executors and the recorder. */
 export interface ControlContext {
@@ -23,7 +24,8 @@ export interface ControlContext {
   events: EventLog;
 }
 
-export type ApiHandler = (ctx: ControlContext, req: Request, params: string[]) => Promise<Answer> | Answer;
+/** `who` is the caller, already checked against the route's access. */
+export type ApiHandler = (ctx: ControlContext, req: Request, params: string[], who: Caller) => Promise<Answer> | Answer;
 
 /** What a successful write tells the executors; by default that metadata changed (every cache cleared). */
 export type ChangeOf = (params: string[]) => ChangeMessage;
@@ -33,7 +35,9 @@ export const NOTHING_CHANGED = null;
 
 interface Route {
   method: string;
+  pattern: string;
   parts: string[];
+  access: RouteAccess;
   handler: ApiHandler;
   /** null: the route saves nothing. */
   change: ChangeOf | null;
@@ -45,7 +49,9 @@ export class ApiRouter {
 
   add(method: string, pattern: string, handler: ApiHandler, change: ChangeOf | typeof NOTHING_CHANGED = METADATA_CHANGED): this {
     if (this.#locked) throw new Error(`route ${method} ${pattern} added after the router was locked`);
-    this.#routes.push({ method, parts: pattern.split('/').filter(Boolean), handler, change });
+    const access = routeAccess(method, pattern);
+    if (!access) throw new Error(`route ${method} ${pattern} needs its capability in api/access.ts`);
+    this.#routes.push({ method, pattern, parts: pattern.split('/').filter(Boolean), access, handler, change });
     return this;
   }
 
@@ -54,11 +60,16 @@ export class ApiRouter {
     return this;
   }
 
+  /** Every route as 'METHOD /pattern', in the order added. */
+  routes(): string[] {
+    return this.#routes.map((r) => `${r.method} ${r.pattern}`);
+  }
+
   /**
    * The handler and its path parameters, the change a success publishes (`saves` false: none); 405
    * when the path exists for other methods; null when none.
    */
-  match(method: string, url: string): { handler: ApiHandler; params: string[]; change: ChangeOf; saves: boolean } | 'method_not_allowed' | null {
+  match(method: string, url: string): MatchedRoute | 'method_not_allowed' | null {
     const segs = url.split('/').filter(Boolean);
     let pathMatched = false;
     for (const r of this.#routes) {
@@ -75,17 +86,22 @@ export class ApiRouter {
         } else ok = r.parts[i] === segs[i];
       }
       if (!ok) continue;
-      if (r.method === method) return { handler: r.handler, params, change: r.change ?? METADATA_CHANGED, saves: r.change !== null };
+      if (r.method === method) {
+        return { handler: r.handler, method, pattern: r.pattern, access: r.access, params, change: r.change ?? METADATA_CHANGED, saves: r.change !== null };
+      }
       pathMatched = true;
     }
     return pathMatched ? 'method_not_allowed' : null;
   }
 }
 
-/** 401 without a valid credential, 403 admin_only for a scoped key. */
-export async function requireAdmin(ctx: ControlContext, req: Request): Promise<void> {
-  const who = await identify(ctx.keys, ctx.adminKey, req.apiKey, req.ip);
-  if (who && who.kind !== 'key') return;
-  if (who) throw new GatewayError('admin_only', 'Only an administrator may do this');
-  throw new GatewayError('unauthorized', 'Unauthorized');
+export interface MatchedRoute {
+  handler: ApiHandler;
+  method: string;
+  pattern: string;
+  access: RouteAccess;
+  params: string[];
+  change: ChangeOf;
+  /** false: the route saves nothing (a validation, a probe). */
+  saves: boolean;
 }

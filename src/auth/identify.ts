@@ -1,13 +1,17 @@
 // In charge of the one rule that names a caller from the secret it sent, for every entry point
-// (/q/, /api/v1, /events, and any later one): the admin key, a usable scoped key, or open mode
-// while no admin key and no scoped key exist; anything else is nobody (401).
-import { ADMIN, OPEN, hashSecret, isAdminKey, keyIsUsable, type Caller } from './keys.js';
+// (/q/, /api/v1, /events, and any later one): the admin key, a named administrator's token
+// (qagadm_...), a usable scoped key, or open mode while no admin key, no scoped key and no
+// administrator exist; anything else is nobody (401).
+import type { AdminTokenHit } from '../store/metadata.js';
 import type { KeyRow } from '../store/types.js';
+import { ADMIN, OPEN, hashSecret, isAdminKey, keyExpired, keyIsUsable, nothingGranted, type Caller } from './keys.js';
+import { ADMIN_TOKEN_PREFIX, DATA_ROLES } from './roles.js';
 
-/** The key rows identification reads: the store, or an executor's metadata cache over it. */
+/** The rows identification reads: the store, or an executor's metadata cache over it. */
 export interface KeyLookup {
   key(hash: string): Promise<KeyRow | null>;
-  /** Whether any scoped key exists (open mode needs none). */
+  adminToken(hash: string): Promise<AdminTokenHit | null>;
+  /** Whether any scoped key or administrator exists (open mode needs none). */
   anyKey(): Promise<boolean>;
 }
 
@@ -15,9 +19,19 @@ export interface KeyLookup {
 export async function identify(keys: KeyLookup, adminKey: Buffer | null, secret: string, ip: string): Promise<Caller | null> {
   if (secret) {
     if (isAdminKey(adminKey, secret)) return ADMIN;
+    // Only secrets with the token prefix read the tokens table: a scoped key's lookup is unchanged.
+    if (secret.startsWith(ADMIN_TOKEN_PREFIX)) return administrator(await keys.adminToken(hashSecret(secret)));
     const key = await keys.key(hashSecret(secret));
     return key && keyIsUsable(key, new Date(), ip) ? { kind: 'key', name: key.name, key } : null;
   }
   if (adminKey) return null;
   return (await keys.anyKey()) ? null : OPEN;
+}
+
+/** A token's caller: its administrator while active and the token unexpired. */
+function administrator(hit: AdminTokenHit | null): Caller | null {
+  if (!hit?.admin.active || keyExpired(hit.token.expires_at, new Date())) return null;
+  const { name, role } = hit.admin;
+  const admin = { name, role, via: 'token' as const, tokenId: hit.token.id };
+  return DATA_ROLES.has(role) ? { kind: 'admin', name, admin } : { kind: 'key', name, key: nothingGranted(name), admin };
 }

@@ -4,12 +4,45 @@ import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { BlockList, isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import type { KeyRow } from '../store/types.js';
+import type { AdminIdentity } from './roles.js';
 
-/** Who is calling: the admin key, open mode (no keys configured), or a scoped key's row. */
-export type Caller = { kind: 'admin'; name: 'admin' } | { kind: 'open'; name: '-' } | { kind: 'key'; name: string; key: KeyRow };
+/**
+ * Who is calling. For data (/q/, /execute_sql, MCP): unrestricted (the admin key, a named
+ * administrator of a data role, open mode) or a scoped key's row. `admin` says, for the management
+ * API, which administrator it is; an auditor's token reaches data as a key granted nothing.
+ */
+export type Caller =
+  | { kind: 'admin'; name: string; admin: AdminIdentity }
+  | { kind: 'open'; name: '-'; admin: AdminIdentity }
+  | { kind: 'key'; name: string; key: KeyRow; admin?: AdminIdentity };
 
-export const ADMIN: Caller = Object.freeze({ kind: 'admin', name: 'admin' });
-export const OPEN: Caller = Object.freeze({ kind: 'open', name: '-' });
+export const ADMIN: Caller = Object.freeze({ kind: 'admin', name: 'admin', admin: Object.freeze({ name: 'admin', role: 'owner', via: 'break-glass' }) });
+export const OPEN: Caller = Object.freeze({ kind: 'open', name: '-', admin: Object.freeze({ name: null, role: 'owner', via: 'open' }) });
+
+/** The row an auditor's token is judged by on data routes: nothing granted, so every call is refused. */
+export function nothingGranted(name: string): KeyRow {
+  return {
+    name,
+    hash: '',
+    active: true,
+    expires_at: null,
+    example: false,
+    created_at: '',
+    updated_at: '',
+    last_used_at: null,
+    connections: [],
+    queries: [],
+    allow_writes: false,
+    allowed_write_ops: null,
+    allowed_tables: null,
+    mask: null,
+    rate_limit: null,
+    rate_limits: null,
+    allowed_ips: null,
+    previous_until: null,
+    via_previous: false,
+  };
+}
 
 /** 'sk_' + 32 random bytes, base64url, as the contract's secrets.token_urlsafe(32). */
 export function generateSecret(): string {

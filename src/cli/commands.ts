@@ -1,5 +1,7 @@
 // In charge of the command tree of `queryapigate`: which commands and groups exist, in the order help
 // lists them. Each group lives in a file of its own beside this one.
+import { ADMINS } from './admins.js';
+import { AUDIT } from './audit.js';
 import { EVENTS } from './events.js';
 import { EXAMPLES } from './examples.js';
 import { EXPORT } from './export.js';
@@ -20,6 +22,6 @@ export const ROOT: Group = {
     'Exit codes: 0 ok, 1 the command failed (one line on stderr says why), 2 the command line is wrong.',
     'Docs: docs/cli.md.',
   ],
-  children: [SERVE, INIT, EXAMPLES, KEYS, QUERIES, EXPORT, EVENTS, MCP, ...STORE_COPY_COMMANDS],
+  children: [SERVE, INIT, EXAMPLES, KEYS, ADMINS, QUERIES, EXPORT, EVENTS, MCP, AUDIT, ...STORE_COPY_COMMANDS],
   examples: ['queryapigate init && queryapigate serve', 'queryapigate keys create partner --queries example_film_lookup'],
 };

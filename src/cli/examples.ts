@@ -1,6 +1,7 @@
 // In charge of `queryapigate examples`: installing the bundled example APIs into the store (load,
 // idempotent, the new keys' secrets printed once) and taking them out again (unload: the saved
 // queries, keys and connection marked as examples, nothing a user made).
+import { auditExamplesLoaded } from '../api/audited.js';
 import { EXAMPLE_CONNECTION } from '../examples/catalog.js';
 import { EXAMPLES_DB_FILE } from '../examples/dataset.js';
 import { loadExamples } from '../examples/load.js';
@@ -23,6 +24,7 @@ const load: Command = {
   run: (inv) =>
     withLocal(inv.say, async (local, config) => {
       const loaded = await loadExamples(local.store, config.home);
+      await auditExamplesLoaded({ store: local.store, config }, { name: 'cli', role: 'owner', via: 'cli' }, loaded);
       if (loaded.createdQueries || loaded.createdKeys.length) local.changed();
       if (inv.values.json) printJson(inv.out, { created_queries: loaded.createdQueries, created_keys: loaded.createdKeys });
       else for (const k of loaded.createdKeys) inv.out(`Example key ${k.name} (shown once): ${k.secret}  queries: ${k.queries.join(', ')}`);

@@ -57,7 +57,7 @@ export const EXPORT: Command = {
   description: [
     'Talks to a running server (not the store): GET /q/QUERY?stream=true&format=FORMAT, with the key.',
     'The server is --url, else http://QUERYAPIGATE_HOST:QUERYAPIGATE_PORT; the key is --key, else',
-    'QUERYAPIGATE_API_KEY (the admin key; the environment or ./.env). A key given with --key can be',
+    'QUERYAPIGATE_ADMIN_TOKEN (an administrator token), else QUERYAPIGATE_API_KEY (the admin key; the environment or ./.env). A key given with --key can be',
     'seen by other users of this machine in its process list: prefer the variable.',
     'On a terminal a progress line shows rows (bytes only for parquet), bytes and rate; piped, only a summary line is printed.',
     'An export the server cut short (an error after the first byte) exits 1 and says the file is incomplete;',

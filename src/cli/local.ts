@@ -2,7 +2,11 @@
 // management API's handlers (src/api) called in process, so a key or a query made on the command line
 // passes exactly the checks a POST to /api/v1 does. The command line stands for the administrator: it
 // holds the store itself. On close, the changes made are announced to running servers.
+import { administratorRoutes } from '../api/administrators.js';
 import { apiKeyRoutes } from '../api/apiKeys.js';
+import { auditRoutes } from '../api/auditLog.js';
+import { handleApi } from '../api/handle.js';
+import type { Caller } from '../auth/keys.js';
 import { connectionRoutes } from '../api/connections.js';
 import { queryRoutes } from '../api/queries.js';
 import { ApiRouter, type ControlContext } from '../api/routes.js';
@@ -29,6 +33,9 @@ export interface LocalControl {
   close(): Promise<void>;
 }
 
+/** The command line stands for an owner (it holds the store itself); audited as actor 'cli', via 'cli'. */
+const CLI: Caller = Object.freeze({ kind: 'admin', name: 'cli', admin: Object.freeze({ name: 'cli', role: 'owner', via: 'cli' }) });
+
 export async function openLocal(config: Config, say: (line: string) => void): Promise<LocalControl> {
   say(`store: ${storeName(config)}`);
   const store = await openStore(config).catch((e: Error) => {
@@ -39,6 +46,8 @@ export async function openLocal(config: Config, say: (line: string) => void): Pr
   connectionRoutes(router);
   queryRoutes(router);
   apiKeyRoutes(router);
+  administratorRoutes(router);
+  auditRoutes(router);
   router.lock();
   const changes = new Map<string, ChangeMessage>();
   const control: ControlContext = {
@@ -72,7 +81,7 @@ export async function openLocal(config: Config, say: (line: string) => void): Pr
       };
       let answer: Awaited<ReturnType<typeof found.handler>>;
       try {
-        answer = await found.handler(control, req, found.params);
+        answer = await handleApi(control, req, CLI, found);
       } catch (e) {
         if (e instanceof GatewayError) throw new Failure(e.message, e.code);
         throw e;

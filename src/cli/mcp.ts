@@ -24,13 +24,17 @@ export const MCP: Command = {
     'Reads JSON-RPC messages on stdin and answers on stdout, through POST /mcp of a running server with the key:',
     'the tools are those the key may call there, governed and recorded (transport "mcp") by that server.',
     'The server is --url, else http://QUERYAPIGATE_HOST:QUERYAPIGATE_PORT; the key is --key, else',
-    'QUERYAPIGATE_API_KEY. A key given with --key can be seen in the process list: prefer the variable.',
+    'QUERYAPIGATE_ADMIN_TOKEN, else QUERYAPIGATE_API_KEY. A key given with --key can be seen in the process list: prefer the variable.',
     'Diagnostics go to stderr only. Ends when stdin ends.',
   ],
   args: { min: 0, max: 0 },
   options: {
     url: { type: 'string', value: 'URL', help: 'the server (default: from QUERYAPIGATE_HOST and QUERYAPIGATE_PORT)' },
-    key: { type: 'string', value: 'KEY', help: 'the API key the tools run with (default: QUERYAPIGATE_API_KEY)' },
+    key: {
+      type: 'string',
+      value: 'KEY',
+      help: 'the administrator token or API key the tools run with (default: QUERYAPIGATE_ADMIN_TOKEN, else QUERYAPIGATE_API_KEY)',
+    },
     'watch-seconds': { type: 'string', value: 'N', help: 'how often the tool list is checked for changes (default 10; 0: never)' },
   },
   examples: ['queryapigate mcp --url http://127.0.0.1:5000', 'QUERYAPIGATE_API_KEY=sk_... queryapigate mcp'],
@@ -38,8 +42,8 @@ export const MCP: Command = {
     const config = commandConfig(inv.say);
     const host = ['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
     const base = ((inv.values.url as string | undefined) ?? `http://${host}:${config.port}`).replace(/\/+$/, '');
-    const key = (inv.values.key as string | undefined) ?? config.adminKey ?? '';
-    inv.say(`mcp: relaying stdio to ${base}/mcp${key ? '' : '; no key: neither --key nor QUERYAPIGATE_API_KEY is set'}`);
+    const key = (inv.values.key as string | undefined) ?? config.adminToken ?? config.adminKey ?? '';
+    inv.say(`mcp: relaying stdio to ${base}/mcp${key ? '' : '; no key: neither --key, QUERYAPIGATE_ADMIN_TOKEN nor QUERYAPIGATE_API_KEY is set'}`);
     const watchSeconds = Number((inv.values['watch-seconds'] as string | undefined) ?? DEFAULT_WATCH_SECONDS);
     if (!Number.isFinite(watchSeconds) || watchSeconds < 0) throw new Error('--watch-seconds must be a number of seconds, 0 or more');
 

@@ -26,6 +26,7 @@ export const ERRORS = {
   identify: {
     unauthorized: 401,
     admin_only: 403,
+    role_forbidden: 403,
     rate_limited: 429,
   },
   /** Finding what the request names in the store. */
@@ -35,6 +36,8 @@ export const ERRORS = {
     not_published: 404,
     connection_not_found: 404,
     key_not_found: 404,
+    admin_not_found: 404,
+    token_not_found: 404,
   },
   /** Whether this caller may reach what it named. */
   authorize: {
@@ -79,6 +82,10 @@ export const ERRORS = {
     query_exists: 409,
     connection_exists: 409,
     key_exists: 409,
+    admin_exists: 409,
+    name_taken: 409,
+    last_owner: 409,
+    precondition_failed: 412,
   },
   /** The server itself. */
   server: {
@@ -111,6 +118,9 @@ export interface ErrorExtras {
   detail?: string;
   timeout?: number;
   retry_after?: number;
+  /** role_forbidden: the capability the route needs, and the caller's role. */
+  capability?: string;
+  role?: string;
 }
 
 /** The one error type every layer throws: a code of the table, a message for the caller, extras. */

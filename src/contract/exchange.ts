@@ -21,7 +21,7 @@ export interface Request {
   body: Uint8Array | null;
   /** performance.now() in the acceptor when the request arrived, for the duration metric. */
   started: number;
-  /** Headers only some routes read (MCP's Accept, Content-Type, MCP-Protocol-Version), by lower-case name. */
+  /** Headers only some routes read (MCP's Accept, Content-Type, MCP-Protocol-Version; /api/v1's If-Match), by lower-case name. */
   headers?: Record<string, string>;
   /** For /q/ with ?stream=true: the executor's end of a channel that carries the export (StreamFrame). */
   port?: MessagePort;

@@ -3,12 +3,16 @@
 // cached here; /docs), MCP at /mcp (answered in an executor), the console's static files at /console (and
 // `/` sends a browser there), and a catch-all 404. Built once before listen; the acceptor never runs SQL.
 import uWS from 'uWebSockets.js';
+import { checkAccess, routeAccess } from '../api/access.js';
+import { administratorRoutes } from '../api/administrators.js';
 import { apiKeyRoutes } from '../api/apiKeys.js';
+import { auditRoutes } from '../api/auditLog.js';
 import { connectionProbeRoutes } from '../api/connectionProbe.js';
 import { connectionRoutes } from '../api/connections.js';
 import { historyRoutes } from '../api/history.js';
 import { queryRoutes } from '../api/queries.js';
-import { ApiRouter, requireAdmin, type ControlContext } from '../api/routes.js';
+import { handleApi, noteAdminUse } from '../api/handle.js';
+import { ApiRouter, type ControlContext } from '../api/routes.js';
 import { settingsRoutes } from '../api/settings.js';
 import { identify } from '../auth/identify.js';
 import type { RateLimits } from '../auth/rateLimit.js';
@@ -30,10 +34,27 @@ import { relayStream, wantsStream } from './streamRelay.js';
 
 export const VERSION = packageVersion();
 
+/** GET /api/v1/mcp/tools is served here (it needs an executor), not by the router; its access is the table's. */
+const MCP_TOOLS_ACCESS = routeAccess('GET', '/api/v1/mcp/tools')!;
+
 /** Status codes as label text, made once. */
 const STATUS: Record<number, string> = Object.fromEntries(
-  [200, 201, 202, 204, 302, 304, 400, 401, 403, 404, 405, 406, 409, 413, 415, 429, 500, 502, 503, 504].map((c) => [c, String(c)]),
+  [200, 201, 202, 204, 302, 304, 400, 401, 403, 404, 405, 406, 409, 412, 413, 415, 429, 500, 502, 503, 504].map((c) => [c, String(c)]),
 );
+
+/** Every /api/v1 route the acceptor serves through the router, locked (each with its capability). */
+export function managementRouter(): ApiRouter {
+  const router = new ApiRouter();
+  connectionRoutes(router);
+  connectionProbeRoutes(router);
+  queryRoutes(router);
+  apiKeyRoutes(router);
+  historyRoutes(router);
+  settingsRoutes(router);
+  administratorRoutes(router);
+  auditRoutes(router);
+  return router.lock();
+}
 
 export function buildApp(
   control: ControlContext,
@@ -64,14 +85,7 @@ export function buildApp(
       },
     };
   };
-  const router = new ApiRouter();
-  connectionRoutes(router);
-  connectionProbeRoutes(router);
-  queryRoutes(router);
-  apiKeyRoutes(router);
-  historyRoutes(router);
-  settingsRoutes(router);
-  router.lock();
+  const router = managementRouter();
 
   const health = healthBody();
   // 503 from SIGTERM on: a load balancer's check takes the instance out while it drains.
@@ -91,10 +105,13 @@ export function buildApp(
     try {
       const found = router.match(req.method, req.url);
       if (found === null) return errorAnswer('not_found', 'Not found', req.requestId);
-      await requireAdmin(control, req);
-      if (found === 'method_not_allowed') return errorAnswer('method_not_allowed', 'Method not allowed', req.requestId);
-      const answer = await found.handler(control, req, found.params);
-      answer.key = req.apiKey ? 'admin' : '-';
+      const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip);
+      if (found === 'method_not_allowed') {
+        checkAccess(who, { capability: null }, []);
+        return errorAnswer('method_not_allowed', 'Method not allowed', req.requestId);
+      }
+      const answer = await handleApi(control, req, who, found);
+      answer.key = who?.name ?? '-';
       // Any change clears every executor's cached rows at once (a connection's also replaces its pools).
       if (req.method !== 'GET' && answer.status < 400 && found.saves) control.publishChange(found.change(found.params));
       return answer;
@@ -108,6 +125,7 @@ export function buildApp(
     if (control.config.eventsMaxStreams === 0) return errorAnswer('not_found', 'Not found', req.requestId);
     const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip);
     if (!who) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
+    if (who.admin) await noteAdminUse(control, who.admin, req);
     if (hub.size >= control.config.eventsMaxStreams) {
       return withHeaders(errorAnswer('too_many_streams', 'Too many open event streams on this server - try again shortly', req.requestId, { retry_after: 5 }), [
         'Retry-After',
@@ -116,7 +134,8 @@ export function buildApp(
     }
     const resume = req.lastEventId || new URLSearchParams(req.query).get('last_event_id') || '';
     if (resume && !/^\d{1,15}$/.test(resume)) return errorAnswer('invalid_request', 'Last-Event-ID must be an event id', req.requestId);
-    return hub.open(who.kind === 'key' ? who.name : null, resume ? Number(resume) : null);
+    // Administrators (an auditor too: it reads history) see every run; a scoped key its own.
+    return hub.open(who.kind === 'key' && !who.admin ? who.name : null, resume ? Number(resume) : null);
   };
   const notFound: Handler = (req) => errorAnswer('not_found', 'Not found', req.requestId);
 
@@ -134,9 +153,10 @@ export function buildApp(
   /** GET /api/v1/mcp/tools: the tools an administrator sees (each key sees its own share of them). */
   const mcpTools: Handler = async (req) => {
     const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip);
-    if (!who) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
-    if (who.kind === 'key') return errorAnswer('admin_only', 'Only an administrator may do this', req.requestId);
     try {
+      const admin = checkAccess(who, MCP_TOOLS_ACCESS, []);
+      await noteAdminUse(control, admin, req);
+      if (!who || who.kind === 'key') return jsonAnswer(200, { items: [] }); // an auditor reaches no tool
       return { ...jsonAnswer(200, { items: await dispatcher.mcpTools({ caller: who }) }), key: who.name };
     } catch (e) {
       if (e instanceof GatewayError) return errorAnswer(e.code, e.message, req.requestId, e.extras);
@@ -215,6 +235,8 @@ export function buildApp(
   const limitedMcpTools = limited(mcpTools);
   const limitedApi = limited(api);
   const consoleOpts: ServeOptions = { ...opts('console'), headers: ['accept-encoding'] };
+  // Only the management API reads If-Match (its writes check it); no other route pays for the header.
+  const managementOpts: ServeOptions = { ...apiOpts, headers: ['if-match'] };
   return uWS
     .App()
     .get('/health', (res, req) => serve(res, req, healthCheck, healthOpts))
@@ -231,7 +253,7 @@ export function buildApp(
     .any('/execute_sql', (res, req) => serve(res, req, limitedAdhoc, adhocOpts))
     .any('/mcp', (res, req) => serve(res, req, limitedMcp, mcpOpts))
     .get('/api/v1/mcp/tools', (res, req) => serve(res, req, limitedMcpTools, apiOpts))
-    .any('/api/v1/*', (res, req) => serve(res, req, limitedApi, apiOpts))
+    .any('/api/v1/*', (res, req) => serve(res, req, limitedApi, managementOpts))
     .any('/*', (res, req) => serve(res, req, notFound, unmatchedOpts));
 }
 

@@ -7,13 +7,22 @@
 import { LRUCache } from 'lru-cache';
 import { isUnavailable } from './sql.js';
 import type { Store } from './store.js';
+import type { AdminRow, AdminTokenRow } from './admins.js';
 import type { ConnectionRow, KeyRow, QueryRow } from './types.js';
+
+/** An administrator token's row with its administrator's, as identification reads them. */
+export interface AdminTokenHit {
+  token: AdminTokenRow;
+  admin: AdminRow;
+}
 
 export interface Metadata {
   key(hash: string): Promise<KeyRow | null>;
+  /** The administrator token with this secret hash (qagadm_ secrets only). */
+  adminToken(hash: string): Promise<AdminTokenHit | null>;
   query(name: string): Promise<QueryRow | null>;
   connection(name: string): Promise<ConnectionRow | null>;
-  /** Whether any scoped key exists (open mode needs none). */
+  /** Whether any scoped key or administrator exists (open mode needs none). */
   anyKey(): Promise<boolean>;
   clear(): void;
   /** Rows held (0 without a TTL), for queryapigate_cache_entries. */
@@ -28,9 +37,10 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
   if (ttlSeconds <= 0) {
     return {
       key: (hash) => store.getKeyByHash(hash),
+      adminToken: (hash) => store.admins.byHash(hash),
       query: (name) => store.getQuery(name),
       connection: (name) => store.getConnection(name),
-      anyKey: async () => (await store.countKeys()) > 0,
+      anyKey: () => store.anyCredential(),
       clear: () => undefined,
       size: () => 0,
     };
@@ -67,18 +77,21 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
   const keys = cached((h) => store.getKeyByHash(h));
   const queries = cached((n) => store.getQuery(n));
   const connections = cached((n) => store.getConnection(n));
-  const anyKeys = cached(async () => ({ any: (await store.countKeys()) > 0 }));
+  const tokens = cached((h) => store.admins.byHash(h));
+  const anyKeys = cached(async () => ({ any: await store.anyCredential() }));
   return {
     key: (h) => keys.get(h),
+    adminToken: (h) => tokens.get(h),
     query: (n) => queries.get(n),
     connection: (n) => connections.get(n),
     anyKey: async () => (await anyKeys.get(''))!.any,
     clear() {
       keys.clear();
+      tokens.clear();
       queries.clear();
       connections.clear();
       anyKeys.clear();
     },
-    size: () => keys.size() + queries.size() + connections.size() + anyKeys.size(),
+    size: () => keys.size() + tokens.size() + queries.size() + connections.size() + anyKeys.size(),
   };
 }

@@ -85,6 +85,33 @@ const MIGRATIONS: Array<{ sqlite: string[]; postgres: string[] }> = [
       'CREATE TABLE history_ring (slots INTEGER NOT NULL)',
     ],
   },
+  {
+    // Named administrators and their tokens (only a token's SHA-256 is kept), and the audit log: each
+    // entry chained to the one before by a hash; audit_chain's one row is the anchor (the id and hash
+    // of the last entry retention pruned), so verifying still works after pruning.
+    sqlite: [
+      `CREATE TABLE administrators (name TEXT PRIMARY KEY, role TEXT NOT NULL, active INTEGER NOT NULL DEFAULT 1,
+        created_at TEXT NOT NULL, updated_at TEXT NOT NULL, details_json TEXT NOT NULL)`,
+      `CREATE TABLE admin_tokens (id TEXT PRIMARY KEY, admin_name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE, expires_at TEXT,
+        created_at TEXT NOT NULL, details_json TEXT NOT NULL)`,
+      'CREATE INDEX admin_tokens_admin ON admin_tokens (admin_name)',
+      `CREATE TABLE audit_log (id INTEGER PRIMARY KEY, timestamp TEXT NOT NULL, actor TEXT, via TEXT NOT NULL, action TEXT NOT NULL,
+        target TEXT, entry_json TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL)`,
+      'CREATE TABLE audit_chain (anchor_id INTEGER NOT NULL, anchor_hash TEXT NOT NULL)',
+      `INSERT INTO audit_chain (anchor_id, anchor_hash) VALUES (0, '${'0'.repeat(64)}')`,
+    ],
+    postgres: [
+      `CREATE TABLE administrators (name TEXT COLLATE "C" PRIMARY KEY, role TEXT NOT NULL, active INTEGER NOT NULL DEFAULT 1,
+        created_at TEXT NOT NULL, updated_at TEXT NOT NULL, details_json TEXT NOT NULL)`,
+      `CREATE TABLE admin_tokens (id TEXT COLLATE "C" PRIMARY KEY, admin_name TEXT COLLATE "C" NOT NULL, hash TEXT NOT NULL UNIQUE, expires_at TEXT,
+        created_at TEXT NOT NULL, details_json TEXT NOT NULL)`,
+      'CREATE INDEX admin_tokens_admin ON admin_tokens (admin_name)',
+      `CREATE TABLE audit_log (id BIGINT PRIMARY KEY, timestamp TEXT NOT NULL, actor TEXT, via TEXT NOT NULL, action TEXT NOT NULL,
+        target TEXT, entry_json TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL)`,
+      'CREATE TABLE audit_chain (anchor_id BIGINT NOT NULL, anchor_hash TEXT NOT NULL)',
+      `INSERT INTO audit_chain (anchor_id, anchor_hash) VALUES (0, '${'0'.repeat(64)}')`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -3,6 +3,8 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { EventRow } from '../contract/messages.js';
+import { AdminStore } from './admins.js';
+import { AuditStore } from './audit.js';
 import { migrate } from './migrations.js';
 import { causeOf, nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
 import type { ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, VersionFields, VersionRow } from './types.js';
@@ -110,7 +112,15 @@ interface KeyRecord {
 }
 
 export class Store {
-  constructor(readonly db: SqlDb) {}
+  /** Administrators and their tokens (store/admins.ts). */
+  readonly admins: AdminStore;
+  /** The hash-chained audit log (store/audit.ts). */
+  readonly audit: AuditStore;
+
+  constructor(readonly db: SqlDb) {
+    this.admins = new AdminStore(db);
+    this.audit = new AuditStore(db);
+  }
 
   close(): Promise<void> {
     return this.db.close();
@@ -309,6 +319,12 @@ export class Store {
         [previousUntil === null ? null : 'grace', previousUntil, hash, now, name],
       )) === 1
     );
+  }
+
+  /** Whether any scoped key or administrator exists: while none does (and no admin key is set), the server is open. */
+  async anyCredential(): Promise<boolean> {
+    const [{ n }] = await this.db.all<{ n: number }>('SELECT (SELECT COUNT(*) FROM api_keys) + (SELECT COUNT(*) FROM administrators) AS n');
+    return Number(n) > 0;
   }
 
   async countKeys(): Promise<number> {

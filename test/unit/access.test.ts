@@ -30,6 +30,10 @@ function lookup(rows: KeyRow[]): KeyLookup & { reads: string[] } {
       reads.push('key');
       return rows.find((r) => r.hash === hash) ?? null;
     },
+    async adminToken() {
+      reads.push('adminToken');
+      return null;
+    },
     async anyKey() {
       reads.push('anyKey');
       return rows.length > 0;

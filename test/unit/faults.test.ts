@@ -108,6 +108,7 @@ function flakyStore(key: KeyRow) {
     getQuery: () => read(null),
     getConnection: () => read(null),
     countKeys: () => read(1),
+    anyCredential: () => read(true),
   } as unknown as Store;
   return { store, state };
 }
