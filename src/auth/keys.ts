@@ -5,8 +5,14 @@ import { BlockList, isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import type { KeyRow } from '../store/types.js';
 
-/** Who is calling: the admin key, open mode (no keys configured), or a scoped key's row. */
-export type Caller = { kind: 'admin'; name: 'admin' } | { kind: 'open'; name: '-' } | { kind: 'key'; name: string; key: KeyRow };
+/**
+ * Who is calling: the admin key, open mode (no keys configured), or a scoped key's row. A signed-in
+ * (JWT) user is key-shaped (its role's grants under its own name) and carries its token's `claims`.
+ */
+export type Caller =
+  | { kind: 'admin'; name: 'admin' }
+  | { kind: 'open'; name: '-' }
+  | { kind: 'key'; name: string; key: KeyRow; claims?: Readonly<Record<string, unknown>> };
 
 export const ADMIN: Caller = Object.freeze({ kind: 'admin', name: 'admin' });
 export const OPEN: Caller = Object.freeze({ kind: 'open', name: '-' });

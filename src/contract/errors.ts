@@ -26,6 +26,7 @@ export const ERRORS = {
   identify: {
     unauthorized: 401,
     admin_only: 403,
+    origin_not_allowed: 403,
     rate_limited: 429,
   },
   /** Finding what the request names in the store. */
@@ -35,17 +36,22 @@ export const ERRORS = {
     not_published: 404,
     connection_not_found: 404,
     key_not_found: 404,
+    role_not_found: 404,
+    collection_not_found: 404,
   },
   /** Whether this caller may reach what it named. */
   authorize: {
     query_forbidden: 403,
     connection_forbidden: 403,
     connection_inactive: 403,
+    sign_in_required: 403,
+    claim_missing: 403,
   },
   /** Binding the caller's values to the statement's parameters. */
   bind: {
     param_required: 400,
     param_invalid: 400,
+    param_from_claim: 400,
   },
   /** The statement held against the caller's policy (governance/). */
   govern: {
@@ -79,6 +85,8 @@ export const ERRORS = {
     query_exists: 409,
     connection_exists: 409,
     key_exists: 409,
+    role_exists: 409,
+    collection_exists: 409,
   },
   /** The server itself. */
   server: {

@@ -34,6 +34,10 @@ function lookup(rows: KeyRow[]): KeyLookup & { reads: string[] } {
       reads.push('anyKey');
       return rows.length > 0;
     },
+    async role() {
+      reads.push('role');
+      return null;
+    },
   };
 }
 
