@@ -111,15 +111,26 @@ const num = (min: number, max: number) =>
 const text = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'));
 const list = v.pipe(
   text,
-  v.transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)),
+  v.transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  ),
   v.minLength(1, 'must name at least one'),
 );
 const HMAC_ALGORITHMS = ['HS256', 'HS384', 'HS512'];
 const KEY_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
 const algorithms = v.pipe(
   list,
-  v.check((a) => a.every((x) => HMAC_ALGORITHMS.includes(x) || KEY_ALGORITHMS.includes(x)), `must be among ${[...HMAC_ALGORITHMS, ...KEY_ALGORITHMS].join(', ')} (never none)`),
-  v.check((a) => a.every((x) => HMAC_ALGORITHMS.includes(x)) || a.every((x) => KEY_ALGORITHMS.includes(x)), 'must not mix HMAC (HS*) and public-key algorithms'),
+  v.check(
+    (a) => a.every((x) => HMAC_ALGORITHMS.includes(x) || KEY_ALGORITHMS.includes(x)),
+    `must be among ${[...HMAC_ALGORITHMS, ...KEY_ALGORITHMS].join(', ')} (never none)`,
+  ),
+  v.check(
+    (a) => a.every((x) => HMAC_ALGORITHMS.includes(x)) || a.every((x) => KEY_ALGORITHMS.includes(x)),
+    'must not mix HMAC (HS*) and public-key algorithms',
+  ),
 );
 /** https, or http to a loopback address (a JWKS served on the same machine, as tests do). */
 const jwksUrl = v.pipe(
@@ -181,7 +192,13 @@ const VARIABLES = {
   LOG_LEVEL: [logLevel, 'info'],
   JSON_LOGS: [flag, '0'],
   SLOW_QUERY_THRESHOLD: [num(0, 86400), '1'],
-  JWT_SECRET: [v.pipe(text, v.check((s) => Buffer.byteLength(s, 'utf8') >= 32, 'must be at least 32 bytes')), null],
+  JWT_SECRET: [
+    v.pipe(
+      text,
+      v.check((s) => Buffer.byteLength(s, 'utf8') >= 32, 'must be at least 32 bytes'),
+    ),
+    null,
+  ],
   JWT_JWKS_URL: [jwksUrl, null],
   JWT_ISSUER: [text, null],
   JWT_AUDIENCE: [list, null],
@@ -255,7 +272,8 @@ export const SETTING_INFO: Readonly<Record<Name, { group: SettingGroup; type: st
   JWT_JWKS_URL: {
     group: 'access',
     type: 'https:// URL',
-    description: "Turns on signed-in users: tokens verified with the keys of this JWKS (RS256 by default; fetched again for a new key id). Needs JWT_ISSUER and JWT_AUDIENCE.",
+    description:
+      'Turns on signed-in users: tokens verified with the keys of this JWKS (RS256 by default; fetched again for a new key id). Needs JWT_ISSUER and JWT_AUDIENCE.',
   },
   JWT_ISSUER: { group: 'access', type: 'text', description: 'The iss a token must carry.' },
   JWT_AUDIENCE: { group: 'access', type: 'comma-separated list', description: 'The aud values accepted; a token must carry one.' },
@@ -265,12 +283,20 @@ export const SETTING_INFO: Readonly<Record<Name, { group: SettingGroup; type: st
     description: 'Accepted signing algorithms; HMAC (HS*) and public-key ones cannot be mixed, none is never accepted.',
     defaultText: 'RS256 with a JWKS, HS256 with a secret',
   },
-  JWT_ROLE: { group: 'access', type: 'key role name', description: 'The key role whose grants every signed-in user gets (read live), when JWT_ROLE_CLAIM names none that exists.' },
-  JWT_ROLE_CLAIM: { group: 'access', type: 'claim (dotted path)', description: "The claim naming a signed-in user's key role (a name or a list: the first that exists)." },
+  JWT_ROLE: {
+    group: 'access',
+    type: 'key role name',
+    description: 'The key role whose grants every signed-in user gets (read live), when JWT_ROLE_CLAIM names none that exists.',
+  },
+  JWT_ROLE_CLAIM: {
+    group: 'access',
+    type: 'claim (dotted path)',
+    description: "The claim naming a signed-in user's key role (a name or a list: the first that exists).",
+  },
   JWT_USER_CLAIM: { group: 'access', type: 'claim', description: 'The claim naming the user; the caller is jwt:<value> in history and logs.' },
   CORS_ORIGINS: {
     group: 'access',
-    type: "comma-separated origins, or *",
+    type: 'comma-separated origins, or *',
     description: 'Origins browsers may call /q/ and /execute_sql from: preflights answered, Access-Control-* headers on answers, never credentials.',
   },
   TRUST_PROXY: { group: 'access', type: 'whole number, 0-32', description: 'Trusted X-Forwarded-For hops in front of the server.' },
@@ -412,7 +438,8 @@ function jwtProblems(c: Config): string[] {
   const hmac = c.jwtAlgorithms?.every((a) => HMAC_ALGORITHMS.includes(a)) ?? !c.jwtJwksUrl;
   if (c.jwtSecret && !hmac) out.push('QUERYAPIGATE_JWT_ALGORITHMS: a QUERYAPIGATE_JWT_SECRET signs with HMAC (HS256, HS384, HS512) only');
   if (c.jwtJwksUrl && hmac) out.push('QUERYAPIGATE_JWT_ALGORITHMS: a JWKS holds public keys; HMAC algorithms need QUERYAPIGATE_JWT_SECRET');
-  if (!c.jwtRole && !c.jwtRoleClaim) out.push('JWT is on: set QUERYAPIGATE_JWT_ROLE or QUERYAPIGATE_JWT_ROLE_CLAIM, which names the key role of a signed-in user');
+  if (!c.jwtRole && !c.jwtRoleClaim)
+    out.push('JWT is on: set QUERYAPIGATE_JWT_ROLE or QUERYAPIGATE_JWT_ROLE_CLAIM, which names the key role of a signed-in user');
   return out;
 }
 

@@ -1,6 +1,7 @@
 // In charge of the management API's routing and its one rule: administrators only (the admin key,
 // or open mode while no admin key and no scoped key exist). Compiled once, before listen.
 import { identify, type KeyLookup } from '../auth/identify.js';
+import type { JwtAuth } from '../auth/jwt.js';
 import type { Config } from '../config.js';
 import { GatewayError } from '../contract/errors.js';
 import type { Answer, Request } from '../contract/exchange.js';
@@ -15,6 +16,8 @@ export interface ControlContext {
   adminKey: Buffer | null;
   /** Key rows as identification reads them (the acceptor's metadata cache, cleared on every change). */
   keys: KeyLookup;
+  /** Signed-in users' tokens (JWT on), so open mode never applies with it; absent or null: JWT off. */
+  jwt?: JwtAuth | null;
   /** Tells every executor, here and in other instances, that the store changed. */
   publishChange(m: ChangeMessage): void;
   /** Waits until runs recorded so far are in the store (read-your-writes for history). */
@@ -84,7 +87,7 @@ export class ApiRouter {
 
 /** 401 without a valid credential, 403 admin_only for a scoped key. */
 export async function requireAdmin(ctx: ControlContext, req: Request): Promise<void> {
-  const who = await identify(ctx.keys, ctx.adminKey, req.apiKey, req.ip);
+  const who = await identify(ctx.keys, ctx.adminKey, req.apiKey, req.ip, ctx.jwt ?? null, req.authorization);
   if (who && who.kind !== 'key') return;
   if (who) throw new GatewayError('admin_only', 'Only an administrator may do this');
   throw new GatewayError('unauthorized', 'Unauthorized');

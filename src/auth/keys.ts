@@ -14,6 +14,11 @@ export type Caller =
   | { kind: 'open'; name: '-' }
   | { kind: 'key'; name: string; key: KeyRow; claims?: Readonly<Record<string, unknown>> };
 
+/** The caller in metric labels: every signed-in user is `jwt` (one label, not one per user). */
+export function metricKey(caller: Caller): string {
+  return caller.kind === 'key' && caller.claims ? 'jwt' : caller.name;
+}
+
 export const ADMIN: Caller = Object.freeze({ kind: 'admin', name: 'admin' });
 export const OPEN: Caller = Object.freeze({ kind: 'open', name: '-' });
 

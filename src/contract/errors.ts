@@ -26,7 +26,6 @@ export const ERRORS = {
   identify: {
     unauthorized: 401,
     admin_only: 403,
-    origin_not_allowed: 403,
     rate_limited: 429,
   },
   /** Finding what the request names in the store. */

@@ -3,10 +3,12 @@
 // cached here; /docs), MCP at /mcp (answered in an executor), and a catch-all 404. Built once before listen; the acceptor never runs SQL.
 import uWS from 'uWebSockets.js';
 import { apiKeyRoutes } from '../api/apiKeys.js';
+import { collectionRoutes } from '../api/collections.js';
 import { connectionProbeRoutes } from '../api/connectionProbe.js';
 import { connectionRoutes } from '../api/connections.js';
 import { historyRoutes } from '../api/history.js';
 import { queryRoutes } from '../api/queries.js';
+import { roleRoutes } from '../api/roles.js';
 import { ApiRouter, requireAdmin, type ControlContext } from '../api/routes.js';
 import { settingsRoutes } from '../api/settings.js';
 import { identify } from '../auth/identify.js';
@@ -21,12 +23,17 @@ import { packageVersion } from '../contract/version.js';
 import { type Answer, errorAnswer, jsonAnswer, type Request } from '../contract/exchange.js';
 import { bound, type ProcessMetrics } from '../metrics/metrics.js';
 import { type AccessLine, accessLine } from './accessLog.js';
+import { corsPolicy } from './cors.js';
 import type { Dispatcher } from './dispatch.js';
 import type { EventHub } from './events.js';
 import { serve, type Handler, type ServeOptions, type StreamStart } from './respond.js';
 import { relayStream, wantsStream } from './streamRelay.js';
 
 export const VERSION = packageVersion();
+
+/** The routes a signed-in (JWT) user may call, and the routes browsers may call from an allowed origin. */
+const AUTHORIZED_ENDPOINTS = new Set(['run_named_query', 'execute_sql', 'catalog', 'openapi', 'mcp', 'api_v1', 'events']);
+const CORS_ENDPOINTS = new Set(['run_named_query', 'execute_sql', 'catalog', 'openapi']);
 
 /** Status codes as label text, made once. */
 const STATUS: Record<number, string> = Object.fromEntries(
@@ -43,6 +50,7 @@ export function buildApp(
   catalogs: CatalogCache,
 ): uWS.TemplatedApp {
   const m = metrics.metrics;
+  const cors = corsPolicy(control.config.corsOrigins);
   /** Serve options per route: the request metrics and the access line carry the route's endpoint name. */
   const opts = (endpoint: string): ServeOptions => {
     // Children bound once per label set: no label checks per request.
@@ -53,6 +61,9 @@ export function buildApp(
     return {
       maxBody: control.config.maxBodyBytes,
       trustProxy: control.config.trustProxy,
+      // The Authorization header is read only where a signed-in user may call, and only with JWT on.
+      authorization: Boolean(control.jwt) && AUTHORIZED_ENDPOINTS.has(endpoint),
+      cors: CORS_ENDPOINTS.has(endpoint) ? cors : null,
       onAnswer(req, a) {
         const ms = performance.now() - req.started;
         requests(req.method, STATUS[a.status] ?? String(a.status), a.key ?? '-').inc();
@@ -67,6 +78,8 @@ export function buildApp(
   connectionProbeRoutes(router);
   queryRoutes(router);
   apiKeyRoutes(router);
+  roleRoutes(router);
+  collectionRoutes(router);
   historyRoutes(router);
   settingsRoutes(router);
   router.lock();
@@ -104,7 +117,7 @@ export function buildApp(
   /** GET /events: any authenticated caller; the admin key sees every run, a scoped key its own. */
   const events: Handler = async (req) => {
     if (control.config.eventsMaxStreams === 0) return errorAnswer('not_found', 'Not found', req.requestId);
-    const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip);
+    const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip, control.jwt ?? null, req.authorization);
     if (!who) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
     if (hub.size >= control.config.eventsMaxStreams) {
       return withHeaders(errorAnswer('too_many_streams', 'Too many open event streams on this server - try again shortly', req.requestId, { retry_after: 5 }), [
@@ -131,7 +144,7 @@ export function buildApp(
   };
   /** GET /api/v1/mcp/tools: the tools an administrator sees (each key sees its own share of them). */
   const mcpTools: Handler = async (req) => {
-    const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip);
+    const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip, control.jwt ?? null, req.authorization);
     if (!who) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
     if (who.kind === 'key') return errorAnswer('admin_only', 'Only an administrator may do this', req.requestId);
     try {
@@ -150,7 +163,7 @@ export function buildApp(
     (pick: keyof CatalogDocuments): Handler =>
     async (req) => {
       if (state.draining) return errorAnswer('unavailable', 'The server is shutting down', req.requestId);
-      const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip);
+      const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip, control.jwt ?? null, req.authorization);
       if (!who && pick === 'openapi' && !req.apiKey) return documentAnswer(publicDocument, '-');
       if (!who) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
       try {
@@ -206,8 +219,18 @@ export function buildApp(
   const mcpOpts: ServeOptions = { ...opts('mcp'), headers: ['accept', 'content-type', 'mcp-protocol-version'] };
   const limitedMcpTools = limited(mcpTools);
   const limitedApi = limited(api);
+  // A preflight (OPTIONS with Access-Control-Request-Method) is answered here at once, before any
+  // limit or key; a plain OPTIONS is an ordinary request of the route.
+  const preflightOpts = (endpoint: string, h: Handler): [Handler, ServeOptions] => {
+    const o = { ...opts(endpoint), cors: null, headers: ['origin', 'access-control-request-method'] };
+    return [(req) => (cors && req.headers?.['access-control-request-method'] ? cors.preflight(req.headers.origin ?? '') : h(req)), o];
+  };
+  const [callPreflight, callPreflightOpts] = preflightOpts('run_named_query', limitedCall);
+  const [adhocPreflight, adhocPreflightOpts] = preflightOpts('execute_sql', limitedAdhoc);
   return uWS
     .App()
+    .options('/q/*', (res, req) => serve(res, req, callPreflight, callPreflightOpts))
+    .options('/execute_sql', (res, req) => serve(res, req, adhocPreflight, adhocPreflightOpts))
     .get('/health', (res, req) => serve(res, req, healthCheck, healthOpts))
     .get('/metrics', (res, req) => serve(res, req, scrape, metricsOpts))
     .get('/events', (res, req) => serve(res, req, limited(events), eventsOpts))

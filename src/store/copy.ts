@@ -10,7 +10,17 @@ import { nextPiece, type SqlDb, valuesList } from './sql.js';
 export const DUMP_FORMAT = 'queryapigate-store/1';
 
 /** The store's tables with rows of their own, in the order they are written (no foreign keys between them). */
-const TABLES = ['connections', 'saved_queries', 'saved_query_versions', 'api_keys', 'key_roles', 'store_secrets', 'run_history', 'history_ring', 'event_segments'];
+const TABLES = [
+  'connections',
+  'saved_queries',
+  'saved_query_versions',
+  'api_keys',
+  'key_roles',
+  'store_secrets',
+  'run_history',
+  'history_ring',
+  'event_segments',
+];
 /** Tables whose rows mean the store is in use: a restore into it needs --force. */
 const CONTENT = ['connections', 'saved_queries', 'api_keys', 'key_roles', 'run_history', 'event_segments'];
 /** Markers per multi-row INSERT: under SQLite's classic limit of 999. */

@@ -387,7 +387,10 @@ export class Store {
   async regrantCollection(from: string, to: string, step: 'add' | 'remove', now: string): Promise<{ keys: number; roles: number }> {
     return this.db.tx(async (t) => {
       const out = { keys: 0, roles: 0 };
-      for (const [table, counter] of [['api_keys', 'keys'], ['key_roles', 'roles']] as const) {
+      for (const [table, counter] of [
+        ['api_keys', 'keys'],
+        ['key_roles', 'roles'],
+      ] as const) {
         const rows = await t.all<{ name: string; details_json: string }>(`SELECT name, details_json FROM ${table}`);
         for (const r of rows) {
           const d = JSON.parse(r.details_json) as KeyGrants;
@@ -402,6 +405,11 @@ export class Store {
       }
       return out;
     });
+  }
+
+  /** Puts one query in a collection (null: in none); false when the query does not exist. */
+  async setCollection(name: string, collection: string | null, now: string): Promise<boolean> {
+    return (await this.db.run('UPDATE saved_queries SET collection = ?, updated_at = ? WHERE name = ?', [collection, now, name])) === 1;
   }
 
   /** Moves every query of collection `from` into `to`; returns how many moved. */
