@@ -140,6 +140,14 @@ describe('JWT sign-in with a JWKS, from_claim row scoping on PostgreSQL', () => 
     const scoped = await s.call('GET', '/q/my_orders?tenant=acme', { key: key.secret });
     assert.equal(scoped.status, 403);
     assert.equal(scoped.json.code, 'sign_in_required');
+    // The catalog a signed-in user reads: its role's queries, without the parameter its token gives.
+    const catalog = await s.call('GET', '/catalog', bearer(acme));
+    assert.equal(catalog.status, 200, catalog.text);
+    assert.deepEqual(
+      catalog.json.queries.map((q: { name: string }) => q.name),
+      ['my_orders'],
+    );
+    assert.doesNotMatch(JSON.stringify(catalog.json.queries[0].parameters ?? null), /tenant/);
     // History names the signed-in user.
     const history = await eventually(
       () => s.call('GET', '/api/v1/history?query=my_orders&key=jwt:alice'),
