@@ -396,3 +396,13 @@ test('limitKey: no limits, no headers; a stored rate the grammar refuses fails c
   assert.equal(broken?.refused?.allowed, false);
   assert.equal(broken?.refused?.limit, 0);
 });
+
+test('authorizeCall: a collections grant reaches the queries now in the collection, on their own connection only', () => {
+  const coll: Caller = { kind: 'key', name: 'c', key: baseKey({ name: 'c', connections: [], collections: ['reports'] }) };
+  assert.doesNotThrow(() => authorizeCall(coll, 'q', 'pg', 'pg', 'reports'));
+  assert.throws(() => authorizeCall(coll, 'q', 'pg', 'pg', 'other'), /not granted the query 'q'/);
+  assert.throws(() => authorizeCall(coll, 'q', 'pg', 'pg', null), /not granted the query 'q'/);
+  assert.throws(() => authorizeCall(coll, 'q', 'pg', 'elsewhere', 'reports'), /not permitted to use the connection 'elsewhere'/);
+  const none: Caller = { kind: 'key', name: 'n', key: baseKey({ name: 'n', connections: [] }) };
+  assert.throws(() => authorizeCall(none, 'q', 'pg', 'pg', 'reports'), /not granted/);
+});
