@@ -86,6 +86,7 @@ export const ERRORS = {
     key_exists: 409,
     role_exists: 409,
     collection_exists: 409,
+    examples_conflict: 409,
   },
   /** The server itself. */
   server: {

@@ -6,6 +6,7 @@ import { apiKeyRoutes } from '../api/apiKeys.js';
 import { collectionRoutes } from '../api/collections.js';
 import { connectionProbeRoutes } from '../api/connectionProbe.js';
 import { connectionRoutes } from '../api/connections.js';
+import { exampleRoutes } from '../api/examples.js';
 import { historyRoutes } from '../api/history.js';
 import { queryRoutes } from '../api/queries.js';
 import { roleRoutes } from '../api/roles.js';
@@ -80,6 +81,7 @@ export function buildApp(
   apiKeyRoutes(router);
   roleRoutes(router);
   collectionRoutes(router);
+  exampleRoutes(router);
   historyRoutes(router);
   settingsRoutes(router);
   router.lock();
