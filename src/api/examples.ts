@@ -3,6 +3,7 @@
 // QUERYAPIGATE_LOAD_EXAMPLES and `queryapigate examples`.
 import { GatewayError } from '../contract/errors.js';
 import { jsonAnswer } from '../contract/exchange.js';
+import { EXAMPLE_CONNECTION } from '../examples/catalog.js';
 import { examplesState, loadExamples, unloadExamples } from '../examples/load.js';
 import type { ApiRouter } from './routes.js';
 
@@ -25,8 +26,14 @@ export function exampleRoutes(r: ApiRouter): void {
     return jsonAnswer(200, { added: loaded.added, key_secrets: keySecrets, status: status(await examplesState(ctx.store)) }, ['Cache-Control', 'no-store']);
   });
 
-  r.add('DELETE', '/api/v1/examples', async (ctx) => {
-    const { removed, keysStillGranted } = await unloadExamples(ctx.store);
-    return jsonAnswer(200, { removed, keys_still_granted: keysStillGranted, status: status(await examplesState(ctx.store)) });
-  });
+  r.add(
+    'DELETE',
+    '/api/v1/examples',
+    async (ctx) => {
+      const { removed, keysStillGranted } = await unloadExamples(ctx.store);
+      return jsonAnswer(200, { removed, keys_still_granted: keysStillGranted, status: status(await examplesState(ctx.store)) });
+      // The example connection may be gone: its pools go with it.
+    },
+    () => ({ kind: 'connection', name: EXAMPLE_CONNECTION }),
+  );
 }

@@ -192,9 +192,12 @@ export async function examplesState(store: Store): Promise<ExamplesState> {
  * connection stays while a query of the user's still uses it. Returns what was removed, and the
  * user's keys still granted a removed query or collection (their grants now name nothing).
  */
-export async function unloadExamples(
-  store: Store,
-): Promise<{ removed: { connection: string | null; queries: string[]; roles: string[]; keys: string[] }; keysStillGranted: string[] }> {
+export async function unloadExamples(store: Store): Promise<{
+  removed: { connection: string | null; queries: string[]; roles: string[]; keys: string[] };
+  keysStillGranted: string[];
+  /** The user's queries that keep the example connection in place. */
+  connectionKeptFor: string[];
+}> {
   const removed = { connection: null as string | null, queries: [] as string[], roles: [] as string[], keys: [] as string[] };
   const collections = new Set<string>();
   for (const q of await store.listQueries()) {
@@ -217,9 +220,10 @@ export async function unloadExamples(
     if (byName || byCollection) stillGranted.push(k.name);
   }
   const connection = await store.getConnection(EXAMPLE_CONNECTION);
+  let kept: string[] = [];
   if (connection?.example) {
-    const used = (await store.listQueries()).some((q) => q.versions.some((v) => v.connection_name === EXAMPLE_CONNECTION));
-    if (!used && (await store.deleteConnection(EXAMPLE_CONNECTION))) removed.connection = EXAMPLE_CONNECTION;
+    kept = (await store.listQueries()).filter((q) => q.versions.some((v) => v.connection_name === EXAMPLE_CONNECTION)).map((q) => q.name);
+    if (!kept.length && (await store.deleteConnection(EXAMPLE_CONNECTION))) removed.connection = EXAMPLE_CONNECTION;
   }
-  return { removed, keysStillGranted: stillGranted };
+  return { removed, keysStillGranted: stillGranted, connectionKeptFor: kept };
 }
