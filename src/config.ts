@@ -65,6 +65,24 @@ export interface Config {
   readonly jsonLogs: boolean;
   /** Seconds after which a /q/ call's access line is a WARNING; 0 = never. */
   readonly slowQueryThreshold: number;
+  /** HMAC secret signed-in users' tokens are verified with (JWT on). */
+  readonly jwtSecret: string | null;
+  /** A JWKS URL signed-in users' tokens are verified against (JWT on). */
+  readonly jwtJwksUrl: string | null;
+  /** The `iss` a token must carry. */
+  readonly jwtIssuer: string | null;
+  /** The `aud` values a token may carry (one is needed). */
+  readonly jwtAudience: string[] | null;
+  /** Accepted signing algorithms; null: RS256 with a JWKS, HS256 with a secret. */
+  readonly jwtAlgorithms: string[] | null;
+  /** The key role every signed-in user gets (after one named by jwtRoleClaim). */
+  readonly jwtRole: string | null;
+  /** The claim (a dotted path) naming a signed-in user's key role. */
+  readonly jwtRoleClaim: string | null;
+  /** The claim naming the user: the caller is `jwt:<value>`. */
+  readonly jwtUserClaim: string;
+  /** Origins browsers may call /q/ and /execute_sql from (lower case, no trailing /), or ['*']; null: CORS off. */
+  readonly corsOrigins: string[] | null;
 }
 
 /** A setting as loadConfig read it: its value, and the text it was given (null: its default). */
@@ -95,6 +113,47 @@ const int = (min: number, max: number) =>
 const num = (min: number, max: number) =>
   v.pipe(v.string(), v.trim(), v.regex(/^\d+(\.\d+)?$/, 'must be a number'), v.transform(Number), v.minValue(min), v.maxValue(max));
 const text = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'));
+const list = v.pipe(
+  text,
+  v.transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  ),
+  v.minLength(1, 'must name at least one'),
+);
+const HMAC_ALGORITHMS = ['HS256', 'HS384', 'HS512'];
+const KEY_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+const algorithms = v.pipe(
+  list,
+  v.check(
+    (a) => a.every((x) => HMAC_ALGORITHMS.includes(x) || KEY_ALGORITHMS.includes(x)),
+    `must be among ${[...HMAC_ALGORITHMS, ...KEY_ALGORITHMS].join(', ')} (never none)`,
+  ),
+  v.check(
+    (a) => a.every((x) => HMAC_ALGORITHMS.includes(x)) || a.every((x) => KEY_ALGORITHMS.includes(x)),
+    'must not mix HMAC (HS*) and public-key algorithms',
+  ),
+);
+/** https, or http to a loopback address (a JWKS served on the same machine, as tests do). */
+const jwksUrl = v.pipe(
+  text,
+  v.check((s) => {
+    try {
+      const u = new URL(s);
+      return u.protocol === 'https:' || (u.protocol === 'http:' && ['localhost', '127.0.0.1', '[::1]'].includes(u.hostname));
+    } catch {
+      return false;
+    }
+  }, 'must be an https:// URL (http:// only to localhost)'),
+);
+/** Origins compared as browsers send them: scheme://host[:port], case-insensitive, no trailing slash. */
+const origins = v.pipe(
+  list,
+  v.transform((a) => a.map((o) => o.toLowerCase().replace(/\/+$/, ''))),
+  v.check((a) => a.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)), "must be '*' or origins such as https://app.example.com"),
+);
 const logLevel = v.pipe(
   v.string(),
   v.transform((s) => s.trim().toLowerCase()),
@@ -139,6 +198,21 @@ const VARIABLES = {
   LOG_LEVEL: [logLevel, 'info'],
   JSON_LOGS: [flag, '0'],
   SLOW_QUERY_THRESHOLD: [num(0, 86400), '1'],
+  JWT_SECRET: [
+    v.pipe(
+      text,
+      v.check((s) => Buffer.byteLength(s, 'utf8') >= 32, 'must be at least 32 bytes'),
+    ),
+    null,
+  ],
+  JWT_JWKS_URL: [jwksUrl, null],
+  JWT_ISSUER: [text, null],
+  JWT_AUDIENCE: [list, null],
+  JWT_ALGORITHMS: [algorithms, null],
+  JWT_ROLE: [text, null],
+  JWT_ROLE_CLAIM: [text, null],
+  JWT_USER_CLAIM: [text, 'sub'],
+  CORS_ORIGINS: [origins, null],
 } as const;
 
 type Name = keyof typeof VARIABLES;
@@ -212,6 +286,42 @@ export const SETTING_INFO: Readonly<Record<Name, { group: SettingGroup; type: st
     secret: true,
   },
   RATE_LIMIT: { group: 'access', type: 'N/second|minute|hour|day', description: 'Calls per client address, checked before authentication.' },
+  JWT_SECRET: {
+    group: 'access',
+    type: 'text, 32 bytes or more',
+    description: 'Turns on signed-in users: Authorization: Bearer tokens signed with this HMAC secret (HS256 by default). Open mode never applies with it.',
+    secret: true,
+  },
+  JWT_JWKS_URL: {
+    group: 'access',
+    type: 'https:// URL',
+    description:
+      'Turns on signed-in users: tokens verified with the keys of this JWKS (RS256 by default; fetched again for a new key id). Needs JWT_ISSUER and JWT_AUDIENCE.',
+  },
+  JWT_ISSUER: { group: 'access', type: 'text', description: 'The iss a token must carry.' },
+  JWT_AUDIENCE: { group: 'access', type: 'comma-separated list', description: 'The aud values accepted; a token must carry one.' },
+  JWT_ALGORITHMS: {
+    group: 'access',
+    type: 'comma-separated list',
+    description: 'Accepted signing algorithms; HMAC (HS*) and public-key ones cannot be mixed, none is never accepted.',
+    defaultText: 'RS256 with a JWKS, HS256 with a secret',
+  },
+  JWT_ROLE: {
+    group: 'access',
+    type: 'key role name',
+    description: 'The key role whose grants every signed-in user gets (read live), when JWT_ROLE_CLAIM names none that exists.',
+  },
+  JWT_ROLE_CLAIM: {
+    group: 'access',
+    type: 'claim (dotted path)',
+    description: "The claim naming a signed-in user's key role (a name or a list: the first that exists).",
+  },
+  JWT_USER_CLAIM: { group: 'access', type: 'claim', description: 'The claim naming the user; the caller is jwt:<value> in history and logs.' },
+  CORS_ORIGINS: {
+    group: 'access',
+    type: 'comma-separated origins, or *',
+    description: 'Origins browsers may call /q/ and /execute_sql from: preflights answered, Access-Control-* headers on answers, never credentials.',
+  },
   TRUST_PROXY: { group: 'access', type: 'whole number, 0-32', description: 'Trusted X-Forwarded-For hops in front of the server.' },
   QUERY_TIMEOUT: { group: 'calls', type: 'seconds, 0-86400', description: 'Time limit per statement; 0 disables it; a request may lower it.' },
   CONNECT_TIMEOUT: {
@@ -326,12 +436,36 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: st
     logLevel: read('LOG_LEVEL'),
     jsonLogs: read('JSON_LOGS'),
     slowQueryThreshold: read('SLOW_QUERY_THRESHOLD'),
+    jwtSecret: read('JWT_SECRET'),
+    jwtJwksUrl: read('JWT_JWKS_URL'),
+    jwtIssuer: read('JWT_ISSUER'),
+    jwtAudience: read('JWT_AUDIENCE'),
+    jwtAlgorithms: read('JWT_ALGORITHMS'),
+    jwtRole: read('JWT_ROLE'),
+    jwtRoleClaim: read('JWT_ROLE_CLAIM'),
+    jwtUserClaim: read('JWT_USER_CLAIM'),
+    corsOrigins: read('CORS_ORIGINS'),
   };
+  problems.push(...jwtProblems(config));
   settings.HOME.value = config.home; // as used: resolved to an absolute folder
   if (problems.length) throw new ConfigError(problems);
   Object.freeze(config);
   READS.set(config, settings);
   return config;
+}
+
+/** What the JWT settings must hold together (each is also checked alone). */
+function jwtProblems(c: Config): string[] {
+  const out: string[] = [];
+  if (c.jwtSecret && c.jwtJwksUrl) out.push('QUERYAPIGATE_JWT_SECRET and QUERYAPIGATE_JWT_JWKS_URL: set one, not both');
+  if (c.jwtJwksUrl && (!c.jwtIssuer || !c.jwtAudience)) out.push('QUERYAPIGATE_JWT_JWKS_URL needs QUERYAPIGATE_JWT_ISSUER and QUERYAPIGATE_JWT_AUDIENCE');
+  if (!c.jwtSecret && !c.jwtJwksUrl) return out;
+  const hmac = c.jwtAlgorithms?.every((a) => HMAC_ALGORITHMS.includes(a)) ?? !c.jwtJwksUrl;
+  if (c.jwtSecret && !hmac) out.push('QUERYAPIGATE_JWT_ALGORITHMS: a QUERYAPIGATE_JWT_SECRET signs with HMAC (HS256, HS384, HS512) only');
+  if (c.jwtJwksUrl && hmac) out.push('QUERYAPIGATE_JWT_ALGORITHMS: a JWKS holds public keys; HMAC algorithms need QUERYAPIGATE_JWT_SECRET');
+  if (!c.jwtRole && !c.jwtRoleClaim)
+    out.push('JWT is on: set QUERYAPIGATE_JWT_ROLE or QUERYAPIGATE_JWT_ROLE_CLAIM, which names the key role of a signed-in user');
+  return out;
 }
 
 /** A warning per QUERYAPIGATE_* variable that is not a setting; values are never shown (one may be a secret). */

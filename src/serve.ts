@@ -22,6 +22,7 @@ import { startChangeFeed } from './store/changes.js';
 import { describeStore } from './store/describe.js';
 import { EventLog } from './store/events.js';
 import { createMetadata } from './store/metadata.js';
+import { JwtAuth, jwtEnabled } from './auth/jwt.js';
 import { openStore, type Store } from './store/store.js';
 
 /** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT: no SO_REUSEPORT. */
@@ -93,6 +94,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     store,
     adminKey: config.adminKey ? Buffer.from(config.adminKey, 'utf8') : null,
     keys,
+    jwt: jwtEnabled(config) ? new JwtAuth(config) : null,
     publishChange(m) {
       keys.clear();
       catalogs.clear();

@@ -8,9 +8,9 @@ import { GatewayError } from '../contract/errors.js';
 import { jsonAnswer } from '../contract/exchange.js';
 import { closestName, listNames } from '../contract/suggest.js';
 import { localTimestamp } from '../store/store.js';
-import type { KeyRow } from '../store/types.js';
+import type { KeyGrants, KeyRow } from '../store/types.js';
 import type { ApiRouter, ControlContext } from './routes.js';
-import { checkName, name, parseBody, RATE_LIMIT, readJson } from './validate.js';
+import { checkName, collectionName, name, parseBody, RATE_LIMIT, readJson } from './validate.js';
 
 const names = v.array(v.string('must be text'), 'must be a list of names');
 const lowerNames = v.pipe(
@@ -26,7 +26,8 @@ const rateLimit = v.pipe(v.string('must be text'), v.regex(RATE_LIMIT, 'must loo
 const ipOrCidr = v.pipe(v.string('must be text'), v.check(validIpOrCidr, 'must be an IPv4 or IPv6 address or CIDR'));
 const date = v.pipe(v.string('must be text'), v.check(validDate, 'must be a date, YYYY-MM-DD'));
 
-const grants = {
+/** The grant fields a key and a key role share (roles/ reads them too). */
+export const grantFields = {
   connections: v.optional(v.union([v.literal('*'), names], 'must be "*" or a list of connection names')),
   queries: v.optional(
     v.union(
@@ -51,10 +52,19 @@ const grants = {
   rate_limit: v.optional(v.nullable(rateLimit)),
   rate_limits: v.optional(v.nullable(v.record(v.string(), rateLimit))),
   allowed_ips: v.optional(v.nullable(v.array(ipOrCidr, 'must be a list of addresses'))),
+  collections: v.optional(
+    v.pipe(
+      v.array(collectionName, 'must be a list of collection names'),
+      v.transform((a) => [...new Set(a)].sort()),
+    ),
+  ),
+};
+const grants = {
+  ...grantFields,
   expires_at: v.optional(v.nullable(date)),
   active: v.optional(v.boolean('must be true or false')),
 };
-const createSchema = v.object({ name, ...grants });
+const createSchema = v.object({ name, role: v.optional(name), ...grants });
 const rotateSchema = v.object({
   grace_seconds: v.optional(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0), v.maxValue(30 * 86400))),
 });
@@ -87,12 +97,14 @@ export function keyView(k: KeyRow) {
     rate_limit: k.rate_limit,
     rate_limits: k.rate_limits,
     allowed_ips: k.allowed_ips,
+    collections: k.collections ?? [],
     expires_at: k.expires_at,
     active: k.active,
     expired: keyExpired(k.expires_at, new Date()),
     created_at: k.created_at,
     last_used_at: k.last_used_at,
     example: k.example,
+    created_from_role: k.created_from_role ?? null,
     // After a rotation with grace: until when the previous secret still works (null when it doesn't).
     previous_secret_valid_until: k.previous_until !== null && k.previous_until > Date.now() ? localTimestamp(new Date(k.previous_until)) : null,
   };
@@ -100,7 +112,7 @@ export function keyView(k: KeyRow) {
 
 type GrantInput = v.InferOutput<typeof patchSchema>;
 
-function applyGrants(k: KeyRow, b: GrantInput): void {
+export function applyGrants(k: KeyGrants, b: Partial<GrantInput>): void {
   for (const f of Object.keys(grants) as Array<keyof GrantInput>) {
     if (b[f] !== undefined) (k as unknown as Record<string, unknown>)[f] = b[f];
   }
@@ -112,22 +124,27 @@ function applyGrants(k: KeyRow, b: GrantInput): void {
  * per field, which (with the closest real name) and the message also lists the real ones. Only the
  * names this body grants are checked, so a key whose query was deleted can still be changed.
  */
-async function checkGrantedNames(ctx: ControlContext, b: GrantInput): Promise<void> {
+export async function checkGrantedNames(ctx: ControlContext, b: Partial<GrantInput>): Promise<void> {
   const errors: Record<string, string> = {};
   const sentences: string[] = [];
-  const check = async (field: 'queries' | 'connections', names: string[], exists: (n: string) => Promise<boolean>, list: () => Promise<string[]>) => {
+  const check = async (
+    field: 'queries' | 'connections' | 'collections',
+    names: string[],
+    exists: (n: string) => Promise<boolean>,
+    list: () => Promise<string[]>,
+  ) => {
     const unknown: string[] = [];
     for (const n of new Set(names)) if (!(await exists(n))) unknown.push(n);
     if (!unknown.length) return;
     const real = await list();
-    const what = field === 'queries' ? 'saved query' : 'connection';
+    const what = WHAT[field];
     errors[field] = unknown
       .map((n) => {
         const near = closestName(n, real);
         return `no ${what} '${n}'${near ? ` (did you mean '${near}'?)` : ''}`;
       })
       .join('; ');
-    sentences.push(`${errors[field]}; the ${what === 'saved query' ? 'saved queries' : 'connections'} are ${listNames(real)}`);
+    sentences.push(`${errors[field]}; the ${field === 'queries' ? 'saved queries' : field} are ${listNames(real)}`);
   };
   if (Array.isArray(b.queries)) {
     await check(
@@ -145,13 +162,35 @@ async function checkGrantedNames(ctx: ControlContext, b: GrantInput): Promise<vo
       async () => (await ctx.store.listConnections()).map((c) => c.name),
     );
   }
+  if (b.collections?.length) {
+    // A collection exists while a query is in it; the names are read once.
+    const real = await ctx.store.collectionNames();
+    await check(
+      'collections',
+      b.collections,
+      async (n) => real.includes(n),
+      async () => real,
+    );
+  }
   if (sentences.length) throw new GatewayError('unknown_grant', `This key grants what does not exist: ${sentences.join('. ')}`, { errors });
 }
+
+const WHAT = { queries: 'saved query', connections: 'connection', collections: 'collection' } as const;
 
 async function mustGet(ctx: ControlContext, n: string): Promise<KeyRow> {
   const k = await ctx.store.getKey(n);
   if (!k) throw new GatewayError('key_not_found', `API key '${n}' not found`);
   return k;
+}
+
+/** A role's grants, deep-copied so the key shares nothing with the role's row. */
+function roleGrants(r: KeyGrants): Partial<GrantInput> {
+  const g: Record<string, unknown> = {};
+  for (const f of Object.keys(grantFields)) {
+    const value = (r as unknown as Record<string, unknown>)[f];
+    if (value !== undefined) g[f] = structuredClone(value);
+  }
+  return g as Partial<GrantInput>;
 }
 
 export function apiKeyRoutes(r: ApiRouter): void {
@@ -163,7 +202,14 @@ export function apiKeyRoutes(r: ApiRouter): void {
     if (b.name === 'admin') throw new GatewayError('invalid_name', "The name 'admin' is reserved");
     if (await ctx.store.admins.get(b.name))
       throw new GatewayError('name_taken', `An administrator is named '${b.name}'; keys and administrators cannot share a name`);
-    await checkGrantedNames(ctx, b);
+    const { role: roleName, ...fields } = b;
+    const role = roleName === undefined ? null : await ctx.store.getRole(roleName);
+    if (roleName !== undefined) {
+      // A role's grants are copied whole: only the key's own expiry may be given beside it.
+      const extra = Object.keys(fields).filter((f) => f !== 'name' && f !== 'expires_at' && fields[f as keyof typeof fields] !== undefined);
+      if (extra.length) throw new GatewayError('invalid_body', `role cannot be combined with ${extra.join(', ')}: only expires_at may be given with it`);
+      if (!role) throw new GatewayError('role_not_found', `Key role '${roleName}' not found`);
+    } else await checkGrantedNames(ctx, b);
     const secret = generateSecret();
     const now = localTimestamp();
     const key: KeyRow = {
@@ -189,8 +235,14 @@ export function apiKeyRoutes(r: ApiRouter): void {
     };
     // Omitted connections means every connection, as the contract's key model says.
     key.connections = '*';
-    applyGrants(key, b);
+    if (role) {
+      // Copied once: changing the role later never touches this key.
+      applyGrants(key, roleGrants(role));
+      key.created_from_role = role.name;
+      key.expires_at = b.expires_at ?? null;
+    } else applyGrants(key, fields);
     if (!(await ctx.store.putKey(key, true))) throw new GatewayError('key_exists', `API key '${b.name}' already exists`);
+    if (role) await ctx.store.noteRoleUsed(role.name);
     return jsonAnswer(201, { ...keyView(key), secret }, ['Cache-Control', 'no-store']);
   });
 

@@ -15,7 +15,7 @@ import type { QueryRow, VersionFields, VersionRow } from '../store/types.js';
 import { historyPage } from './history.js';
 import { checkVersion, dialectOf, type Finding, refusal } from './queryChecks.js';
 import { type ApiRouter, type ControlContext, NOTHING_CHANGED } from './routes.js';
-import { bodyProblems, checkName, NAME, name, optionalText, parseBody, readJson, unknownFields } from './validate.js';
+import { bodyProblems, checkName, collectionName, NAME, name, optionalText, parseBody, readJson, unknownFields } from './validate.js';
 
 const versionEntries = {
   description: v.pipe(v.string('must be text'), v.minLength(1, 'is required')),
@@ -29,7 +29,9 @@ const versionEntries = {
   publish: v.optional(v.boolean('must be true or false')),
 };
 const versionSchema = v.object(versionEntries);
-const createSchema = v.object({ name, collection: optionalText, ...versionEntries });
+const collection = v.optional(v.nullable(collectionName));
+const createSchema = v.object({ name, collection, ...versionEntries });
+const moveSchema = v.object({ collection: v.nullable(collectionName) });
 /** A version, or a create body as it is (its name says which query's next version it would be). */
 const validateSchema = v.object({ name: v.optional(name), collection: optionalText, ...versionEntries });
 const cacheTtlSchema = v.object({ cache_ttl: v.nullable(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0))) });
@@ -225,6 +227,13 @@ export function queryRoutes(r: ApiRouter): void {
   r.add('POST', '/api/v1/queries/validate', async (ctx, req) => jsonAnswer(200, await validation(ctx, readJson(req.body))), NOTHING_CHANGED);
 
   r.add('GET', '/api/v1/queries/:name', async (ctx, _req, [n]) => jsonAnswer(200, await detail(ctx, n)));
+
+  // Moving a query in or out of a collection changes, at once, which keys reach it through a collections grant.
+  r.add('PATCH', '/api/v1/queries/:name', async (ctx, req, [n]) => {
+    const b = parseBody(moveSchema, readJson(req.body));
+    if (!(await ctx.store.setCollection(n, b.collection, localTimestamp()))) throw new GatewayError('query_not_found', `Saved query '${n}' not found`);
+    return jsonAnswer(200, await detail(ctx, n));
+  });
 
   r.add('DELETE', '/api/v1/queries/:name', async (ctx, _req, [n]) => {
     if (!(await ctx.store.deleteQuery(n))) throw new GatewayError('query_not_found', `Saved query '${n}' not found`);

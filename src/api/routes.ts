@@ -1,6 +1,7 @@
 // In charge of the management API's routing: each route with the access it needs (api/access.ts),
 // compiled once, before listen; a route the access table does not list stops the lock.
 import type { KeyLookup } from '../auth/identify.js';
+import type { JwtAuth } from '../auth/jwt.js';
 import type { Caller } from '../auth/keys.js';
 import type { Config } from '../config.js';
 import type { Answer, Request } from '../contract/exchange.js';
@@ -16,6 +17,8 @@ export interface ControlContext {
   adminKey: Buffer | null;
   /** Key rows as identification reads them (the acceptor's metadata cache, cleared on every change). */
   keys: KeyLookup;
+  /** Signed-in users' tokens (JWT on), so open mode never applies with it; absent or null: JWT off. */
+  jwt?: JwtAuth | null;
   /** Tells every executor, here and in other instances, that the store changed. */
   publishChange(m: ChangeMessage): void;
   /** Waits until runs recorded so far are in the store (read-your-writes for history). */

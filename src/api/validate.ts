@@ -106,6 +106,12 @@ function problemOf(issue: v.BaseIssue<unknown>): string {
 export const NAME = /^[\w .-]{1,100}$/;
 export const name = v.pipe(v.string('must be text'), v.regex(NAME, 'must be 1-100 letters, digits, spaces, ".", "_" or "-"'));
 export const optionalText = v.optional(v.nullable(v.string('must be text')));
+/** A collection's name (the contract's): 1-63 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit. */
+export const COLLECTION = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+export const collectionName = v.pipe(
+  v.string('must be text'),
+  v.regex(COLLECTION, 'must be 1-63 lower-case letters, digits, ".", "_" or "-", starting with a letter or digit'),
+);
 export const RATE_LIMIT = /^[1-9]\d*\/(second|minute|hour|day)s?$/;
 
 export function checkName(value: string): string {

@@ -1,9 +1,10 @@
 // In charge of the one rule that names a caller from the secret it sent, for every entry point
 // (/q/, /api/v1, /events, and any later one): the admin key, a named administrator's token
-// (qagadm_...), a usable scoped key, or open mode while no admin key, no scoped key and no
-// administrator exist; anything else is nobody (401).
+// (qagadm_...), a usable scoped key, a signed-in (JWT) user, or open mode while no admin key, no
+// scoped key and no administrator exist and JWT is off; anything else is nobody (401).
 import type { AdminTokenHit } from '../store/metadata.js';
-import type { KeyRow } from '../store/types.js';
+import type { KeyRow, RoleRow } from '../store/types.js';
+import type { JwtAuth } from './jwt.js';
 import { ADMIN, OPEN, hashSecret, isAdminKey, keyExpired, keyIsUsable, nothingGranted, type Caller } from './keys.js';
 import { ADMIN_TOKEN_PREFIX, DATA_ROLES } from './roles.js';
 
@@ -13,10 +14,23 @@ export interface KeyLookup {
   adminToken(hash: string): Promise<AdminTokenHit | null>;
   /** Whether any scoped key or administrator exists (open mode needs none). */
   anyKey(): Promise<boolean>;
+  /** A key role (a signed-in user's grants, read live). */
+  role(name: string): Promise<RoleRow | null>;
 }
 
-/** The caller for `secret` (the X-API-Key header, '' when absent) calling from `ip`; null for nobody. */
-export async function identify(keys: KeyLookup, adminKey: Buffer | null, secret: string, ip: string): Promise<Caller | null> {
+/**
+ * The caller for `secret` (the X-API-Key header, '' when absent) calling from `ip`; null for nobody.
+ * A request with a key is judged on the key alone; without one, with JWT on (`jwt`), on the
+ * `authorization` header's token, and open mode never applies.
+ */
+export async function identify(
+  keys: KeyLookup,
+  adminKey: Buffer | null,
+  secret: string,
+  ip: string,
+  jwt: JwtAuth | null = null,
+  authorization = '',
+): Promise<Caller | null> {
   if (secret) {
     if (isAdminKey(adminKey, secret)) return ADMIN;
     // Only secrets with the token prefix read the tokens table: a scoped key's lookup is unchanged.
@@ -24,6 +38,7 @@ export async function identify(keys: KeyLookup, adminKey: Buffer | null, secret:
     const key = await keys.key(hashSecret(secret));
     return key && keyIsUsable(key, new Date(), ip) ? { kind: 'key', name: key.name, key } : null;
   }
+  if (jwt) return authorization ? jwt.identify(authorization, keys, ip) : null;
   if (adminKey) return null;
   return (await keys.anyKey()) ? null : OPEN;
 }

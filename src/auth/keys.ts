@@ -9,12 +9,18 @@ import type { AdminIdentity } from './roles.js';
 /**
  * Who is calling. For data (/q/, /execute_sql, MCP): unrestricted (the admin key, a named
  * administrator of a data role, open mode) or a scoped key's row. `admin` says, for the management
- * API, which administrator it is; an auditor's token reaches data as a key granted nothing.
+ * API, which administrator it is; an auditor's token reaches data as a key granted nothing. A
+ * signed-in (JWT) user is key-shaped (its role's grants under its own name) and carries its token's `claims`.
  */
 export type Caller =
   | { kind: 'admin'; name: string; admin: AdminIdentity }
   | { kind: 'open'; name: '-'; admin: AdminIdentity }
-  | { kind: 'key'; name: string; key: KeyRow; admin?: AdminIdentity };
+  | { kind: 'key'; name: string; key: KeyRow; admin?: AdminIdentity; claims?: Readonly<Record<string, unknown>> };
+
+/** The caller in metric labels: every signed-in user is `jwt` (one label, not one per user). */
+export function metricKey(caller: Caller): string {
+  return caller.kind === 'key' && caller.claims ? 'jwt' : caller.name;
+}
 
 export const ADMIN: Caller = Object.freeze({ kind: 'admin', name: 'admin', admin: Object.freeze({ name: 'admin', role: 'owner', via: 'break-glass' }) });
 export const OPEN: Caller = Object.freeze({ kind: 'open', name: '-', admin: Object.freeze({ name: null, role: 'owner', via: 'open' }) });

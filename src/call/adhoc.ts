@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { LRUCache } from 'lru-cache';
 import { identify } from '../auth/identify.js';
-import type { Caller } from '../auth/keys.js';
+import { type Caller, metricKey } from '../auth/keys.js';
 import { GatewayError } from '../contract/errors.js';
 import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
 import { lex } from '../governance/scan.js';
@@ -70,7 +70,7 @@ export async function runAdhoc(ctx: CallContext, req: Request): Promise<Answer> 
   let answer: Answer;
   try {
     const call = parseAdhoc(req);
-    caller = await identify(ctx.meta, ctx.adminKey, req.apiKey, req.ip);
+    caller = await identify(ctx.meta, ctx.adminKey, req.apiKey, req.ip, ctx.jwt, req.authorization);
     if (!caller) return finish(errorAnswer('unauthorized', 'Unauthorized', req.requestId), null, '-');
     const admitted = await admit(ctx, caller, '', req.requestId);
     limitHeaders = admitted.headers;
@@ -78,7 +78,7 @@ export async function runAdhoc(ctx: CallContext, req: Request): Promise<Answer> 
   } catch (e) {
     answer = failure(ctx, req.requestId, req.url, e, caller, null, true);
   }
-  return finish(answer, limitHeaders, caller?.name ?? '-');
+  return finish(answer, limitHeaders, caller ? metricKey(caller) : '-');
 }
 
 /** An ad-hoc statement from an identified caller: reach, plan, bind, then the stages saved queries go through. */

@@ -21,7 +21,7 @@ export function resolveTarget(query: QueryRow | null, req: CallRequest, caller: 
   const version = selectVersion(query, req.version, caller);
   const connectionName = req.connectionName ?? version.connection_name;
   if (!connectionName) throw new GatewayError('connection_required', 'Connection name is missing');
-  authorizeCall(caller, query.name, version.connection_name, connectionName);
+  authorizeCall(caller, query.name, version.connection_name, connectionName, query.collection);
   return { query, version, connectionName, executedAt: localTimestamp() };
 }
 
@@ -42,22 +42,27 @@ export function selectVersion(query: QueryRow, requested: number | null, caller:
   return v;
 }
 
-function grantedByName(caller: Caller & { kind: 'key' }, name: string): boolean {
+/**
+ * A key reaches a query by name through its queries grant, or through a collections grant on the
+ * collection the query is in now (read from the query's own row, which the call has already read).
+ */
+function grantedByName(caller: Caller & { kind: 'key' }, name: string, collection: string | null): boolean {
   const q = caller.key.queries;
   if (q === '*') return true;
   for (const g of q) if ((typeof g === 'string' ? g : g.name) === name) return true;
-  return false;
+  const c = caller.key.collections;
+  return collection !== null && c !== undefined && c.length > 0 && c.includes(collection);
 }
 
 /**
- * A queries grant reaches a query on its own saved connection only; any other connection needs a
+ * A queries or collections grant reaches a query on its own saved connection only; any other connection needs a
  * connections grant ("*" or the name). A refusal on the query's own connection is about the query
  * (query_forbidden: the key grants neither it nor that connection); on a connection the request
  * asked for instead, it is about that connection (connection_forbidden).
  */
-export function authorizeCall(caller: Caller, queryName: string, savedConnection: string | null, connection: string): void {
+export function authorizeCall(caller: Caller, queryName: string, savedConnection: string | null, connection: string, collection: string | null = null): void {
   if (caller.kind !== 'key') return;
-  if (grantedByName(caller, queryName) && connection === savedConnection) return;
+  if (grantedByName(caller, queryName, collection) && connection === savedConnection) return;
   const c = caller.key.connections;
   if (c === '*' || c.includes(connection)) return;
   if (connection === savedConnection) {

@@ -2,6 +2,7 @@
 // its batch of run records for the recorder. Nothing here is shared with another thread.
 import { join } from 'node:path';
 import { LRUCache } from 'lru-cache';
+import { JwtAuth, jwtEnabled } from '../auth/jwt.js';
 import { RateLimits } from '../auth/rateLimit.js';
 import type { Config } from '../config.js';
 import { type ChangeMessage, channel } from '../contract/messages.js';
@@ -34,6 +35,8 @@ export interface CallContext {
   /** Store rows as calls read them: cached per QUERYAPIGATE_METADATA_CACHE_TTL, cleared on any change. */
   meta: Metadata;
   adminKey: Buffer | null;
+  /** Signed-in users' tokens, verified once per executor and kept until they expire; null: JWT off. */
+  jwt: JwtAuth | null;
   plans: LRUCache<string, CallPlan>;
   /** Plans of ad-hoc statements, apart from saved ones so ad-hoc traffic never evicts them. */
   adhocPlans: LRUCache<string, CallPlan>;
@@ -130,6 +133,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     store,
     meta,
     adminKey: config.adminKey ? Buffer.from(config.adminKey, 'utf8') : null,
+    jwt: jwtEnabled(config) ? new JwtAuth(config) : null,
     plans: new LRUCache<string, CallPlan>({ max: 2000 }),
     adhocPlans: new LRUCache<string, CallPlan>({ max: 256 }),
     source(conn) {

@@ -17,7 +17,8 @@ import {
 
 export const MAX_PATTERN_LENGTH = 500;
 const NAME_RE = /^[A-Za-z_]\w*$/;
-const RULE_KEYS = new Set(['type', 'required', 'default', 'enum', 'min', 'max', 'min_length', 'max_length', 'pattern', 'description']);
+const RULE_KEYS = new Set(['type', 'required', 'default', 'enum', 'min', 'max', 'min_length', 'max_length', 'pattern', 'description', 'from_claim']);
+const MAX_CLAIM_LENGTH = 200;
 const ALLOWED_RULES = [...RULE_KEYS].sort().join(', ');
 
 /** What normalizeParameters finds: the rules in long form, and per bad name what is wrong. */
@@ -93,6 +94,13 @@ export function parseRule(spec: unknown): ParamRule | string {
     rule.required = false;
   }
   if (has('description') && typeof spec.description !== 'string') return "'description' must be text";
+  if (has('from_claim')) {
+    const claim = spec.from_claim;
+    if (typeof claim !== 'string' || !claim || claim.length > MAX_CLAIM_LENGTH) return `'from_claim' must be a claim name of 1-${MAX_CLAIM_LENGTH} characters`;
+    // The token always supplies it: a default or an optional value would let a call run without one.
+    if (has('default')) return "cannot have both 'from_claim' and a 'default'";
+    if (spec.required === false) return "with 'from_claim' is always required";
+  }
 
   const numeric = type === null || type === 'integer' || type === 'number';
   const textual = type === null || type === 'string';
@@ -163,6 +171,7 @@ export function parseRule(spec: unknown): ParamRule | string {
   if (has('max_length')) rule.max_length = spec.max_length as number;
   if (has('pattern')) rule.pattern = spec.pattern as string;
   if (has('description')) rule.description = spec.description as string;
+  if (has('from_claim')) rule.from_claim = spec.from_claim as string;
   return rule;
 }
 
@@ -182,5 +191,6 @@ export function toPublicRule(rule: ParamRule): Record<string, unknown> {
   if (rule.max_length !== undefined) out.max_length = rule.max_length;
   if (rule.pattern !== undefined) out.pattern = rule.pattern;
   if (rule.description !== undefined) out.description = rule.description;
+  if (rule.from_claim !== undefined) out.from_claim = rule.from_claim;
   return out;
 }

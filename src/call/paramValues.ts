@@ -37,6 +37,8 @@ export interface ParamRule {
   max_length?: number;
   pattern?: string;
   description?: string;
+  /** The JWT claim the value comes from (never from the request). */
+  from_claim?: string;
 }
 
 // A Map, so names like 'constructor' are not found on a prototype.

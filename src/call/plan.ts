@@ -11,6 +11,7 @@ import { GatewayError } from '../contract/errors.js';
 import type { Format } from './formats.js';
 import { type AnyWriter, compileAnyWriter } from './formats/index.js';
 import { compileBinder } from './binder.js';
+import { type ClaimParam, claimParams } from './claims.js';
 import type { ParamRule } from './paramValues.js';
 import { toPositional } from '../governance/markers.js';
 
@@ -18,6 +19,8 @@ export interface CallPlan {
   /** Identifies the plan in the caches built on it (mask traces). */
   id: string;
   bind: ReturnType<typeof compileBinder>;
+  /** Parameters bound from the caller's sign-in token (`from_claim`); empty for nearly every version. */
+  claims: ClaimParam[];
   /** The statement's distinct parameter names, in first-use order (declared or not: the binder's inputs). */
   params: string[];
   inspection: Inspection;
@@ -61,6 +64,7 @@ export function planCall(id: string, version: VersionRow | { sql: string; parame
   return {
     id,
     bind,
+    claims: claimParams(placeholders, version.parameters as Record<string, unknown> | null),
     params: placeholders,
     inspection,
     write,

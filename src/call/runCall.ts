@@ -6,11 +6,13 @@
 // any failure into an answer (recorded once the call has a target). Never imports uWS; runs inline or
 // in an executor.
 import { identify } from '../auth/identify.js';
-import type { Caller } from '../auth/keys.js';
+import { type Caller, metricKey } from '../auth/keys.js';
 import { RATE_LIMIT_MESSAGES } from '../auth/rates.js';
 import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
 import type { QueryRow } from '../store/types.js';
 import { checkConnection, resolveTarget } from './authorize.js';
+import type { ParamSource } from './binder.js';
+import { bindClaims } from './claims.js';
 import type { CallContext } from './context.js';
 import { limitKey } from './limits.js';
 import { planFor } from './plan.js';
@@ -25,7 +27,7 @@ export async function runCall(ctx: CallContext, req: Request): Promise<Answer> {
   try {
     const call = parseCall(req);
     // The caller and the query are read in parallel: one store round trip instead of two.
-    const [who, query] = await Promise.all([identify(ctx.meta, ctx.adminKey, req.apiKey, req.ip), ctx.meta.query(call.name)]);
+    const [who, query] = await Promise.all([identify(ctx.meta, ctx.adminKey, req.apiKey, req.ip, ctx.jwt, req.authorization), ctx.meta.query(call.name)]);
     caller = who;
     if (!caller) return finish(errorAnswer('unauthorized', 'Unauthorized', req.requestId), null, '-');
     const admitted = await admit(ctx, caller, call.name, req.requestId);
@@ -34,7 +36,7 @@ export async function runCall(ctx: CallContext, req: Request): Promise<Answer> {
   } catch (e) {
     answer = failure(ctx, req.requestId, req.url, e, caller, null);
   }
-  return finish(answer, limitHeaders, caller?.name ?? '-');
+  return finish(answer, limitHeaders, caller ? metricKey(caller) : '-');
 }
 
 /** A saved query called by an identified caller: resolve, authorize, plan, bind, then the shared stages. */
@@ -46,7 +48,8 @@ export async function savedCall(ctx: CallContext, caller: Caller, query: QueryRo
     const connection = checkConnection(await ctx.meta.connection(target.connectionName), target.connectionName);
     const source = ctx.source(connection);
     const plan = planFor(ctx.plans, target.version, connection.name, source.dialect);
-    const bound = plan.bind(call.typed ? { kind: 'json', get: (n) => call.params[n] } : { kind: 'query', get: (n) => call.params[n] as string | undefined });
+    const values: ParamSource = call.typed ? { kind: 'json', get: (n) => call.params[n] } : { kind: 'query', get: (n) => call.params[n] as string | undefined };
+    const bound = plan.bind(plan.claims.length ? bindClaims(plan.claims, caller, values) : values);
     const { version } = target;
     return await runStatement(
       ctx,
@@ -77,7 +80,8 @@ export async function admit(
   requestId: string,
 ): Promise<{ headers: string[] | null; refused: Answer | null }> {
   if (caller.kind !== 'key') return { headers: null, refused: null };
-  ctx.runs.noteKeyUse(caller.name); // last_used_at, written by the recorder off the call's path
+  // last_used_at, written by the recorder off the call's path (a signed-in user has no key row)
+  if (!caller.claims) ctx.runs.noteKeyUse(caller.name);
   if (ctx.limitsReady) {
     await ctx.limitsReady;
     ctx.limitsReady = null;

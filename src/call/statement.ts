@@ -3,7 +3,7 @@
 // shape → record; and of the one way a failure becomes an answer (recorded once the call had a
 // target). /q/, /execute_sql and MCP's tools all come through here, so none can skip a check.
 import type { MessagePort } from 'node:worker_threads';
-import type { Caller } from '../auth/keys.js';
+import { type Caller, metricKey } from '../auth/keys.js';
 import { type ErrorCode, GatewayError } from '../contract/errors.js';
 import { type Answer, errorAnswer } from '../contract/exchange.js';
 import { logger } from '../log.js';
@@ -73,7 +73,7 @@ export async function runStatement(ctx: CallContext, caller: Caller, call: CallR
     ctx.metrics.cacheMisses.inc();
   }
 
-  const counters = ctx.statements(connection.name, source.dialect, caller.name);
+  const counters = ctx.statements(connection.name, source.dialect, metricKey(caller));
   const started = performance.now();
   const values = fillValues(plan, bound, paging.pageSize + 1, (paging.page - 1) * paging.pageSize);
   const text = plan.pageable ? plan.pagedText : plan.text;

@@ -55,5 +55,17 @@ export class CatalogCache {
 export function policySlot(caller: Caller): string {
   if (caller.kind !== 'key') return caller.kind;
   const k = caller.key;
-  return JSON.stringify(['key', k.name, k.connections, k.queries, k.allow_writes, k.allowed_write_ops, k.allowed_tables, k.mask, k.rate_limit, k.rate_limits]);
+  return JSON.stringify([
+    'key',
+    k.name,
+    k.connections,
+    k.queries,
+    k.collections,
+    k.allow_writes,
+    k.allowed_write_ops,
+    k.allowed_tables,
+    k.mask,
+    k.rate_limit,
+    k.rate_limits,
+  ]);
 }

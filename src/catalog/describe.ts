@@ -113,12 +113,19 @@ export async function describeQuery(ctx: CallContext, caller: Caller, r: Reachab
   return facts;
 }
 
-/** As the binder reads them: declared rules for names the SQL uses (rule order), then undeclared names (SQL order). */
+/**
+ * As the binder reads them: declared rules for names the SQL uses (rule order), then undeclared names
+ * (SQL order). A `from_claim` parameter is left out: the caller's token gives it, the caller never does.
+ */
 function parametersOf(stored: Record<string, unknown> | null, placeholders: string[] | null): QueryFacts['parameters'] {
   const definitions = stored && typeof stored === 'object' ? stored : {};
   const used = placeholders ? new Set(placeholders) : null;
   const out: QueryFacts['parameters'] = [];
-  for (const name of Object.keys(definitions)) if (!used || used.has(name)) out.push({ name, rule: readRule(definitions[name]) });
+  for (const name of Object.keys(definitions)) {
+    if (used && !used.has(name)) continue;
+    const rule = readRule(definitions[name]);
+    if (rule.from_claim === undefined) out.push({ name, rule });
+  }
   for (const name of placeholders ?? []) if (!Object.hasOwn(definitions, name) && !out.some((p) => p.name === name)) out.push({ name, rule: null });
   return out;
 }

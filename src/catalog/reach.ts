@@ -35,15 +35,15 @@ export function reachableQueries(caller: Caller, queries: QueryRow[], namable: C
     if (!version) continue;
     const saved = version.connection_name;
     const candidates = saved !== null ? [saved] : namable.map((c) => c.name);
-    const connections = candidates.filter((connection) => allowed(caller, query.name, saved, connection));
+    const connections = candidates.filter((connection) => allowed(caller, query.name, saved, connection, query.collection));
     if (connections.length) out.push({ query, version, published: published !== undefined, connections });
   }
   return out;
 }
 
-function allowed(caller: Caller, name: string, saved: string | null, connection: string): boolean {
+function allowed(caller: Caller, name: string, saved: string | null, connection: string, collection: string | null): boolean {
   try {
-    authorizeCall(caller, name, saved, connection);
+    authorizeCall(caller, name, saved, connection, collection);
     return true;
   } catch (e) {
     if (e instanceof GatewayError) return false;

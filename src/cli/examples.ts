@@ -4,7 +4,7 @@
 import { auditExamplesLoaded } from '../api/audited.js';
 import { EXAMPLE_CONNECTION } from '../examples/catalog.js';
 import { EXAMPLES_DB_FILE } from '../examples/dataset.js';
-import { loadExamples } from '../examples/load.js';
+import { loadExamples, unloadExamples } from '../examples/load.js';
 import { withLocal } from './local.js';
 import { printJson } from './print.js';
 import { type Command, type Group, JSON_OUTPUT } from './tree.js';
@@ -38,7 +38,7 @@ const unload: Command = {
   summary: 'Remove the example queries, keys and connection that load created',
   usage: '[options]',
   description: [
-    'Only rows marked as examples are removed: a query or key of your own is never touched, even one',
+    'Only rows marked as examples are removed (queries, keys, roles): one of your own is never touched, even one',
     `named like an example. The '${EXAMPLE_CONNECTION}' connection stays while a query of your own still uses it.`,
     `The dataset file (${EXAMPLES_DB_FILE} in QUERYAPIGATE_HOME) is left in place.`,
   ],
@@ -47,26 +47,10 @@ const unload: Command = {
   examples: ['queryapigate examples unload'],
   run: (inv) =>
     withLocal(inv.say, async (local) => {
-      const removed = { queries: [] as string[], keys: [] as string[], connection: null as string | null };
-      for (const q of await local.store.listQueries()) {
-        if (!q.example) continue;
-        await local.call('DELETE', `/api/v1/queries/${encodeURIComponent(q.name)}`);
-        removed.queries.push(q.name);
-      }
-      for (const k of await local.store.listKeys()) {
-        if (!k.example) continue;
-        await local.call('DELETE', `/api/v1/api-keys/${encodeURIComponent(k.name)}`);
-        removed.keys.push(k.name);
-      }
-      const connection = await local.store.getConnection(EXAMPLE_CONNECTION);
-      let kept: string[] = [];
-      if (connection?.example) {
-        kept = (await local.store.listQueries()).filter((q) => q.versions.some((v) => v.connection_name === EXAMPLE_CONNECTION)).map((q) => q.name);
-        if (!kept.length) {
-          await local.call('DELETE', `/api/v1/connections/${EXAMPLE_CONNECTION}`, { reason: 'queryapigate examples unload' });
-          removed.connection = EXAMPLE_CONNECTION;
-        }
-      }
+      // The same unload as DELETE /api/v1/examples; running servers are told once it is done.
+      const { removed, connectionKeptFor: kept } = await unloadExamples(local.store);
+      if (removed.connection) local.changed({ kind: 'connection', name: removed.connection });
+      else if (removed.queries.length || removed.keys.length || removed.roles.length) local.changed();
       if (inv.values.json) printJson(inv.out, { removed_queries: removed.queries, removed_keys: removed.keys, removed_connection: removed.connection });
       inv.say(
         `examples unloaded: ${removed.queries.length} queries and ${removed.keys.length} keys removed${removed.connection ? ', and the connection' : ''}`,

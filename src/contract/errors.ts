@@ -38,17 +38,22 @@ export const ERRORS = {
     key_not_found: 404,
     admin_not_found: 404,
     token_not_found: 404,
+    role_not_found: 404,
+    collection_not_found: 404,
   },
   /** Whether this caller may reach what it named. */
   authorize: {
     query_forbidden: 403,
     connection_forbidden: 403,
     connection_inactive: 403,
+    sign_in_required: 403,
+    claim_missing: 403,
   },
   /** Binding the caller's values to the statement's parameters. */
   bind: {
     param_required: 400,
     param_invalid: 400,
+    param_from_claim: 400,
   },
   /** The statement held against the caller's policy (governance/). */
   govern: {
@@ -86,6 +91,9 @@ export const ERRORS = {
     name_taken: 409,
     last_owner: 409,
     precondition_failed: 412,
+    role_exists: 409,
+    collection_exists: 409,
+    examples_conflict: 409,
   },
   /** The server itself. */
   server: {

@@ -13,6 +13,8 @@ export interface Request {
   query: string;
   requestId: string;
   apiKey: string;
+  /** The Authorization header (a signed-in user's `Bearer` token); read only with JWT on. */
+  authorization?: string;
   ifNoneMatch: string;
   lastEventId: string;
   /** The client's address (after QUERYAPIGATE_TRUST_PROXY hops). */

@@ -7,11 +7,14 @@ import { checkAccess, routeAccess } from '../api/access.js';
 import { administratorRoutes } from '../api/administrators.js';
 import { apiKeyRoutes } from '../api/apiKeys.js';
 import { auditRoutes } from '../api/auditLog.js';
+import { collectionRoutes } from '../api/collections.js';
 import { connectionProbeRoutes } from '../api/connectionProbe.js';
 import { connectionRoutes } from '../api/connections.js';
+import { exampleRoutes } from '../api/examples.js';
 import { historyRoutes } from '../api/history.js';
 import { queryRoutes } from '../api/queries.js';
 import { handleApi, noteAdminUse } from '../api/handle.js';
+import { roleRoutes } from '../api/roles.js';
 import { ApiRouter, type ControlContext } from '../api/routes.js';
 import { settingsRoutes } from '../api/settings.js';
 import { identify } from '../auth/identify.js';
@@ -27,6 +30,7 @@ import { type Answer, errorAnswer, jsonAnswer, type Request } from '../contract/
 import { bound, type ProcessMetrics } from '../metrics/metrics.js';
 import { type AccessLine, accessLine } from './accessLog.js';
 import { ConsoleFiles } from './consoleFiles.js';
+import { corsPolicy } from './cors.js';
 import type { Dispatcher } from './dispatch.js';
 import type { EventHub } from './events.js';
 import { serve, type Handler, type ServeOptions, type StreamStart } from './respond.js';
@@ -36,6 +40,9 @@ export const VERSION = packageVersion();
 
 /** GET /api/v1/mcp/tools is served here (it needs an executor), not by the router; its access is the table's. */
 const MCP_TOOLS_ACCESS = routeAccess('GET', '/api/v1/mcp/tools')!;
+/** The routes a signed-in (JWT) user may call, and the routes browsers may call from an allowed origin. */
+const AUTHORIZED_ENDPOINTS = new Set(['run_named_query', 'execute_sql', 'catalog', 'openapi', 'mcp', 'api_v1', 'events']);
+const CORS_ENDPOINTS = new Set(['run_named_query', 'execute_sql', 'catalog', 'openapi']);
 
 /** Status codes as label text, made once. */
 const STATUS: Record<number, string> = Object.fromEntries(
@@ -49,6 +56,9 @@ export function managementRouter(): ApiRouter {
   connectionProbeRoutes(router);
   queryRoutes(router);
   apiKeyRoutes(router);
+  roleRoutes(router);
+  collectionRoutes(router);
+  exampleRoutes(router);
   historyRoutes(router);
   settingsRoutes(router);
   administratorRoutes(router);
@@ -66,6 +76,7 @@ export function buildApp(
   catalogs: CatalogCache,
 ): uWS.TemplatedApp {
   const m = metrics.metrics;
+  const cors = corsPolicy(control.config.corsOrigins);
   /** Serve options per route: the request metrics and the access line carry the route's endpoint name. */
   const opts = (endpoint: string): ServeOptions => {
     // Children bound once per label set: no label checks per request.
@@ -76,6 +87,9 @@ export function buildApp(
     return {
       maxBody: control.config.maxBodyBytes,
       trustProxy: control.config.trustProxy,
+      // The Authorization header is read only where a signed-in user may call, and only with JWT on.
+      authorization: Boolean(control.jwt) && AUTHORIZED_ENDPOINTS.has(endpoint),
+      cors: CORS_ENDPOINTS.has(endpoint) ? cors : null,
       onAnswer(req, a) {
         const ms = performance.now() - req.started;
         requests(req.method, STATUS[a.status] ?? String(a.status), a.key ?? '-').inc();
@@ -105,7 +119,7 @@ export function buildApp(
     try {
       const found = router.match(req.method, req.url);
       if (found === null) return errorAnswer('not_found', 'Not found', req.requestId);
-      const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip);
+      const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip, control.jwt ?? null, req.authorization);
       if (found === 'method_not_allowed') {
         checkAccess(who, { capability: null }, []);
         return errorAnswer('method_not_allowed', 'Method not allowed', req.requestId);
@@ -123,7 +137,7 @@ export function buildApp(
   /** GET /events: any authenticated caller; the admin key sees every run, a scoped key its own. */
   const events: Handler = async (req) => {
     if (control.config.eventsMaxStreams === 0) return errorAnswer('not_found', 'Not found', req.requestId);
-    const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip);
+    const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip, control.jwt ?? null, req.authorization);
     if (!who) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
     if (who.admin) await noteAdminUse(control, who.admin, req);
     if (hub.size >= control.config.eventsMaxStreams) {
@@ -152,7 +166,7 @@ export function buildApp(
   };
   /** GET /api/v1/mcp/tools: the tools an administrator sees (each key sees its own share of them). */
   const mcpTools: Handler = async (req) => {
-    const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip);
+    const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip, control.jwt ?? null, req.authorization);
     try {
       const admin = checkAccess(who, MCP_TOOLS_ACCESS, []);
       await noteAdminUse(control, admin, req);
@@ -172,7 +186,7 @@ export function buildApp(
     (pick: keyof CatalogDocuments): Handler =>
     async (req) => {
       if (state.draining) return errorAnswer('unavailable', 'The server is shutting down', req.requestId);
-      const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip);
+      const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip, control.jwt ?? null, req.authorization);
       if (!who && pick === 'openapi' && !req.apiKey) return documentAnswer(publicDocument, '-');
       if (!who) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
       try {
@@ -237,8 +251,18 @@ export function buildApp(
   const consoleOpts: ServeOptions = { ...opts('console'), headers: ['accept-encoding'] };
   // Only the management API reads If-Match (its writes check it); no other route pays for the header.
   const managementOpts: ServeOptions = { ...apiOpts, headers: ['if-match'] };
+  // A preflight (OPTIONS with Access-Control-Request-Method) is answered here at once, before any
+  // limit or key; a plain OPTIONS is an ordinary request of the route.
+  const preflightOpts = (endpoint: string, h: Handler): [Handler, ServeOptions] => {
+    const o = { ...opts(endpoint), cors: null, headers: ['origin', 'access-control-request-method'] };
+    return [(req) => (cors && req.headers?.['access-control-request-method'] ? cors.preflight(req.headers.origin ?? '') : h(req)), o];
+  };
+  const [callPreflight, callPreflightOpts] = preflightOpts('run_named_query', limitedCall);
+  const [adhocPreflight, adhocPreflightOpts] = preflightOpts('execute_sql', limitedAdhoc);
   return uWS
     .App()
+    .options('/q/*', (res, req) => serve(res, req, callPreflight, callPreflightOpts))
+    .options('/execute_sql', (res, req) => serve(res, req, adhocPreflight, adhocPreflightOpts))
     .get('/health', (res, req) => serve(res, req, healthCheck, healthOpts))
     .get('/metrics', (res, req) => serve(res, req, scrape, metricsOpts))
     .get('/events', (res, req) => serve(res, req, limited(events), eventsOpts))

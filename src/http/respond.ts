@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { HttpRequest as UwsRequest, HttpResponse } from 'uWebSockets.js';
 import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
 import { logger } from '../log.js';
+import type { Cors } from './cors.js';
 
 export type Handler = (req: Request) => Answer | StreamStart | Promise<Answer | StreamStart>;
 
@@ -42,6 +43,10 @@ export interface ServeOptions {
   trustProxy: number;
   /** More request headers the route's handler reads (lower-case names), copied into `Request.headers`. */
   headers?: readonly string[];
+  /** Reads the Authorization header into `Request.authorization` (JWT on). */
+  authorization?: boolean;
+  /** Browser callers' origins (CORS on): every answer to an allowed origin carries the CORS headers. */
+  cors?: Cors | null;
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -99,6 +104,8 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
     started: performance.now(),
   };
   if (opts.headers) req.headers = Object.fromEntries(opts.headers.map((h) => [h, uwsReq.getHeader(h)]));
+  if (opts.authorization) req.authorization = uwsReq.getHeader('authorization');
+  const cors = opts.cors ? opts.cors.headers(uwsReq.getHeader('origin')) : null;
   const declared = uwsReq.getHeader('content-length');
   let done = false;
   let stream: (StreamOut & { fire(): void }) | null = null;
@@ -115,6 +122,7 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
       res.writeStatus(statusLine(a.status));
       const h = a.headers;
       for (let i = 0; i < h.length; i += 2) res.writeHeader(h[i], h[i + 1]);
+      if (cors) for (let i = 0; i < cors.length; i += 2) res.writeHeader(cors[i], cors[i + 1]);
       res.writeHeader('X-Request-Id', req.requestId);
       if (a.status === 204 || a.status === 304) res.endWithoutBody(0);
       else res.end(a.body);
@@ -126,6 +134,7 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
       res.writeStatus(statusLine(a.status));
       const h = a.headers;
       for (let i = 0; i < h.length; i += 2) res.writeHeader(h[i], h[i + 1]);
+      if (cors) for (let i = 0; i < cors.length; i += 2) res.writeHeader(cors[i], cors[i + 1]);
       res.writeHeader('X-Request-Id', req.requestId);
     });
     const closers: Array<() => void> = [];

@@ -23,9 +23,10 @@ const TABLES = [
   'admin_tokens',
   'audit_log',
   'audit_chain',
+  'key_roles',
 ];
 /** Tables whose rows mean the store is in use: a restore into it needs --force. */
-const CONTENT = ['connections', 'saved_queries', 'api_keys', 'run_history', 'event_segments', 'administrators', 'audit_log'];
+const CONTENT = ['connections', 'saved_queries', 'api_keys', 'key_roles', 'run_history', 'event_segments', 'administrators', 'audit_log'];
 /** Markers per multi-row INSERT: under SQLite's classic limit of 999. */
 const MARKERS = 900;
 

@@ -1,5 +1,5 @@
 // In charge of the store rows calls read (in each executor, and in the acceptor for identifying
-// callers of /api/v1 and /events): the key (by secret hash), the saved query and the connection. With QUERYAPIGATE_METADATA_CACHE_TTL set, rows are kept that long in bounded
+// callers of /api/v1 and /events): the key (by secret hash), the saved query, the connection and the key role. With QUERYAPIGATE_METADATA_CACHE_TTL set, rows are kept that long in bounded
 // caches; rows, never decisions, so every rule is still checked against the row on every call.
 // Any change anywhere clears the caches at once (see ChangeMessage); the TTL is the safety net.
 // While the store is unavailable, a row past its TTL is still used (no change can be made meanwhile,
@@ -8,7 +8,7 @@ import { LRUCache } from 'lru-cache';
 import { isUnavailable } from './sql.js';
 import type { Store } from './store.js';
 import type { AdminRow, AdminTokenRow } from './admins.js';
-import type { ConnectionRow, KeyRow, QueryRow } from './types.js';
+import type { ConnectionRow, KeyRow, QueryRow, RoleRow } from './types.js';
 
 /** An administrator token's row with its administrator's, as identification reads them. */
 export interface AdminTokenHit {
@@ -22,6 +22,8 @@ export interface Metadata {
   adminToken(hash: string): Promise<AdminTokenHit | null>;
   query(name: string): Promise<QueryRow | null>;
   connection(name: string): Promise<ConnectionRow | null>;
+  /** A key role, read live for signed-in (JWT) users. */
+  role(name: string): Promise<RoleRow | null>;
   /** Whether any scoped key or administrator exists (open mode needs none). */
   anyKey(): Promise<boolean>;
   clear(): void;
@@ -40,6 +42,7 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
       adminToken: (hash) => store.admins.byHash(hash),
       query: (name) => store.getQuery(name),
       connection: (name) => store.getConnection(name),
+      role: (name) => store.getRole(name),
       anyKey: () => store.anyCredential(),
       clear: () => undefined,
       size: () => 0,
@@ -78,20 +81,23 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
   const queries = cached((n) => store.getQuery(n));
   const connections = cached((n) => store.getConnection(n));
   const tokens = cached((h) => store.admins.byHash(h));
+  const roles = cached((n) => store.getRole(n));
   const anyKeys = cached(async () => ({ any: await store.anyCredential() }));
   return {
     key: (h) => keys.get(h),
     adminToken: (h) => tokens.get(h),
     query: (n) => queries.get(n),
     connection: (n) => connections.get(n),
+    role: (n) => roles.get(n),
     anyKey: async () => (await anyKeys.get(''))!.any,
     clear() {
       keys.clear();
       tokens.clear();
       queries.clear();
       connections.clear();
+      roles.clear();
       anyKeys.clear();
     },
-    size: () => keys.size() + tokens.size() + queries.size() + connections.size() + anyKeys.size(),
+    size: () => keys.size() + tokens.size() + queries.size() + connections.size() + roles.size() + anyKeys.size(),
   };
 }

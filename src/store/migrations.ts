@@ -112,6 +112,20 @@ const MIGRATIONS: Array<{ sqlite: string[]; postgres: string[] }> = [
       `INSERT INTO audit_chain (anchor_id, anchor_hash) VALUES (0, '${'0'.repeat(64)}')`,
     ],
   },
+  {
+    // Key roles (templates of grants): copied into a key when it is made from one, read live for
+    // signed-in (JWT) users. keys_created counts the keys made from the role.
+    sqlite: [
+      `CREATE TABLE key_roles (name TEXT PRIMARY KEY, example INTEGER NOT NULL DEFAULT 0, keys_created INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL, updated_at TEXT NOT NULL, details_json TEXT NOT NULL)`,
+      'CREATE INDEX saved_queries_collection ON saved_queries (collection)',
+    ],
+    postgres: [
+      `CREATE TABLE key_roles (name TEXT COLLATE "C" PRIMARY KEY, example INTEGER NOT NULL DEFAULT 0, keys_created INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL, updated_at TEXT NOT NULL, details_json TEXT NOT NULL)`,
+      'CREATE INDEX saved_queries_collection ON saved_queries (collection)',
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -7,7 +7,7 @@ import { AdminStore } from './admins.js';
 import { AuditStore } from './audit.js';
 import { migrate } from './migrations.js';
 import { causeOf, nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
-import type { ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, VersionFields, VersionRow } from './types.js';
+import type { ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, RoleRow, VersionFields, VersionRow } from './types.js';
 
 export const STORE_FILE = 'queryapigate.db';
 
@@ -333,18 +333,7 @@ export class Store {
   }
 
   async putKey(k: KeyRow, isNew: boolean): Promise<boolean> {
-    const grants: KeyGrants = {
-      connections: k.connections,
-      queries: k.queries,
-      allow_writes: k.allow_writes,
-      allowed_write_ops: k.allowed_write_ops,
-      allowed_tables: k.allowed_tables,
-      mask: k.mask,
-      mask_predicates: k.mask_predicates,
-      rate_limit: k.rate_limit,
-      rate_limits: k.rate_limits,
-      allowed_ips: k.allowed_ips,
-    };
+    const grants = { ...grantsOf(k), created_from_role: k.created_from_role ?? null };
     const details = JSON.stringify(grants);
     if (isNew) {
       // A taken name changes nothing (false); two creates at once cannot both pass a check made first.
@@ -365,6 +354,83 @@ export class Store {
         k.name,
       ])) === 1
     );
+  }
+
+  // ── key roles ─────────────────────────────────────────────────────────────────────────────
+  async listRoles(): Promise<RoleRow[]> {
+    return (await this.db.all<RoleRecord>('SELECT * FROM key_roles ORDER BY name')).map(toRole);
+  }
+
+  async getRole(name: string): Promise<RoleRow | null> {
+    const rows = await this.db.all<RoleRecord>('SELECT * FROM key_roles WHERE name = ?', [name]);
+    return rows.length ? toRole(rows[0]) : null;
+  }
+
+  /** Creates (false when the name is taken) or replaces a role's grants (false when it is gone). */
+  async putRole(r: RoleRow, isNew: boolean): Promise<boolean> {
+    const details = JSON.stringify(grantsOf(r));
+    if (isNew) {
+      return (
+        (await this.db.run(
+          'INSERT INTO key_roles (name, example, keys_created, created_at, updated_at, details_json) VALUES (?, ?, 0, ?, ?, ?) ON CONFLICT (name) DO NOTHING',
+          [r.name, r.example ? 1 : 0, r.created_at, r.updated_at, details],
+        )) === 1
+      );
+    }
+    return (await this.db.run('UPDATE key_roles SET updated_at = ?, details_json = ? WHERE name = ?', [r.updated_at, details, r.name])) === 1;
+  }
+
+  async deleteRole(name: string): Promise<boolean> {
+    return (await this.db.run('DELETE FROM key_roles WHERE name = ?', [name])) === 1;
+  }
+
+  /** Counts one more key made from the role. */
+  async noteRoleUsed(name: string): Promise<void> {
+    await this.db.run('UPDATE key_roles SET keys_created = keys_created + 1 WHERE name = ?', [name]);
+  }
+
+  // ── collections ───────────────────────────────────────────────────────────────────────────
+  /** The collection names that hold at least one query. */
+  async collectionNames(): Promise<string[]> {
+    const rows = await this.db.all<{ collection: string }>('SELECT DISTINCT collection FROM saved_queries WHERE collection IS NOT NULL ORDER BY collection');
+    return rows.map((r) => r.collection);
+  }
+
+  /**
+   * Rewrites the `collections` grant of every key and role that holds `from` (one transaction):
+   * `add` adds `to` beside it, otherwise `from` is removed. Returns the keys and roles changed.
+   */
+  async regrantCollection(from: string, to: string, step: 'add' | 'remove', now: string): Promise<{ keys: number; roles: number }> {
+    return this.db.tx(async (t) => {
+      const out = { keys: 0, roles: 0 };
+      for (const [table, counter] of [
+        ['api_keys', 'keys'],
+        ['key_roles', 'roles'],
+      ] as const) {
+        const rows = await t.all<{ name: string; details_json: string }>(`SELECT name, details_json FROM ${table}`);
+        for (const r of rows) {
+          const d = JSON.parse(r.details_json) as KeyGrants;
+          const held = d.collections ?? [];
+          if (!held.includes(from)) continue;
+          const next = step === 'add' ? [...new Set([...held, to])].sort() : held.filter((c) => c !== from);
+          if (next.length === held.length && step === 'add') continue;
+          d.collections = next;
+          await t.run(`UPDATE ${table} SET details_json = ?, updated_at = ? WHERE name = ?`, [JSON.stringify(d), now, r.name]);
+          out[counter]++;
+        }
+      }
+      return out;
+    });
+  }
+
+  /** Puts one query in a collection (null: in none); false when the query does not exist. */
+  async setCollection(name: string, collection: string | null, now: string): Promise<boolean> {
+    return (await this.db.run('UPDATE saved_queries SET collection = ?, updated_at = ? WHERE name = ?', [collection, now, name])) === 1;
+  }
+
+  /** Moves every query of collection `from` into `to`; returns how many moved. */
+  async moveCollection(from: string, to: string, now: string): Promise<number> {
+    return this.db.run('UPDATE saved_queries SET collection = ?, updated_at = ? WHERE collection = ?', [to, now, from]);
   }
 
   async touchKeys(names: string[], at: string): Promise<void> {
@@ -599,8 +665,48 @@ function toQuery(r: QueryRecord, versions: VersionRow[]): QueryRow {
   };
 }
 
+/** The grant fields as stored (details_json), whatever else the row carries. */
+function grantsOf(k: KeyGrants): KeyGrants {
+  return {
+    connections: k.connections,
+    queries: k.queries,
+    collections: k.collections ?? [],
+    allow_writes: k.allow_writes,
+    allowed_write_ops: k.allowed_write_ops,
+    allowed_tables: k.allowed_tables,
+    mask: k.mask,
+    mask_predicates: k.mask_predicates,
+    rate_limit: k.rate_limit,
+    rate_limits: k.rate_limits,
+    allowed_ips: k.allowed_ips,
+  };
+}
+
+interface RoleRecord {
+  name: string;
+  example: number;
+  keys_created: number;
+  created_at: string;
+  updated_at: string;
+  details_json: string;
+}
+
+function toRole(r: RoleRecord): RoleRow {
+  return {
+    collections: [],
+    ...JSON.parse(r.details_json),
+    name: r.name,
+    example: bool(r.example),
+    keys_created: Number(r.keys_created),
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
+}
+
 function toKey(r: KeyRecord): KeyRow {
   return {
+    collections: [],
+    created_from_role: null,
     ...JSON.parse(r.details_json),
     name: r.name,
     hash: r.hash,

@@ -53,6 +53,8 @@ export type QueryGrant = string | { name: string; allow_writes: boolean };
 export interface KeyGrants {
   connections: '*' | string[];
   queries: '*' | QueryGrant[];
+  /** Every query currently in these collections, read-only: the grant is live (absent in rows older than roles: none). */
+  collections?: string[];
   allow_writes: boolean;
   allowed_write_ops: string[] | null;
   allowed_tables: string[] | null;
@@ -77,6 +79,17 @@ export interface KeyRow extends KeyGrants {
   previous_until: number | null;
   /** True when the row was found by its previous (rotated-out) secret. */
   via_previous: boolean;
+  /** The role whose grants were copied into the key when it was made (informational). */
+  created_from_role?: string | null;
+}
+
+/** A key role: a template of grants, copied into keys made from it, read live for signed-in users. */
+export interface RoleRow extends KeyGrants {
+  name: string;
+  example: boolean;
+  keys_created: number;
+  created_at: string;
+  updated_at: string;
 }
 
 /** One run as the recorder writes it to history. */

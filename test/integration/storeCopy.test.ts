@@ -88,7 +88,7 @@ test('backup of a SQLite store (online, server running), restore into a fresh ho
 
     const refused = await cli(['restore', file], { home: target });
     assert.equal(refused.code, 1);
-    assert.match(refused.stderr, /^error: the store is not empty \(1 connections, \d+ saved queries, \d+ api keys, \d+ run history/m);
+    assert.match(refused.stderr, /^error: the store is not empty \(1 connections, \d+ saved queries, \d+ api keys, 1 key roles, \d+ run history/m);
     const forced = await cli(['restore', file, '--force'], { home: target });
     assert.equal(forced.code, 0, forced.stderr);
     assert.match(forced.stderr, /replacing what it held/);

@@ -38,6 +38,10 @@ function lookup(rows: KeyRow[]): KeyLookup & { reads: string[] } {
       reads.push('anyKey');
       return rows.length > 0;
     },
+    async role() {
+      reads.push('role');
+      return null;
+    },
   };
 }
 
@@ -395,4 +399,14 @@ test('limitKey: no limits, no headers; a stored rate the grammar refuses fails c
   const broken = await limitKey(limits, { ...KEY, rate_limit: '0/minute' }, 'films');
   assert.equal(broken?.refused?.allowed, false);
   assert.equal(broken?.refused?.limit, 0);
+});
+
+test('authorizeCall: a collections grant reaches the queries now in the collection, on their own connection only', () => {
+  const coll: Caller = { kind: 'key', name: 'c', key: baseKey({ name: 'c', connections: [], collections: ['reports'] }) };
+  assert.doesNotThrow(() => authorizeCall(coll, 'q', 'pg', 'pg', 'reports'));
+  assert.throws(() => authorizeCall(coll, 'q', 'pg', 'pg', 'other'), /not granted the query 'q'/);
+  assert.throws(() => authorizeCall(coll, 'q', 'pg', 'pg', null), /not granted the query 'q'/);
+  assert.throws(() => authorizeCall(coll, 'q', 'pg', 'elsewhere', 'reports'), /not permitted to use the connection 'elsewhere'/);
+  const none: Caller = { kind: 'key', name: 'n', key: baseKey({ name: 'n', connections: [] }) };
+  assert.throws(() => authorizeCall(none, 'q', 'pg', 'pg', 'reports'), /not granted/);
 });

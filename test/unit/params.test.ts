@@ -346,9 +346,13 @@ test('normalizeParameters: every kind of bad definition', async (t) => {
     [{ type: 'date' }, "has unknown type 'date' (use int, float, str or bool)"],
     [
       { type: 'int', nullable: true, x: 1 },
-      'has unknown rule(s): nullable, x (allowed: default, description, enum, max, max_length, min, min_length, pattern, required, type)',
+      'has unknown rule(s): nullable, x (allowed: default, description, enum, from_claim, max, max_length, min, min_length, pattern, required, type)',
     ],
-    [{ from_claim: 'sub' }, 'has unknown rule(s): from_claim (allowed: default, description, enum, max, max_length, min, min_length, pattern, required, type)'],
+    // from_claim (JWT sign-in): the token always gives the value, so never a default nor optional.
+    [{ from_claim: 'sub', default: 'x' }, "cannot have both 'from_claim' and a 'default'"],
+    [{ from_claim: 'sub', required: false }, "with 'from_claim' is always required"],
+    [{ from_claim: 7 }, "'from_claim' must be a claim name of 1-200 characters"],
+    [{ from_claim: 'c'.repeat(201) }, "'from_claim' must be a claim name of 1-200 characters"],
     [5, "must be a type name such as 'int' or an object of rules"],
     [['int'], "must be a type name such as 'int' or an object of rules"],
     [null, "must be a type name such as 'int' or an object of rules"],
