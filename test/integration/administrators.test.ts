@@ -50,6 +50,18 @@ const EXPECTED: Record<string, string> = {
   'DELETE /api/v1/administrators/:name/tokens/:id': 'O',
   'GET /api/v1/audit': 'OADU',
   'GET /api/v1/mcp/tools': 'OADU',
+  'PATCH /api/v1/queries/:name': 'OAD',
+  'GET /api/v1/roles': 'OAU',
+  'POST /api/v1/roles': 'OA',
+  'GET /api/v1/roles/:name': 'OAU',
+  'PATCH /api/v1/roles/:name': 'OA',
+  'DELETE /api/v1/roles/:name': 'OA',
+  'GET /api/v1/collections': 'OADU',
+  'PATCH /api/v1/collections/:name': 'OAD',
+  'GET /api/v1/collections/:name/postman': 'OADU',
+  'GET /api/v1/examples': 'OADU',
+  'POST /api/v1/examples': 'OA',
+  'DELETE /api/v1/examples': 'OA',
 };
 /** Routes an administrator may call on their own name whatever their role. */
 const SELF = new Set([
@@ -131,6 +143,9 @@ describe('administrators and roles', () => {
       assert.ok(!REFUSALS.has(glass.json?.code), `admin key ${route}: ${glass.text}`);
     }
     assert.ok(checked.length > 150);
+    // DELETE /api/v1/examples was allowed above, so the examples the later tests call are loaded again.
+    const reloaded = await s.call('POST', '/api/v1/examples');
+    assert.ok(reloaded.status < 300, reloaded.text);
   });
 
   test('GET /api/v1/me: name, role, via, capabilities, data access', async () => {
