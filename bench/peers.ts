@@ -326,7 +326,15 @@ async function createObjects(): Promise<string> {
   const home = mkdtempSync(join(tmpdir(), 'qag-peers-'));
   const g = await startGateway({ ...GATEWAY_ENV, QUERYAPIGATE_HOME: home }, ADMIN_KEY);
   try {
-    await g.api('POST', '/api/v1/connections', { name: 'oltp', db: 'postgres', host: '127.0.0.1', port: 5432, database: BENCH_DB, user: 'postgres', active: true });
+    await g.api('POST', '/api/v1/connections', {
+      name: 'oltp',
+      db: 'postgres',
+      host: '127.0.0.1',
+      port: 5432,
+      database: BENCH_DB,
+      user: 'postgres',
+      active: true,
+    });
     await g.api('POST', '/api/v1/connections', { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: MY_DB, user: 'root', active: true });
     const params = { aid: { type: 'int', required: true } };
     const sql = 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid';
