@@ -634,13 +634,20 @@ helpers' builds and tests), so read the ratios within a round, not the absolute 
 - The peers are installed by the bench from \`bench/peers/package-lock.json\` (\`npm ci --prefix\` a
   temporary copy, kept in \`~/.cache/queryapigate-peers/<lock hash>\`), never into the project. Node ${process.version}.
 
-## PostgreSQL
+${
+  rows.some((r) => r.db === 'PostgreSQL') || pgRows.length
+    ? `## PostgreSQL
 
-${cellTable('PostgreSQL')}
-${pgbenchTable}
+${rows.some((r) => r.db === 'PostgreSQL') ? `${cellTable('PostgreSQL')}\n` : ''}${pgRows.length ? pgbenchTable : ''}`
+    : ''
+}${
+  rows.some((r) => r.db === 'MariaDB')
+    ? `
 ## MariaDB
 
-${cellTable('MariaDB')}${
+${cellTable('MariaDB')}`
+    : ''
+}${
   driftTable
     ? `
 ## Drift: a 60 s cell, its last 10 s against its first 10 s
