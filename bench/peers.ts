@@ -142,7 +142,14 @@ async function installPeers(): Promise<string> {
     const tmp = mkdtempSync(join(cacheRoot, `tmp-${hash}-`));
     for (const f of ['package.json', 'package-lock.json']) copyFileSync(join(PEERS_SRC, f), join(tmp, f));
     console.log(`npm ci --prefix ${tmp} (the peers' lock ${hash}; cached in ${dir} afterwards)`);
-    await run('npm', ['ci', '--prefix', tmp, '--no-audit', '--no-fund', '--loglevel=error']);
+    // No install scripts: the only one that matters, better-sqlite3's native build (Platformatic's
+    // SQLite driver, unused here), needs a download this machine cannot make.
+    try {
+      await run('npm', ['ci', '--prefix', tmp, '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error']);
+    } catch (e) {
+      rmSync(tmp, { recursive: true, force: true });
+      throw e;
+    }
     writeFileSync(join(tmp, '.installed'), `${new Date().toISOString()}\n`);
     rmSync(dir, { recursive: true, force: true });
     renameSync(tmp, dir);
@@ -631,7 +638,7 @@ helpers' builds and tests), so read the ratios within a round, not the absolute 
 - **PostGraphile** (${versions.split(', ')[1] ?? ''}): \`bench/peers/postgraphile.mjs\`, library mode on node:http with the
   options of its production page (no query log, no GraphiQL, dynamic JSON); called as \`POST /graphql\`
   with \`${GRAPHQL}\` and a random aid in the variables (a wrk Lua script builds each body).
-- The peers are installed by the bench from \`bench/peers/package-lock.json\` (\`npm ci --prefix\` a
+- The peers are installed by the bench from \`bench/peers/package-lock.json\` (\`npm ci --ignore-scripts --prefix\` a
   temporary copy, kept in \`~/.cache/queryapigate-peers/<lock hash>\`), never into the project. Node ${process.version}.
 
 ${
