@@ -37,6 +37,11 @@ export interface LoadOptions {
   timeout?: string | number;
   /** Seed for the random URLs (per wrk thread: seed + thread number). Default: time-based. */
   seed?: number;
+  /** Lua source of wrk's `request()` function, instead of randRegexUrl (e.g. a POST with a random
+   *  body); math.random is seeded per thread as for the patterns. */
+  luaRequest?: string;
+  /** Server CPU seconds so far, sampled around the measured run instead of `pid` (e.g. a process tree). */
+  cpuSeconds?: () => number;
 }
 
 export interface LoadResult {
@@ -197,15 +202,11 @@ function luaStr(s: string): string {
   return `${out}"`;
 }
 
-function luaScript(headers: [string, string][], parts: Part[] | null, seed: number): string {
+function luaScript(headers: [string, string][], parts: Part[] | null, seed: number, request?: string): string {
   const lines: string[] = [];
   for (const [name, value] of headers) lines.push(`wrk.headers[${luaStr(name)}] = ${luaStr(value)}`);
-  if (parts) {
-    const items = parts.map((p) => ('s' in p ? `{ s = ${luaStr(p.s)} }` : `{ c = ${luaStr(p.chars)}, min = ${p.min}, max = ${p.max} }`));
+  if (parts || request) {
     lines.push(`
-local parts = { ${items.join(', ')} }
-local random, concat = math.random, table.concat
-
 local threads = 0
 function setup(thread)
   threads = threads + 1
@@ -214,8 +215,15 @@ end
 
 function init(args)
   math.randomseed(${seed} + (tid or 0) * 7919)
-  for _ = 1, 10 do random() end
-end
+  for _ = 1, 10 do math.random() end
+end`);
+  }
+  if (request) lines.push(request);
+  else if (parts) {
+    const items = parts.map((p) => ('s' in p ? `{ s = ${luaStr(p.s)} }` : `{ c = ${luaStr(p.chars)}, min = ${p.min}, max = ${p.max} }`));
+    lines.push(`
+local parts = { ${items.join(', ')} }
+local random, concat = math.random, table.concat
 
 function request()
   local buf, n = {}, 0
@@ -351,13 +359,14 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   const dir = mkdtempSync(join(tmpdir(), 'qag-load-'));
   try {
     const script = join(dir, 'load.lua');
-    writeFileSync(script, luaScript(headerPairs(opts.headers), parts, seed));
+    writeFileSync(script, luaScript(headerPairs(opts.headers), parts, seed, opts.luaRequest));
     const args = (d: string): string[] => ['--latency', '-t', String(threads), '-c', String(connections), '-d', d, '--timeout', timeout, '-s', script, url!];
 
     if (opts.warmup !== undefined && parseDuration(opts.warmup) > 0) await runWrk(args(seconds(opts.warmup)));
-    const cpuBefore = opts.pid === undefined ? null : processCpuSeconds(opts.pid);
+    const cpuNow = opts.cpuSeconds ?? (opts.pid === undefined ? null : () => processCpuSeconds(opts.pid!));
+    const cpuBefore = cpuNow?.() ?? null;
     const s = await runWrk(args(duration));
-    const cpu_s = cpuBefore === null ? null : round(processCpuSeconds(opts.pid!) - cpuBefore, 2);
+    const cpu_s = cpuBefore === null ? null : round(cpuNow!() - cpuBefore, 2);
 
     const duration_s = s.duration_us / 1e6;
     return {
