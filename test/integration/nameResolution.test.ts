@@ -183,6 +183,35 @@ describe('PostgreSQL: names resolve by schema, exact quoted case and the search 
       [],
     );
   });
+  test('system catalogs are tables like any other: a key with allowed_tables reads none of them', async () => {
+    const k = await key(s, 'tables_system', { connections: ['pg'], allowed_tables: ['customers'] });
+    const shapes: Shape[] = [
+      'SELECT rolname, rolpassword FROM pg_authid',
+      'SELECT * FROM pg_catalog.pg_authid',
+      'SELECT * FROM "pg_catalog"."pg_authid"',
+      'SELECT * FROM PG_CATALOG.PG_AUTHID',
+      'SELECT * FROM pg_catalog . pg_authid',
+      'SELECT usename, passwd FROM pg_shadow',
+      'SELECT * FROM pg_catalog.pg_shadow',
+      'SELECT * FROM pg_user',
+      'SELECT * FROM pg_roles',
+      'SELECT * FROM pg_stat_activity',
+      'SELECT * FROM pg_settings',
+      'SELECT * FROM pg_class',
+      'SELECT * FROM pg_proc',
+      'SELECT table_name FROM information_schema.tables',
+      'SELECT * FROM information_schema.columns',
+      'SELECT * FROM INFORMATION_SCHEMA.ROUTINES',
+      'SELECT id FROM customers WHERE EXISTS (SELECT 1 FROM pg_authid)',
+      'SELECT id FROM customers WHERE id IN (SELECT oid::int FROM pg_catalog.pg_authid)',
+      'WITH a AS (SELECT rolname FROM pg_authid) SELECT * FROM a',
+      'SELECT name FROM customers UNION ALL SELECT rolname::text FROM pg_authid',
+      'SELECT c.id, r.rolname FROM customers c CROSS JOIN pg_authid r',
+      'SELECT * FROM (SELECT usename FROM pg_shadow) s',
+    ].map((sql) => [sql, 'table_not_allowed']);
+    shapes.push(['SELECT * FROM U&"pg_authid"', 'read_only']); // an escaped name is not analysed at all
+    await holds(s, 'pg', k, [['SELECT id FROM customers', 'served', [{ id: 1 }]], ...shapes], []);
+  });
 });
 
 describe('MariaDB: names resolve by database and lower_case_table_names', () => {
@@ -270,6 +299,27 @@ describe('MariaDB: names resolve by database and lower_case_table_names', () => 
       [],
     );
   });
+  test('system databases are tables like any other: a key with allowed_tables reads none of them', async () => {
+    const k = await key(s, 'tables_system', { connections: ['my'], allowed_tables: ['customers'] });
+    const shapes: Shape[] = [
+      'SELECT User, Password FROM mysql.user',
+      'SELECT * FROM `mysql`.`user`',
+      'SELECT * FROM MYSQL.USER',
+      'SELECT * FROM mysql.global_priv',
+      'SELECT * FROM mysql.db',
+      'SELECT TABLE_NAME FROM information_schema.TABLES',
+      'SELECT * FROM INFORMATION_SCHEMA.PROCESSLIST',
+      'SELECT * FROM information_schema.user_privileges',
+      'SELECT * FROM performance_schema.threads',
+      'SELECT * FROM `performance_schema`.`accounts`',
+      'SELECT id FROM customers WHERE id IN (SELECT 1 FROM mysql.user)',
+      'SELECT id FROM customers WHERE EXISTS (SELECT 1 FROM information_schema.TABLES)',
+      'SELECT name FROM customers UNION SELECT User FROM mysql.user',
+      'SELECT c.id, u.User FROM customers c JOIN mysql.user u ON 1 = 1',
+      'SELECT * FROM (SELECT User FROM mysql.user) x',
+    ].map((sql) => [sql, 'table_not_allowed']);
+    await holds(s, 'my', k, [['SELECT id FROM customers', 'served', [{ id: 1 }]], ...shapes], []);
+  });
 });
 
 describe('SQLite: names are case-insensitive, main and temp are schemas', () => {
@@ -313,5 +363,24 @@ describe('SQLite: names are case-insensitive, main and temp are schemas', () => 
       ],
       [],
     );
+  });
+  test('the schema tables are tables like any other: a key with allowed_tables reads none of them', async () => {
+    const k = await key(s, 'tables_system', { connections: ['lite'], allowed_tables: ['customers'] });
+    const shapes: Shape[] = [
+      'SELECT * FROM sqlite_master',
+      'SELECT * FROM sqlite_schema',
+      'SELECT * FROM SQLITE_MASTER',
+      'SELECT * FROM "sqlite_master"',
+      'SELECT * FROM main.sqlite_master',
+      'SELECT * FROM main.sqlite_schema',
+      'SELECT * FROM sqlite_temp_master',
+      'SELECT * FROM temp.sqlite_schema',
+      "SELECT * FROM pragma_table_info('customers')",
+      'SELECT * FROM pragma_database_list',
+      'SELECT id FROM customers WHERE EXISTS (SELECT 1 FROM sqlite_master)',
+      'SELECT name FROM customers UNION SELECT sql FROM sqlite_master',
+      'WITH m AS (SELECT sql FROM sqlite_schema) SELECT * FROM m',
+    ].map((sql) => [sql, 'table_not_allowed']);
+    await holds(s, 'lite', k, [['SELECT id FROM customers', 'served', [{ id: 1 }]], ...shapes], []);
   });
 });
