@@ -37,7 +37,7 @@ async function asOwner(tool: string, args: string[]): Promise<void> {
   );
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
