@@ -82,7 +82,8 @@ export function rawExchangeAll(port: number, bytes: Buffer, count: number, opts:
       if (error) reject(error);
       else resolve(replies);
     };
-    const seen = () => `${replies.length} of ${count} answers (${replies.map((r) => r.status).join(', ')}); then ${JSON.stringify(received.subarray(0, 300).toString('latin1'))}`;
+    const seen = () =>
+      `${replies.length} of ${count} answers (${replies.map((r) => r.status).join(', ')}); then ${JSON.stringify(received.subarray(0, 300).toString('latin1'))}`;
     const timer = setTimeout(() => settle(new Error(`no answer within ${opts.timeoutMs ?? 5000} ms: ${seen()}`)), opts.timeoutMs ?? 5000);
     socket.on('error', (e) => settle(new Error(`socket error: ${e.message}: ${seen()}`)));
     socket.on('data', (chunk) => {

@@ -555,7 +555,9 @@ const READING_MODES = new Set(['ANSI_QUOTES', 'NO_BACKSLASH_ESCAPES', 'ANSI', 'D
  */
 async function readAsAnalysed(c: PoolConnection): Promise<void> {
   const rows = (await query(c, 'SELECT @@SESSION.sql_mode')) as unknown[][];
-  const modes = String(rows[0]?.[0] ?? '').split(',').filter(Boolean);
+  const modes = String(rows[0]?.[0] ?? '')
+    .split(',')
+    .filter(Boolean);
   const kept = modes.filter((m) => !READING_MODES.has(m.toUpperCase()));
   if (kept.length === modes.length) return;
   if (!kept.every((m) => /^[A-Z0-9_]+$/i.test(m))) throw new Error(`unexpected sql_mode ${modes.join(',')}`);

@@ -48,7 +48,8 @@ before(async () => {
   await post('/api/v1/connections', { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: MY_DB, user: 'root' });
   await post('/api/v1/connections', { name: 'lite', db: 'sqlite', database: 'lite.db' });
   for (const c of Object.keys(SQL)) await post('/api/v1/queries', { name: `big_${c}`, connection_name: c, description: 'big', publish: true, sql: SQL[c] });
-  for (const c of Object.keys(HEX)) await post('/api/v1/queries', { name: `hex_${c}`, connection_name: c, description: 'big, binary', publish: true, sql: HEX[c] });
+  for (const c of Object.keys(HEX))
+    await post('/api/v1/queries', { name: `hex_${c}`, connection_name: c, description: 'big, binary', publish: true, sql: HEX[c] });
 });
 
 after(async () => {

@@ -10,12 +10,25 @@ import { type RawReply, rawExchangeAll, requestBytes } from '../rawHttp.js';
 import { ADMIN_KEY, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
 const get = (target: string, id: string, key = ADMIN_KEY) =>
-  requestBytes({ method: 'GET', target, headers: [['Host', 'localhost'], ['X-API-Key', key], ['X-Request-Id', id]] });
+  requestBytes({
+    method: 'GET',
+    target,
+    headers: [
+      ['Host', 'localhost'],
+      ['X-API-Key', key],
+      ['X-Request-Id', id],
+    ],
+  });
 const post = (target: string, id: string, body: unknown) =>
   requestBytes({
     method: 'POST',
     target,
-    headers: [['Host', 'localhost'], ['X-API-Key', ADMIN_KEY], ['X-Request-Id', id], ['Content-Type', 'application/json']],
+    headers: [
+      ['Host', 'localhost'],
+      ['X-API-Key', ADMIN_KEY],
+      ['X-Request-Id', id],
+      ['Content-Type', 'application/json'],
+    ],
     body: Buffer.from(JSON.stringify(body)),
   });
 const ids = (replies: RawReply[]) => replies.map((r) => r.headers.get('x-request-id'));

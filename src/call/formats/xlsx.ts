@@ -27,7 +27,12 @@ const TIMESTAMP_FORMAT = 'yyyy-mm-dd hh:mm:ss';
  * exceljs hands them out (most come at the commit, as its zip holds them till then): once over, no
  * more is kept and no more rows are added.
  */
-export async function writeXlsx(columns: readonly string[], rows: Rows, hints: ColumnTypes | undefined, maxBytes = Number.POSITIVE_INFINITY): Promise<Uint8Array> {
+export async function writeXlsx(
+  columns: readonly string[],
+  rows: Rows,
+  hints: ColumnTypes | undefined,
+  maxBytes = Number.POSITIVE_INFINITY,
+): Promise<Uint8Array> {
   const names = uniqueColumnNames(columns).map(xmlSafe);
   const kinds = names.map((_, c) => hints?.[c]?.kind);
   const out = new PassThrough();
