@@ -150,7 +150,9 @@ for (const db of ['postgres', 'mysql']) {
       while (performance.now() - known < 300) {
         const next = await timed();
         assert.equal(next.status, 502);
-        assert.ok(next.ms < 200, `known down: refused at once (${next.ms} ms)`);
+        // Refused without a connect: well under the 0.5 s a connect attempt waits (on a loaded 2-core
+        // machine a refusal itself has taken 250 ms).
+        assert.ok(next.ms < 450, `known down: refused without a connect attempt (${next.ms} ms)`);
         refused++;
       }
       assert.ok(refused >= 1);
