@@ -9,7 +9,7 @@ import type { ControlContext } from './api/routes.js';
 import { RateLimits } from './auth/rateLimit.js';
 import { createLimiterMemory } from './auth/sharedBuckets.js';
 import { type Config, ConfigError } from './config.js';
-import { channel, type DrainMessage } from './contract/messages.js';
+import { type ChangeMessage, channel, type DrainMessage } from './contract/messages.js';
 import { CatalogCache } from './catalog/cache.js';
 import { loadExamples } from './examples/load.js';
 import { buildApp, VERSION } from './http/app.js';
@@ -84,8 +84,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const keys = createMetadata(store, config.metadataCacheTtl);
   const catalogs = new CatalogCache();
   const heard = channel('changes', config.home);
-  heard.onmessage = () => {
-    keys.clear();
+  heard.onmessage = (e: MessageEvent) => {
+    if ((e.data as ChangeMessage).kind === 'all') keys.expire();
+    else keys.clear();
     catalogs.clear();
   };
   const changes = await startChangeFeed(channel('changes', config.home), config);

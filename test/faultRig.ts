@@ -37,7 +37,7 @@ async function asOwner(tool: string, args: string[]): Promise<void> {
   );
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
@@ -123,6 +123,8 @@ export interface Load {
   /** ms since the load started. */
   now(): number;
   samples: Sample[];
+  /** Resolves at the first 200 (true), or false if none came within `ms`. */
+  served(ms: number): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -133,6 +135,8 @@ export function startLoad(url: string, path: string, key: string, callers: numbe
   const samples: Sample[] = [];
   let running = true;
   let n = 0;
+  let firstServed: () => void = () => undefined;
+  const servedOnce = new Promise<true>((r) => (firstServed = () => r(true)));
   const loop = async (caller: number) => {
     while (running) {
       const requestId = `fault-${caller}-${++n}`;
@@ -148,6 +152,7 @@ export function startLoad(url: string, path: string, key: string, callers: numbe
         code = (e as Error).name; // no answer at all (status 0)
       }
       samples.push({ sent, answered: now(), status, code, requestId });
+      if (status === 200) firstServed();
       if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
     }
   };
@@ -155,6 +160,7 @@ export function startLoad(url: string, path: string, key: string, callers: numbe
   return {
     now,
     samples,
+    served: (ms) => Promise.race([servedOnce, sleep(ms).then(() => false)]),
     async stop() {
       running = false;
       await Promise.all(loops);
@@ -304,6 +310,9 @@ async function publish(url: string, pgUrl: string): Promise<string> {
 /** Loads the gateway, stops `pg` after warmMs, starts it again after downMs, and loads on for afterMs. */
 async function outage(scenario: string, g: Gateway, key: string, pg: PrivatePostgres, o: FaultOptions): Promise<{ outcome: FaultOutcome; samples: Sample[] }> {
   const load = startLoad(g.url, '/q/probe?n=7', key, o.callers, o.pauseMs);
+  // Warm means served: on a loaded machine an executor's first call (its thread starting, its first
+  // store read) can outlast warmMs, and a store stopped before any row was read has nothing cached.
+  const warm = await load.served(30_000);
   await sleep(o.warmMs);
   const stopAt = load.now();
   await pg.stop();
@@ -344,7 +353,7 @@ async function outage(scenario: string, g: Gateway, key: string, pg: PrivatePost
     timeToRecoverMs: firstBack ? firstBack.answered - upAt : null,
     errorsAfterRecovery: firstBack ? s.filter((x) => x.sent > firstBack.answered && x.status !== 200).length : 0,
     stackLines: stackLines(output),
-    problems: [],
+    problems: warm ? [] : ['no call was served within 30 s of the load starting'],
     output,
   };
   return { outcome, samples: s };

@@ -64,15 +64,55 @@ export function rawExchange(port: number, bytes: Buffer, opts: { head?: boolean;
   });
 }
 
+/**
+ * Sends `bytes` (several requests, pipelined in one write) and reads `count` answers in the order
+ * they come; rejects when they have not all come within `timeoutMs`, or the socket closes first.
+ */
+export function rawExchangeAll(port: number, bytes: Buffer, count: number, opts: { timeoutMs?: number } = {}): Promise<RawReply[]> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let received = Buffer.alloc(0);
+    const replies: RawReply[] = [];
+    let settled = false;
+    const settle = (error: Error | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      if (error) reject(error);
+      else resolve(replies);
+    };
+    const seen = () =>
+      `${replies.length} of ${count} answers (${replies.map((r) => r.status).join(', ')}); then ${JSON.stringify(received.subarray(0, 300).toString('latin1'))}`;
+    const timer = setTimeout(() => settle(new Error(`no answer within ${opts.timeoutMs ?? 5000} ms: ${seen()}`)), opts.timeoutMs ?? 5000);
+    socket.on('error', (e) => settle(new Error(`socket error: ${e.message}: ${seen()}`)));
+    socket.on('data', (chunk) => {
+      received = Buffer.concat([received, chunk]);
+      for (let next = replyAt(received, false, false); next; next = replyAt(received, false, false)) {
+        replies.push(next.reply);
+        received = received.subarray(next.used);
+        if (replies.length === count) return settle(null);
+      }
+    });
+    socket.on('end', () => settle(new Error(`connection closed: ${seen()}`)));
+    socket.write(bytes);
+  });
+}
+
 /** One whole answer from the bytes so far, or null while more are needed. */
 function parseReply(data: Buffer, head: boolean, ended: boolean): RawReply | null {
+  return replyAt(data, head, ended)?.reply ?? null;
+}
+
+/** The first whole answer in `data` and how many bytes it took, or null while more are needed. */
+function replyAt(data: Buffer, head: boolean, ended: boolean, skipped = 0): { reply: RawReply; used: number } | null {
   const end = data.indexOf('\r\n\r\n');
   if (end === -1) return null;
   const lines = data.subarray(0, end).toString('latin1').split('\r\n');
   const m = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0]);
   if (!m) throw new Error(`not an HTTP status line: ${JSON.stringify(lines[0])}`);
   const status = Number(m[1]);
-  if (status >= 100 && status < 200) return parseReply(data.subarray(end + 4), head, ended); // 100 Continue, then the answer
+  if (status >= 100 && status < 200) return replyAt(data.subarray(end + 4), head, ended, skipped + end + 4); // 100 Continue, then the answer
   const headers = new Map<string, string>();
   for (const line of lines.slice(1)) {
     const colon = line.indexOf(':');
@@ -81,18 +121,20 @@ function parseReply(data: Buffer, head: boolean, ended: boolean): RawReply | nul
     headers.set(name, headers.has(name) ? `${headers.get(name)}, ${value}` : value);
   }
   const rest = data.subarray(end + 4);
-  if (head || status === 204 || status === 304) return { status, headers, body: Buffer.alloc(0) };
+  const at = skipped + end + 4;
+  if (head || status === 204 || status === 304) return { reply: { status, headers, body: Buffer.alloc(0) }, used: at };
   if (/chunked/i.test(headers.get('transfer-encoding') ?? '')) {
     const body = dechunk(rest);
-    return body ? { status, headers, body } : null;
+    return body ? { reply: { status, headers, body: body.body }, used: at + body.used } : null;
   }
   const length = headers.get('content-length');
-  if (length !== undefined) return rest.length >= Number(length) ? { status, headers, body: rest.subarray(0, Number(length)) } : null;
-  return ended ? { status, headers, body: rest } : null;
+  if (length !== undefined)
+    return rest.length >= Number(length) ? { reply: { status, headers, body: rest.subarray(0, Number(length)) }, used: at + Number(length) } : null;
+  return ended ? { reply: { status, headers, body: rest }, used: at + rest.length } : null;
 }
 
-/** A chunked body once its last chunk has arrived, else null. */
-function dechunk(data: Buffer): Buffer | null {
+/** A chunked body once its last chunk has arrived (and the bytes it took), else null. */
+function dechunk(data: Buffer): { body: Buffer; used: number } | null {
   const parts: Buffer[] = [];
   let at = 0;
   for (;;) {
@@ -100,7 +142,10 @@ function dechunk(data: Buffer): Buffer | null {
     if (lineEnd === -1) return null;
     const size = Number.parseInt(data.subarray(at, lineEnd).toString('latin1'), 16);
     if (Number.isNaN(size)) throw new Error('bad chunk size');
-    if (size === 0) return Buffer.concat(parts);
+    if (size === 0) {
+      const last = data.indexOf('\r\n', lineEnd + 2); // the blank line after the last chunk (no trailers sent)
+      return last === -1 ? null : { body: Buffer.concat(parts), used: last + 2 };
+    }
     if (data.length < lineEnd + 2 + size + 2) return null;
     parts.push(data.subarray(lineEnd + 2, lineEnd + 2 + size));
     at = lineEnd + 2 + size + 2;

@@ -117,7 +117,8 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
   const changes = channel('changes', config.home);
   changes.onmessage = (e: MessageEvent) => {
     const m = e.data as ChangeMessage;
-    meta.clear();
+    if (m.kind === 'all') meta.expire();
+    else meta.clear();
     if ((m.kind === 'connection' || m.kind === 'all') && warmed.size < 3) void warmParsers();
     if (m.kind === 'connection') {
       drop(m.name);

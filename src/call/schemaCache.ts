@@ -4,7 +4,7 @@
 // re-read at once when the connection's row changes. Bounded by the number of connections kept.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { type FunctionCatalog, MYSQL_FUNCTIONS, POSTGRES_FUNCTIONS, toFunctionCatalog } from '../governance/functions.js';
+import { type FunctionCatalog, MYSQL_FUNCTIONS, POSTGRES_FUNCTIONS, toFunctionCatalog, toPostgresFunctionCatalog } from '../governance/functions.js';
 import type { Schema } from '../governance/names.js';
 import { schemaQueries, toSchema } from '../governance/schema.js';
 import type { Source } from '../sources/types.js';
@@ -64,7 +64,7 @@ async function read(source: Source): Promise<KnownSchema> {
   const [results, functions] = await Promise.all([
     Promise.all(schemaQueries(source.dialect).map((q) => source.run(q, [], opts).then((r) => r.rows))),
     source.dialect === 'postgres'
-      ? source.run(POSTGRES_FUNCTIONS, [], opts).then((r) => toFunctionCatalog(r.rows))
+      ? source.run(POSTGRES_FUNCTIONS, [], opts).then((r) => toPostgresFunctionCatalog(r.rows))
       : source.dialect === 'mysql'
         ? source.run(MYSQL_FUNCTIONS, [], opts).then((r) => toFunctionCatalog(r.rows))
         : null,

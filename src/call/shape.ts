@@ -40,9 +40,8 @@ export function shape(plan: CallPlan, result: ResultSet, paging: Paging, governe
   headers[1] = CONTENT_TYPES[format];
   const writer = writerFor(plan, columns, format);
   if ('binary' in writer) {
-    // Binary formats are not held to maxBytes: their size is known only once written (left open).
     if (format === 'xlsx') headers.push('Content-Disposition', 'attachment;filename=result.xlsx'); // the contract's spelling
-    return { status: 200, headers, body: writer(rows, typesAfterMask(result.columns, result.types, columns)), rows: rows.length };
+    return { status: 200, headers, body: writer(rows, typesAfterMask(result.columns, result.types, columns), maxBytes), rows: rows.length };
   }
   let body: string;
   try {

@@ -79,6 +79,29 @@ function asFailure(e: unknown): never {
   throw e;
 }
 
+/** Opens a PostgreSQL store for a copy; one that cannot be opened is one line naming `label`. */
+function openPostgresStore(config: Parameters<typeof openStore>[0], label: string): ReturnType<typeof openStore> {
+  return openStore(config).catch((e: Error) => {
+    throw new Failure(`${label}: the store could not be opened: ${e.message}`);
+  });
+}
+
+/** Writes `dump` into `db` (an empty store, unless `force`), then `done`; `close` runs whatever happens. */
+async function writeInto(
+  db: Parameters<typeof restoreStore>[0],
+  dump: StoreDump,
+  force: unknown,
+  { done, close }: { done?: () => void; close: () => Promise<unknown> },
+): Promise<CopyReport> {
+  try {
+    const report = await restoreStore(db, dump, { force: Boolean(force) }).catch(asFailure);
+    done?.();
+    return report;
+  } finally {
+    await close();
+  }
+}
+
 const backup: Command = {
   kind: 'command',
   name: 'backup',
@@ -104,9 +127,7 @@ const backup: Command = {
       await sqliteCopy(config, file);
       rows = counts(await readBackup(file));
     } else {
-      const store = await openStore(config).catch((e: Error) => {
-        throw new Failure(`QUERYAPIGATE_DATABASE_URL: the store could not be opened: ${e.message}`);
-      });
+      const store = await openPostgresStore(config, 'QUERYAPIGATE_DATABASE_URL');
       try {
         const dump = await dumpStore(store.db, localTimestamp());
         writeFileSync(file, `${JSON.stringify(dump)}\n`, { mode: 0o600 });
@@ -142,13 +163,8 @@ const restore: Command = {
     const config = commandConfig(inv.say);
     const dump = await readBackup(inv.args[0]).catch(asFailure);
     const local = await openLocal(config, inv.say);
-    let report: CopyReport;
-    try {
-      report = await restoreStore(local.store.db, dump, { force: Boolean(inv.values.force) }).catch(asFailure);
-      local.changed();
-    } finally {
-      await local.close();
-    }
+    // Changed before the close, which announces it to running servers.
+    const report = await writeInto(local.store.db, dump, inv.values.force, { done: () => local.changed(), close: () => local.close() });
     if (inv.values.json) printJson(inv.out, { file: inv.args[0], ...report });
     inv.say(`restored ${inv.args[0]} into ${storeName(config)}${report.replaced ? ', replacing what it held' : ''}: ${summary(report.rows)}`);
   },
@@ -186,15 +202,8 @@ const migrateToPostgres: Command = {
     } finally {
       rmSync(folder, { recursive: true, force: true });
     }
-    const target = await openStore({ home: config.home, databaseUrl: url, connectTimeout: config.connectTimeout }).catch((e: Error) => {
-      throw new Failure(`${redactUrl(url)}: the store could not be opened: ${e.message}`);
-    });
-    let report: CopyReport;
-    try {
-      report = await restoreStore(target.db, dump, { force: Boolean(inv.values.force) }).catch(asFailure);
-    } finally {
-      await target.close();
-    }
+    const target = await openPostgresStore({ home: config.home, databaseUrl: url, connectTimeout: config.connectTimeout }, redactUrl(url));
+    const report = await writeInto(target.db, dump, inv.values.force, { close: () => target.close() });
     if (inv.values.json) printJson(inv.out, { from: join(config.home, STORE_FILE), to: redactUrl(url), ...report });
     inv.say(`copied into PostgreSQL ${redactUrl(url)}: ${summary(report.rows)}`);
     inv.say(`next: start the servers with QUERYAPIGATE_DATABASE_URL set to this URL`);

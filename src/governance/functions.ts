@@ -2,18 +2,26 @@
 // can run. A list of dangerous names always misses one (dblink, advisory locks, large objects,
 // pg_notify, pg_terminate_backend, a user's own function...), so PostgreSQL's pg_proc decides: a
 // function is safe when every overload of its name is non-volatile (IMMUTABLE or STABLE, which the
-// server does not let write) and owned by a superuser (a non-volatile function of an ordinary role
-// could still call a volatile one); plus a short list of volatile functions known to change nothing.
+// server does not let write), owned by a superuser, and either native (built in at initdb, or written
+// in C: no SQL inside it to call a volatile function) or an SQL function whose body calls only native
+// safe functions (read here: a non-volatile function may still call a volatile one, which the server
+// allows). A PL/pgSQL (or any other language's) body is not analysed, so such a function is refused,
+// as a DO block is (a write verb); plus a short list of volatile functions known to change nothing.
 // Must not import HTTP/uWS or sources: the caller runs the query through its source.
 import { GatewayError } from '../contract/errors.js';
 import { READ_ONLY_MESSAGE } from './policy.js';
+import { lex } from './scan.js';
 
 /** Every function name the connection can see, and whether a read-only call may run it. */
 export type FunctionCatalog = ReadonlyMap<string, boolean>;
 
-export const POSTGRES_FUNCTIONS = `SELECT p.proname::text, bool_and(p.provolatile <> 'v' AND r.rolsuper)
-FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner
-GROUP BY p.proname`;
+/**
+ * One row per overload: its name, whether it is non-volatile and a superuser's, whether it is native
+ * (an initdb object, oid below FirstNormalObjectId, or internal/C), and an SQL function's body.
+ */
+export const POSTGRES_FUNCTIONS = `SELECT p.proname::text, p.provolatile <> 'v' AND r.rolsuper,
+  p.oid < 16384 OR l.lanname IN ('internal', 'c'), CASE WHEN l.lanname = 'sql' THEN p.prosrc END
+FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner JOIN pg_language l ON l.oid = p.prolang`;
 
 /**
  * MySQL/MariaDB: the stored functions the connection can see, none vouched for (a stored function
@@ -34,6 +42,44 @@ const HARMLESS_VOLATILE = new Set([
   'pg_sleep_for',
   'pg_sleep_until',
 ]);
+
+const truthy = (v: unknown) => v === true || v === 't' || v === 1;
+
+/** POSTGRES_FUNCTIONS's rows as the catalog: a name is safe when every overload of it is. */
+export function toPostgresFunctionCatalog(rows: unknown[][]): FunctionCatalog {
+  const native = new Map<string, boolean>();
+  for (const [name, vouched, isNative] of rows) {
+    const n = String(name);
+    native.set(n, (native.get(n) ?? true) && truthy(vouched) && truthy(isNative));
+  }
+  // What an SQL function's body calls is judged against native functions only: one that calls
+  // another user function (whose body this does not follow) is not vouched for, nor is a BEGIN
+  // ATOMIC body (kept parsed, prosrc empty).
+  const out = new Map<string, boolean>();
+  for (const [name, vouched, isNative, body] of rows) {
+    const n = String(name);
+    const ok = truthy(vouched) && (truthy(isNative) || (typeof body === 'string' && body.trim() !== '' && callsOnly(body, native)));
+    out.set(n, (out.get(n) ?? true) && ok);
+  }
+  return out;
+}
+
+/** Whether every function an SQL body calls is safe by `known` (names it does not know are keywords). */
+function callsOnly(body: string, known: ReadonlyMap<string, boolean>): boolean {
+  let tokens: ReturnType<typeof lex>['tokens'];
+  try {
+    tokens = lex(body, 'postgres').tokens;
+  } catch {
+    return false;
+  }
+  for (let k = 0; k + 1 < tokens.length; k++) {
+    const t = tokens[k];
+    if ((t.kind === 'word' || t.kind === 'name') && tokens[k + 1].kind === 'punct' && tokens[k + 1].text === '(') {
+      if (!isSafe(t.text, known)) return false;
+    }
+  }
+  return true;
+}
 
 export function toFunctionCatalog(rows: unknown[][]): FunctionCatalog {
   const out = new Map<string, boolean>();

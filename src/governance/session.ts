@@ -89,15 +89,12 @@ export function sessionChanges(tokens: Token[], dialect: ScanDialect, verb: stri
       out.add('a temporary object');
     if (verb === 'create' && dialect === 'postgres' && (t.kind === 'word' || t.kind === 'name') && t.text.toLowerCase().startsWith('pg_temp'))
       out.add('a temporary object');
-    // MySQL: @v := ..., INTO @v (a user variable outlives the call; @@name only reads a setting)
+    // MySQL: @v := ..., SELECT ... INTO @v[, @w] (a user variable set outlives the call; @@name only
+    // reads a setting). Reading @v (INSERT ... VALUES (@x), WHERE id = @x) changes nothing, and no call
+    // can set one, so it reads NULL.
     if (dialect === 'mysql' && t.kind === 'punct' && t.text === '@' && tokens[k - 1]?.text !== '@' && next?.text !== '@') {
       const after = tokens[k + 2];
-      if (
-        (after?.kind === 'punct' && after.text === ':' && tokens[k + 3]?.text === '=') ||
-        tokens.slice(0, k).some((x) => x.kind === 'word' && x.text === 'into')
-      ) {
-        out.add('a user variable');
-      }
+      if ((after?.kind === 'punct' && after.text === ':' && tokens[k + 3]?.text === '=') || intoTarget(tokens, k)) out.add('a user variable');
     }
     if ((t.kind === 'word' || t.kind === 'name') && next?.kind === 'punct' && next.text === '(') {
       const name = t.text.toLowerCase();
@@ -106,6 +103,13 @@ export function sessionChanges(tokens: Token[], dialect: ScanDialect, verb: stri
     if (t.kind === 'word' && t.text === 'with' && next?.kind === 'word' && next.text === 'hold' && dialect === 'postgres') out.add('a cursor WITH HOLD');
   }
   return [...out].sort();
+}
+
+/** Whether the `@` at `k` starts a target of INTO: `INTO @a`, or `@b` in `INTO @a, @b`. */
+function intoTarget(tokens: Token[], k: number): boolean {
+  let j = k - 1;
+  while (tokens[j]?.text === ',' && tokens[j - 2]?.text === '@') j -= 3; // back over `@name ,`
+  return tokens[j]?.kind === 'word' && tokens[j].text === 'into';
 }
 
 /** set_config(a, b, true) with a literal `true` last: the setting ends with the call's transaction. */

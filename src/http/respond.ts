@@ -213,7 +213,14 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
       return;
     }
     req.body = body;
-    run();
+    // uWS closes a connection on which a request arrives while an earlier one is unanswered (it
+    // denies async pipelining), and it parses a whole TCP read at once. A request with a body (a
+    // write, a management change) starts on the next turn, after the rest of that read: when a
+    // request pipelined behind it closed the connection, it never runs, so the client's retry is
+    // its only run. Reads (GET) start at once: no turn is added to the hot path.
+    setImmediate(() => {
+      if (!done) run();
+    });
   });
 }
 

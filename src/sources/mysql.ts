@@ -269,6 +269,15 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     }
     let keep = true;
     try {
+      // Parsed in the session's mode as calls will be (readAsAnalysed), not the server's default.
+      if (!sessions.has(c)) {
+        try {
+          sessions.set(c, await startSession(c, true));
+        } catch (err) {
+          keep = false;
+          throw connectionFailed(detailOf(err, password));
+        }
+      }
       // A prepared statement is parsed by the server and not run; closed again at once.
       await new Promise<void>((resolve, reject) =>
         c.prepare(text, (err, statement) => {
@@ -483,6 +492,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
       mariadb = /mariadb/i.test(String(rows[0]?.[0]));
     }
     if (readOnly) await query(c, 'SET SESSION TRANSACTION READ ONLY');
+    await readAsAnalysed(c);
     return { sessionMs: NaN };
   }
 
@@ -534,6 +544,29 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
 
 function acquire(pool: Pool): Promise<PoolConnection> {
   return new Promise((resolve, reject) => pool.getConnection((err, c) => (err ? reject(err) : resolve(c))));
+}
+
+/**
+ * sql_mode flags that change how a statement is read: "..." as a name (ANSI_QUOTES, and the modes
+ * that include it), a backslash as a plain character (NO_BACKSLASH_ESCAPES), another dialect's
+ * grammar (ORACLE, MSSQL, ...). The gateway analyses MySQL as the server reads it by default.
+ */
+const READING_MODES = new Set(['ANSI_QUOTES', 'NO_BACKSLASH_ESCAPES', 'ANSI', 'DB2', 'MAXDB', 'MSSQL', 'ORACLE', 'POSTGRESQL']);
+
+/**
+ * Takes the reading flags out of a new session's sql_mode (the server's or the user's default may
+ * hold them), so the server reads each statement as the governance analysed it; the rest of the mode
+ * (STRICT_TRANS_TABLES, ...) stays as the server has it. A statement cannot set it back: SET is refused.
+ */
+async function readAsAnalysed(c: PoolConnection): Promise<void> {
+  const rows = (await query(c, 'SELECT @@SESSION.sql_mode')) as unknown[][];
+  const modes = String(rows[0]?.[0] ?? '')
+    .split(',')
+    .filter(Boolean);
+  const kept = modes.filter((m) => !READING_MODES.has(m.toUpperCase()));
+  if (kept.length === modes.length) return;
+  if (!kept.every((m) => /^[A-Z0-9_]+$/i.test(m))) throw new Error(`unexpected sql_mode ${modes.join(',')}`);
+  await query(c, `SET SESSION sql_mode = '${kept.join(',')}'`);
 }
 
 function query(c: PoolConnection, sql: string): Promise<unknown> {

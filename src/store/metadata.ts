@@ -4,6 +4,9 @@
 // Any change anywhere clears the caches at once (see ChangeMessage); the TTL is the safety net.
 // While the store is unavailable, a row past its TTL is still used (no change can be made meanwhile,
 // and the first one after clears it); a row never read fails the call with 503 `unavailable`.
+// A notice that changes may have been missed (the change feed subscribing again, as it does when the
+// store returns) only expires the rows: each is read again, but stays the fallback while the store
+// cannot be read yet, so the calls right after a store's return are not 503s for rows it just had.
 import { LRUCache } from 'lru-cache';
 import { isUnavailable } from './sql.js';
 import type { Store } from './store.js';
@@ -26,7 +29,10 @@ export interface Metadata {
   role(name: string): Promise<RoleRow | null>;
   /** Whether any scoped key or administrator exists (open mode needs none). */
   anyKey(): Promise<boolean>;
+  /** A change: rows are dropped. */
   clear(): void;
+  /** Changes may have been missed: rows are read again, but kept for while the store cannot be read. */
+  expire(): void;
   /** Rows held (0 without a TTL), for queryapigate_cache_entries. */
   size(): number;
 }
@@ -45,6 +51,7 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
       role: (name) => store.getRole(name),
       anyKey: () => store.anyCredential(),
       clear: () => undefined,
+      expire: () => undefined,
       size: () => 0,
     };
   }
@@ -52,6 +59,8 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
   const cached = <T extends object>(read: (k: string) => Promise<T | null>) => {
     // Rows past their TTL stay (until evicted or cleared) for when the store cannot be read.
     const cache = new LRUCache<string, T | typeof NONE>({ max: MAX_ROWS, ttl, ttlAutopurge: false, noDeleteOnStaleGet: true });
+    // The rows an expire() took out of `cache`: looked at only when the store cannot be read.
+    let expired = new Map<string, T | typeof NONE>();
     let generation = 0;
     return {
       async get(k: string): Promise<T | null> {
@@ -62,16 +71,29 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
         try {
           row = await read(k);
         } catch (e) {
-          const stale = isUnavailable(e) ? cache.get(k, { allowStale: true }) : undefined;
+          const stale = isUnavailable(e) ? (cache.get(k, { allowStale: true }) ?? expired.get(k)) : undefined;
           if (stale === undefined) throw e;
           return stale === NONE ? null : stale;
         }
         // A clear while the read was in flight means the row may be stale: use it, don't keep it.
-        if (gen === generation) cache.set(k, row ?? NONE);
+        if (gen === generation) {
+          cache.set(k, row ?? NONE);
+          expired.delete(k);
+        }
         return row;
       },
       clear() {
         generation++;
+        cache.clear();
+        expired.clear();
+      },
+      expire() {
+        generation++;
+        // At most MAX_ROWS: the cache's rows now, and those of earlier expires not read since.
+        const kept = new Map(expired);
+        for (const [k, v] of cache.entries()) kept.set(k, v);
+        for (const k of [...kept.keys()].slice(0, Math.max(0, kept.size - MAX_ROWS))) kept.delete(k);
+        expired = kept;
         cache.clear();
       },
       size: () => cache.size,
@@ -97,6 +119,14 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
       connections.clear();
       roles.clear();
       anyKeys.clear();
+    },
+    expire() {
+      keys.expire();
+      tokens.expire();
+      queries.expire();
+      connections.expire();
+      roles.expire();
+      anyKeys.expire();
     },
     size: () => keys.size() + tokens.size() + queries.size() + connections.size() + roles.size() + anyKeys.size(),
   };

@@ -20,6 +20,16 @@ const SQL: Record<string, string> = {
   lite: `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ${ROWS}) SELECT n AS id, replace(hex(zeroblob(${PAD / 2})), '0', 'x') AS pad FROM g ORDER BY id`,
 };
 
+/**
+ * 1,000 rows of (id, hex): 10,016 hex characters that do not repeat (md5 of distinct inputs; SQLite's
+ * random bytes), so compression leaves about half: some 5 MB as xlsx or Parquet, five times the limit.
+ */
+const HEX: Record<string, string> = {
+  pg: `SELECT g AS id, (SELECT string_agg(md5(g || '-' || i), '') FROM generate_series(1, 313) i) AS hex FROM generate_series(1, ${ROWS}) g ORDER BY id`,
+  my: `SELECT t.seq AS id, (SELECT GROUP_CONCAT(MD5(CONCAT(t.seq, '-', i.seq)) SEPARATOR '') FROM seq_1_to_313 i) AS hex FROM seq_1_to_${ROWS} t ORDER BY id`,
+  lite: `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ${ROWS}) SELECT n AS id, lower(hex(randomblob(5008))) AS hex FROM g ORDER BY id`,
+};
+
 let s: TestServer;
 let pg: Awaited<ReturnType<typeof scratchDatabase>>;
 let my: mysql.Connection;
@@ -38,6 +48,8 @@ before(async () => {
   await post('/api/v1/connections', { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: MY_DB, user: 'root' });
   await post('/api/v1/connections', { name: 'lite', db: 'sqlite', database: 'lite.db' });
   for (const c of Object.keys(SQL)) await post('/api/v1/queries', { name: `big_${c}`, connection_name: c, description: 'big', publish: true, sql: SQL[c] });
+  for (const c of Object.keys(HEX))
+    await post('/api/v1/queries', { name: `hex_${c}`, connection_name: c, description: 'big, binary', publish: true, sql: HEX[c] });
 });
 
 after(async () => {
@@ -60,6 +72,21 @@ for (const c of Object.keys(SQL)) {
         assert.match(r.json.error, /1 MiB/);
         assert.match(r.json.error, /page_size/);
         assert.match(r.json.error, /stream=true/);
+      }
+    });
+
+    test('is 400 answer_too_large as xlsx and parquet too, and under the limit they are served', async () => {
+      for (const format of ['xlsx', 'parquet']) {
+        const r = await s.call('GET', `/q/hex_${c}?page_size=1000&format=${format}`);
+        assert.equal(r.status, 400, `${format}: ${r.status} ${r.headers.get('content-type')}`);
+        assert.equal(r.json.code, 'answer_too_large', `${format}: ${r.text.slice(0, 200)}`);
+        assert.deepEqual(Object.keys(r.json), ['error', 'code', 'request_id']);
+        assert.match(r.json.error, /1 MiB/);
+        const small = await s.call('GET', `/q/hex_${c}?page_size=20&format=${format}`);
+        const bytes = Buffer.from(small.bytes);
+        assert.equal(small.status, 200, `${format}: ${small.text.slice(0, 200)}`);
+        assert.ok(bytes.length > 20 * 5000 * 0.4 && bytes.length < LIMIT, `${format}: ${bytes.length} bytes`);
+        assert.equal(bytes.subarray(0, 4).toString('latin1'), format === 'xlsx' ? 'PK\x03\x04' : 'PAR1', `${format}: its magic bytes`);
       }
     });
 

@@ -64,12 +64,11 @@ describe('failing servers', { timeout: 180_000 }, () => {
     assert.equal(r.errorsAfterRecovery, 0, `and 200 from then on: ${why}`);
   });
 
-  // Skipped while open (issue 20): in the full suite some runs answered 503 while the store was down
-  // (433 of 938 calls on 2026-12-02) or just after it returned, though every row was cached; alone it
-  // passes. The cause is not found yet; see the stop note.
-  test('the store stops, metadata cache on: calls are served throughout, every run is recorded once it is back', {
-    skip: 'flaky in the full suite, cause under investigation (issue 20)',
-  }, async () => {
+  // Its flakes (503s while the store was down) were the load starting on a machine so busy that no
+  // call had been served, so no row read, before the store stopped: the rig now waits for a first
+  // 200 before its warm-up. The calls just after the store's return no longer lose the rows either
+  // (the feed's resubscription expires them instead of dropping them, store/metadata.ts).
+  test('the store stops, metadata cache on: calls are served throughout, every run is recorded once it is back', async () => {
     const r = await storeOutage(pg, home(), 'faults_store_cached', 60, LOAD);
     assertClean(r);
     const why = JSON.stringify({ ...r, output: undefined });
@@ -151,7 +150,9 @@ for (const db of ['postgres', 'mysql']) {
       while (performance.now() - known < 300) {
         const next = await timed();
         assert.equal(next.status, 502);
-        assert.ok(next.ms < 200, `known down: refused at once (${next.ms} ms)`);
+        // Refused without a connect: well under the 0.5 s a connect attempt waits (on a loaded 2-core
+        // machine a refusal itself has taken 250 ms).
+        assert.ok(next.ms < 450, `known down: refused without a connect attempt (${next.ms} ms)`);
         refused++;
       }
       assert.ok(refused >= 1);

@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import { after, before, describe, test } from 'node:test';
 import { type Reply, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
+import { type PrivateMariadb, startPrivateMariadb } from '../privateMariadb.js';
 
 /** Every email in the fixtures: none may come back in clear to a key that masks it. */
 const EMAILS = ['pub@example.com', 'cap@example.com', 'priv@example.com', 'extra@example.com', 'other@example.com', 'lite@example.com'];
@@ -183,6 +184,35 @@ describe('PostgreSQL: names resolve by schema, exact quoted case and the search 
       [],
     );
   });
+  test('system catalogs are tables like any other: a key with allowed_tables reads none of them', async () => {
+    const k = await key(s, 'tables_system', { connections: ['pg'], allowed_tables: ['customers'] });
+    const shapes: Shape[] = [
+      'SELECT rolname, rolpassword FROM pg_authid',
+      'SELECT * FROM pg_catalog.pg_authid',
+      'SELECT * FROM "pg_catalog"."pg_authid"',
+      'SELECT * FROM PG_CATALOG.PG_AUTHID',
+      'SELECT * FROM pg_catalog . pg_authid',
+      'SELECT usename, passwd FROM pg_shadow',
+      'SELECT * FROM pg_catalog.pg_shadow',
+      'SELECT * FROM pg_user',
+      'SELECT * FROM pg_roles',
+      'SELECT * FROM pg_stat_activity',
+      'SELECT * FROM pg_settings',
+      'SELECT * FROM pg_class',
+      'SELECT * FROM pg_proc',
+      'SELECT table_name FROM information_schema.tables',
+      'SELECT * FROM information_schema.columns',
+      'SELECT * FROM INFORMATION_SCHEMA.ROUTINES',
+      'SELECT id FROM customers WHERE EXISTS (SELECT 1 FROM pg_authid)',
+      'SELECT id FROM customers WHERE id IN (SELECT oid::int FROM pg_catalog.pg_authid)',
+      'WITH a AS (SELECT rolname FROM pg_authid) SELECT * FROM a',
+      'SELECT name FROM customers UNION ALL SELECT rolname::text FROM pg_authid',
+      'SELECT c.id, r.rolname FROM customers c CROSS JOIN pg_authid r',
+      'SELECT * FROM (SELECT usename FROM pg_shadow) s',
+    ].map((sql) => [sql, 'table_not_allowed']);
+    shapes.push(['SELECT * FROM U&"pg_authid"', 'read_only']); // an escaped name is not analysed at all
+    await holds(s, 'pg', k, [['SELECT id FROM customers', 'served', [{ id: 1 }]], ...shapes], []);
+  });
 });
 
 describe('MariaDB: names resolve by database and lower_case_table_names', () => {
@@ -270,6 +300,115 @@ describe('MariaDB: names resolve by database and lower_case_table_names', () => 
       [],
     );
   });
+  test('system databases are tables like any other: a key with allowed_tables reads none of them', async () => {
+    const k = await key(s, 'tables_system', { connections: ['my'], allowed_tables: ['customers'] });
+    const shapes: Shape[] = [
+      'SELECT User, Password FROM mysql.user',
+      'SELECT * FROM `mysql`.`user`',
+      'SELECT * FROM MYSQL.USER',
+      'SELECT * FROM mysql.global_priv',
+      'SELECT * FROM mysql.db',
+      'SELECT TABLE_NAME FROM information_schema.TABLES',
+      'SELECT * FROM INFORMATION_SCHEMA.PROCESSLIST',
+      'SELECT * FROM information_schema.user_privileges',
+      'SELECT * FROM performance_schema.threads',
+      'SELECT * FROM `performance_schema`.`accounts`',
+      'SELECT id FROM customers WHERE id IN (SELECT 1 FROM mysql.user)',
+      'SELECT id FROM customers WHERE EXISTS (SELECT 1 FROM information_schema.TABLES)',
+      'SELECT name FROM customers UNION SELECT User FROM mysql.user',
+      'SELECT c.id, u.User FROM customers c JOIN mysql.user u ON 1 = 1',
+      'SELECT * FROM (SELECT User FROM mysql.user) x',
+    ].map((sql) => [sql, 'table_not_allowed']);
+    await holds(s, 'my', k, [['SELECT id FROM customers', 'served', [{ id: 1 }]], ...shapes], []);
+  });
+});
+
+describe('MariaDB whose sql_mode has ANSI_QUOTES and NO_BACKSLASH_ESCAPES: the server reads statements as the gateway does', () => {
+  let s: TestServer;
+  let server: PrivateMariadb;
+  before(async () => {
+    server = await startPrivateMariadb('ANSI_QUOTES,NO_BACKSLASH_ESCAPES,STRICT_TRANS_TABLES');
+    const admin = await mysql.createConnection({ host: '127.0.0.1', port: server.port, user: 'root', multipleStatements: true });
+    // Under the server's own mode, "..." are names here.
+    await admin.query(`CREATE DATABASE shop; USE shop;
+      CREATE TABLE customers (id INT, name VARCHAR(20), email VARCHAR(40));
+      INSERT INTO customers VALUES (1, 'Pub', 'pub@example.com');
+      CREATE TABLE secrets (id INT, v VARCHAR(20)); INSERT INTO secrets VALUES (1, 'top');`);
+    await admin.end();
+    s = await startTestServer({ QUERYAPIGATE_WORKERS: '0' });
+    const c = await s.call('POST', '/api/v1/connections', {
+      body: { name: 'ansi', db: 'mysql', host: '127.0.0.1', port: server.port, database: 'shop', user: 'root' },
+    });
+    assert.equal(c.status, 201, c.text);
+  });
+  after(async () => {
+    await s?.stop();
+    await server?.destroy();
+  });
+
+  test("the gateway's sessions run without the reading flags, the rest of the mode kept", async () => {
+    const k = await key(s, 'mode_reader', { connections: ['ansi'] });
+    const r = await call(s, 'ansi', 'SELECT @@SESSION.sql_mode AS m', k);
+    assert.equal(r.status, 200, r.text);
+    // IGNORE_SPACE is mysql2's own client flag, on every session; the scanner reads `f (x)` as a call too.
+    assert.deepEqual(r.json, [{ m: 'IGNORE_SPACE,STRICT_TRANS_TABLES' }]);
+    // "Pub" is a string, as the analysis read it (under ANSI_QUOTES it would be a column, and fail).
+    const pub = await call(s, 'ansi', 'SELECT id FROM customers WHERE name = "Pub"', k);
+    assert.equal(pub.status, 200, pub.text);
+    assert.deepEqual(pub.json, [{ id: 1 }]);
+    // A backslash escapes, as the analysis read it.
+    const esc = await call(s, 'ansi', "SELECT 'it\\'s' AS t", k);
+    assert.equal(esc.status, 200, esc.text);
+    assert.deepEqual(esc.json, [{ t: "it's" }]);
+  });
+
+  test('a masked column and a table off the allow-list stay out of reach in every quoting', async () => {
+    const masked = await key(s, 'mode_masked', { connections: ['ansi'], mask: [{ column: 'customers.email', action: 'hash' }] });
+    const tables = await key(s, 'mode_tables', { connections: ['ansi'], allowed_tables: ['customers'] });
+    const shapes = [
+      'SELECT "email" FROM customers',
+      'SELECT "email" AS e, id FROM customers',
+      'SELECT email FROM "customers"',
+      'SELECT "customers"."email" FROM customers',
+      'SELECT c."email" FROM customers c',
+      'SELECT CONCAT("email", \'\') AS e FROM customers',
+      'SELECT id, "email" "x" FROM customers',
+      "SELECT 'a\\' AS a, email FROM customers -- '",
+      'SELECT * FROM customers WHERE "email" LIKE \'%\'',
+      'SELECT v FROM "secrets"',
+      'SELECT "v" FROM secrets',
+      'SELECT id FROM customers WHERE id IN (SELECT id FROM "secrets")',
+    ];
+    for (const sql of shapes) {
+      // A statement the server cannot read in the gateway's mode is refused when saved (invalid_sql).
+      const name = `ansi_${n++}`;
+      const saved = await s.call('POST', '/api/v1/queries', { body: { name, connection_name: 'ansi', description: 'probe', publish: true, sql } });
+      if (saved.status !== 201) {
+        assert.equal(saved.json.code, 'invalid_sql', `${sql}: ${saved.text}`);
+        continue;
+      }
+      for (const k of [masked, tables]) {
+        const r = await s.call('GET', `/q/${name}`, { key: k });
+        // Served, refused, or a statement the server cannot read in the gateway's mode (query_failed).
+        assert.ok(r.status === 200 || r.status === 403 || r.json?.code === 'query_failed', `${sql}: ${r.text}`);
+        if (k === masked) assert.ok(!r.text.includes('pub@example.com'), `${sql}: the email in clear: ${r.text}`);
+        else assert.ok(!r.text.includes('top'), `${sql}: a table off the list: ${r.text}`);
+      }
+    }
+    // "email" is the string 'email' to the server now; the analysis still counts it as the column
+    // too (to be safe), so it comes back masked: the hash of the string, not the address.
+    const lit = await call(s, 'ansi', 'SELECT "email" AS e FROM customers', masked);
+    assert.equal(lit.status, 200, lit.text);
+    const unmasked = await call(s, 'ansi', 'SELECT "email" AS e FROM customers', tables);
+    assert.deepEqual(unmasked.json, [{ e: 'email' }], 'the string itself, to a key without masks');
+    assert.match(lit.json[0].e, /^[0-9a-f]{16}$/);
+    const real = await call(s, 'ansi', 'SELECT email FROM customers', masked);
+    assert.equal(real.status, 200, real.text);
+    assert.match(real.json[0].email, /^[0-9a-f]{16}$/);
+    const off = await call(s, 'ansi', 'SELECT v FROM secrets', tables);
+    assert.equal(off.status, 403, off.text);
+    assert.equal(off.json.code, 'table_not_allowed');
+  });
 });
 
 describe('SQLite: names are case-insensitive, main and temp are schemas', () => {
@@ -313,5 +452,24 @@ describe('SQLite: names are case-insensitive, main and temp are schemas', () => 
       ],
       [],
     );
+  });
+  test('the schema tables are tables like any other: a key with allowed_tables reads none of them', async () => {
+    const k = await key(s, 'tables_system', { connections: ['lite'], allowed_tables: ['customers'] });
+    const shapes: Shape[] = [
+      'SELECT * FROM sqlite_master',
+      'SELECT * FROM sqlite_schema',
+      'SELECT * FROM SQLITE_MASTER',
+      'SELECT * FROM "sqlite_master"',
+      'SELECT * FROM main.sqlite_master',
+      'SELECT * FROM main.sqlite_schema',
+      'SELECT * FROM sqlite_temp_master',
+      'SELECT * FROM temp.sqlite_schema',
+      "SELECT * FROM pragma_table_info('customers')",
+      'SELECT * FROM pragma_database_list',
+      'SELECT id FROM customers WHERE EXISTS (SELECT 1 FROM sqlite_master)',
+      'SELECT name FROM customers UNION SELECT sql FROM sqlite_master',
+      'WITH m AS (SELECT sql FROM sqlite_schema) SELECT * FROM m',
+    ].map((sql) => [sql, 'table_not_allowed']);
+    await holds(s, 'lite', k, [['SELECT id FROM customers', 'served', [{ id: 1 }]], ...shapes], []);
   });
 });

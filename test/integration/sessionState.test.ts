@@ -190,6 +190,14 @@ describe('MariaDB: sessions stay as the gateway set them', () => {
       'SET TRANSACTION READ WRITE',
       'SELECT @a := 1 AS x',
       'SELECT id INTO @a FROM customers LIMIT 1',
+      'SELECT id, name INTO @a, @b FROM customers LIMIT 1',
+      'SELECT id, name FROM customers LIMIT 1 INTO @a , @b',
+      'SELECT 1, 2, 3 INTO @a, @b, @c',
+      'SELECT @a:=1',
+      'SELECT (@a := 2) AS x',
+      'SET @a := 1',
+      'SET @a = 1, @b = 2',
+      'SET STATEMENT max_statement_time = 0 FOR SELECT 1',
       "SELECT GET_LOCK('x', 0) AS l",
       'SELECT RELEASE_ALL_LOCKS() AS r',
       'SELECT LAST_INSERT_ID(5) AS i',
@@ -201,6 +209,38 @@ describe('MariaDB: sessions stay as the gateway set them', () => {
       'BEGIN',
     ]);
     await assertClean('after the refusals');
+  });
+
+  test('reading a user variable changes nothing: it is served (NULL, as no call can set one), INSERT ... VALUES (@x) included', async () => {
+    for (const [sql, rows] of [
+      ['SELECT @x AS x', [{ x: null }]],
+      ['SELECT @x AS x, @y AS y, @@autocommit AS ac', [{ x: null, y: null, ac: 1 }]],
+      ['SELECT id FROM customers WHERE @nothing IS NULL', [{ id: 1 }]],
+      ['SELECT COALESCE(@x, name) AS n FROM customers', [{ n: 'Ann' }]],
+    ] as const) {
+      for (const key of [k.reader, k.writer]) {
+        const r = await call(s, 'my', sql, key);
+        assert.equal(r.status, 200, `${sql}: ${r.text}`);
+        assert.deepEqual(r.json, rows, sql);
+      }
+    }
+    for (const sql of [
+      'INSERT INTO customers (id, name) VALUES (@x, @y)',
+      'INSERT INTO customers VALUES (7, @x)',
+      'INSERT INTO customers (id, name) SELECT 8, @x',
+      'UPDATE customers SET name = COALESCE(@x, name) WHERE id = 7',
+    ]) {
+      const r = await call(s, 'my', sql, k.writer);
+      assert.equal(r.status, 200, `${sql}: ${r.text}`);
+    }
+    const [rows] = await admin.query(`SELECT id, name FROM ${db}.customers WHERE id IS NULL OR id > 1 ORDER BY id`);
+    assert.deepEqual(rows, [
+      { id: null, name: null },
+      { id: 7, name: null },
+      { id: 8, name: null },
+    ]);
+    await admin.query(`DELETE FROM ${db}.customers WHERE id IS NULL OR id > 1`);
+    await assertClean('after reading user variables');
   });
 
   test('a stored function runs, and its connection is not reused', async () => {

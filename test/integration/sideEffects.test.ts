@@ -23,7 +23,15 @@ before(async () => {
     CREATE FUNCTION my_immutable(x int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT x + 1';
     CREATE ROLE ${ROLE};
     CREATE FUNCTION my_wrapper() RETURNS boolean LANGUAGE sql STABLE AS 'SELECT pg_try_advisory_lock(99)';
-    ALTER FUNCTION my_wrapper() OWNER TO ${ROLE};`);
+    ALTER FUNCTION my_wrapper() OWNER TO ${ROLE};
+    CREATE FUNCTION my_plpgsql_stable() RETURNS int LANGUAGE plpgsql STABLE AS 'BEGIN PERFORM pg_advisory_lock(77); RETURN 1; END';
+    CREATE FUNCTION my_plpgsql_dynamic() RETURNS int LANGUAGE plpgsql STABLE AS $f$BEGIN EXECUTE 'SELECT pg_advisory_lock(78)'; RETURN 1; END$f$;
+    CREATE FUNCTION my_plpgsql_writer() RETURNS int LANGUAGE plpgsql AS 'BEGIN DELETE FROM customers; RETURN 1; END';
+    CREATE FUNCTION my_sql_stable_lock() RETURNS boolean LANGUAGE sql STABLE AS 'SELECT pg_try_advisory_lock(79)';
+    CREATE FUNCTION my_sql_quoted_lock() RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT "pg_try_advisory_lock"(80)';
+    CREATE FUNCTION my_sql_nested() RETURNS boolean LANGUAGE sql STABLE AS 'SELECT my_sql_stable_lock()';
+    CREATE FUNCTION my_sql_atomic() RETURNS boolean LANGUAGE sql STABLE BEGIN ATOMIC SELECT pg_try_advisory_lock(81); END;
+    CREATE FUNCTION my_sql_upper(t text) RETURNS text LANGUAGE sql IMMUTABLE AS 'SELECT upper(coalesce(t, ''''))';`);
   s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
   const created = await s.call('POST', '/api/v1/connections', {
     body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres' },
@@ -67,6 +75,33 @@ const SIDE_EFFECTS = [
   'SELECT name FROM customers ORDER BY pg_try_advisory_lock(id)',
   'SELECT my_volatile()',
   'SELECT my_wrapper()',
+  // Functions whose body the gateway does not analyse (PL/pgSQL), or whose SQL body calls a volatile
+  // or user function, however non-volatile they are declared and whoever owns them.
+  'SELECT my_plpgsql_stable()',
+  'SELECT my_plpgsql_dynamic()',
+  'SELECT my_plpgsql_writer()',
+  'SELECT my_sql_stable_lock()',
+  'SELECT my_sql_quoted_lock()',
+  'SELECT my_sql_nested()',
+  'SELECT my_sql_atomic()',
+  'SELECT name FROM customers WHERE my_plpgsql_stable() = 1',
+  'SELECT * FROM my_plpgsql_stable()',
+  'SELECT public.my_sql_stable_lock()',
+  // Prepared statements and DO blocks: the statement that would run is not the one analysed.
+  'PREPARE p AS DELETE FROM customers',
+  'PREPARE q(int) AS SELECT $1',
+  'prepare r as select pg_advisory_lock(1)',
+  '/* first */ PREPARE s AS SELECT 1',
+  'EXECUTE p',
+  'EXECUTE q(1)',
+  'DEALLOCATE p',
+  'DEALLOCATE ALL',
+  'DO $$ BEGIN DELETE FROM customers; END $$',
+  "DO LANGUAGE plpgsql 'BEGIN PERFORM pg_advisory_lock(2); END'",
+  'DO $body$ BEGIN EXECUTE $q$DELETE FROM customers$q$; END $body$',
+  "do 'begin null; end'",
+  "DO 'BEGIN NULL; END' LANGUAGE plpgsql",
+  'EXPLAIN ANALYZE SELECT my_plpgsql_writer()',
   'EXPLAIN ANALYZE SELECT pg_try_advisory_lock(4)',
 ];
 
@@ -81,6 +116,8 @@ test('a key that may not write: every function that could change something is re
   assert.equal(locks.n, 0);
   const [objects] = await data.sql`SELECT count(*)::int AS n FROM pg_largeobject_metadata`;
   assert.equal(objects.n, 0);
+  const [rows] = await data.sql`SELECT count(*)::int AS n FROM customers`;
+  assert.equal(rows.n, 2, 'no row deleted');
 });
 
 test('a key that may not write: functions that change nothing run', async () => {
@@ -94,6 +131,8 @@ test('a key that may not write: functions that change nothing run', async () => 
       ],
     ],
     ['SELECT my_immutable(id) AS x FROM customers ORDER BY id', [{ x: 2 }, { x: 3 }]],
+    // An SQL function whose body calls only built-in functions that change nothing is analysed and runs.
+    ['SELECT my_sql_upper(name) AS u FROM customers ORDER BY id', [{ u: 'ANN' }, { u: 'BOB' }]],
     ["SELECT coalesce(name, 'x') AS n FROM customers WHERE id IN (1) AND left(name, 1) = 'A'", [{ n: 'Ann' }]],
     ['SELECT name FROM customers WHERE EXISTS (SELECT 1) ORDER BY id LIMIT 1', [{ name: 'Ann' }]],
   ] as const) {

@@ -133,6 +133,34 @@ test('metadata cache: while the store is unavailable, rows past their TTL are st
   assert.equal((await meta.key('h1'))?.name, 'k');
 });
 
+test('metadata cache: a notice that changes may have been missed (the feed subscribing again) expires rows but keeps them as the fallback', async () => {
+  const key = keyRow({ hash: 'h1' });
+  const { store, state } = flakyStore(key);
+  const meta = createMetadata(store, 60);
+  assert.equal((await meta.key('h1'))?.name, 'k');
+  assert.equal(await meta.anyKey(), true);
+  // The store returns, the feed subscribes again and expires everything; the reader is not back yet.
+  meta.expire();
+  meta.expire(); // twice (two resubscriptions) keeps them too
+  state.down = true;
+  let reads = state.reads;
+  assert.equal((await meta.key('h1'))?.name, 'k', 'served from the expired row');
+  assert.equal(await meta.anyKey(), true);
+  assert.equal(state.reads, reads + 2, 'the store was asked first: the rows are expired, not fresh');
+  await assert.rejects(meta.query('never-read'), (e) => e instanceof GatewayError && e.code === 'unavailable');
+  // Once the store answers, the row read is the one kept, and it is fresh again.
+  state.down = false;
+  assert.equal((await meta.key('h1'))?.name, 'k');
+  reads = state.reads;
+  assert.equal((await meta.key('h1'))?.name, 'k');
+  assert.equal(state.reads, reads, 'a cache hit');
+  // A change still drops everything, expired rows included.
+  meta.expire();
+  meta.clear();
+  state.down = true;
+  await assert.rejects(meta.key('h1'), (e) => e instanceof GatewayError && e.code === 'unavailable');
+});
+
 test('metadata without a cache: a store failure is unavailable, nothing is kept', async () => {
   const { store, state } = flakyStore(keyRow({ hash: 'h1' }));
   const meta = createMetadata(store, 0);

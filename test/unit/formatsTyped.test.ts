@@ -2,11 +2,13 @@
 // reading decimals, dates and timestamps out of the sources' values, XML's names and characters,
 // YAML's key order, and a Parquet stream's row groups, truncation note and a value that does not fit.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { parse as parseYaml } from 'yaml';
 import { GatewayError } from '../../src/contract/errors.js';
-import { openParquetStream, parquetTypeNames, writeParquet } from '../../src/call/formats/parquet.js';
+import { openParquetStream, parquetTypeNames, STREAM_ROW_GROUP, writeParquet } from '../../src/call/formats/parquet.js';
+import { writeXlsx } from '../../src/call/formats/xlsx.js';
 import { dateMsOf, integerOf, timestampUsOf, unscaledOf, xmlSafe } from '../../src/call/formats/values.js';
 import { compileXmlWriter, xmlName } from '../../src/call/formats/xml.js';
 import { compileYamlWriter } from '../../src/call/formats/yaml.js';
@@ -137,4 +139,42 @@ test('parquet: a stream value its column type cannot take ends the stream with q
     () => stream.rows([['not a number']]),
     (e: unknown) => e instanceof GatewayError && e.code === 'query_failed' && /Column 'n'.*BIGINT/.test(e.message),
   );
+});
+
+/** Rows of an id and 64 hex characters that do not repeat (so neither zip nor Parquet can shrink them much). */
+const hexRows = (n: number): unknown[][] => Array.from({ length: n }, (_, i) => [i + 1, createHash('sha256').update(String(i)).digest('hex')]);
+
+const tooLarge = (e: unknown) => e instanceof GatewayError && e.code === 'answer_too_large' && /QUERYAPIGATE_MAX_ANSWER_BYTES/.test(e.message);
+
+test('parquet: a page is held to the answer limit, to the byte', () => {
+  const rows = hexRows(200);
+  const whole = writeParquet(['id', 'hex'], rows, [COLUMN.integer, COLUMN.text]);
+  assert.deepEqual(writeParquet(['id', 'hex'], rows, [COLUMN.integer, COLUMN.text], whole.byteLength), whole, 'exactly the limit is served');
+  assert.throws(() => writeParquet(['id', 'hex'], rows, [COLUMN.integer, COLUMN.text], whole.byteLength - 1), tooLarge);
+  assert.throws(() => writeParquet(['id', 'hex'], rows, [COLUMN.integer, COLUMN.text], 1024), tooLarge);
+});
+
+test('parquet: a page longer than a row group is written in row groups, and one over the limit stops at the first', async () => {
+  const n = STREAM_ROW_GROUP * 2 + 5;
+  const rows = hexRows(n);
+  const file = writeParquet(['id', 'hex'], rows, [COLUMN.integer, COLUMN.text]);
+  const buffer = file.slice().buffer;
+  assert.deepEqual(
+    parquetMetadata(buffer).row_groups.map((g) => Number(g.num_rows)),
+    [STREAM_ROW_GROUP, STREAM_ROW_GROUP, 5],
+  );
+  const back = await parquetReadObjects({ file: buffer });
+  assert.equal(back.length, n);
+  assert.deepEqual(back[n - 1], { id: BigInt(n), hex: rows[n - 1][1] });
+  assert.throws(() => writeParquet(['id', 'hex'], rows, [COLUMN.integer, COLUMN.text], Math.floor(file.byteLength / 3)), tooLarge);
+});
+
+test('xlsx: a page is held to the answer limit', async () => {
+  const rows = hexRows(2000);
+  const whole = await writeXlsx(['id', 'hex'], rows, [COLUMN.integer, COLUMN.text]);
+  assert.ok(whole.byteLength > 64 * 1024, `the file is ${whole.byteLength} bytes`);
+  const within = await writeXlsx(['id', 'hex'], rows, [COLUMN.integer, COLUMN.text], whole.byteLength + 1024);
+  assert.equal(within.byteLength, whole.byteLength, 'under the limit the file is the same size');
+  await assert.rejects(writeXlsx(['id', 'hex'], rows, [COLUMN.integer, COLUMN.text], Math.floor(whole.byteLength / 2)), tooLarge);
+  await assert.rejects(writeXlsx(['id', 'hex'], rows, [COLUMN.integer, COLUMN.text], 1024), tooLarge);
 });

@@ -10,9 +10,12 @@ import { compileYamlWriter } from './yaml.js';
 
 type Rows = readonly (readonly unknown[])[];
 
-/** A writer whose body is bytes, typed from the source's column types (and the values). */
+/**
+ * A writer whose body is bytes, typed from the source's column types (and the values). Past
+ * `maxBytes` of output it fails with `answer_too_large`, as the text writers do.
+ */
 export interface BinaryWriter {
-  (rows: Rows, types: ColumnTypes | undefined): Uint8Array | Promise<Uint8Array>;
+  (rows: Rows, types: ColumnTypes | undefined, maxBytes: number): Uint8Array | Promise<Uint8Array>;
   readonly format: Format;
   readonly contentType: string;
   readonly binary: true;
@@ -28,15 +31,15 @@ export function compileAnyWriter(columns: readonly string[], format: Format): An
     case 'yaml':
       return compileYamlWriter(columns);
     case 'xlsx':
-      return binary(format, (rows, types) => writeXlsx(columns, rows, types));
+      return binary(format, (rows, types, maxBytes) => writeXlsx(columns, rows, types, maxBytes));
     case 'parquet':
-      return binary(format, (rows, types) => writeParquet(columns, rows, types));
+      return binary(format, (rows, types, maxBytes) => writeParquet(columns, rows, types, maxBytes));
     default:
       return compileWriter(columns, format);
   }
 }
 
-function binary(format: Format, write: (rows: Rows, types: ColumnTypes | undefined) => Uint8Array | Promise<Uint8Array>): BinaryWriter {
+function binary(format: Format, write: (rows: Rows, types: ColumnTypes | undefined, maxBytes: number) => Uint8Array | Promise<Uint8Array>): BinaryWriter {
   return Object.assign(write, { format, contentType: CONTENT_TYPES[format], binary: true as const });
 }
 

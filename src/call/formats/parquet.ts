@@ -17,7 +17,7 @@
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import { GatewayError } from '../../contract/errors.js';
 import type { ColumnType, ColumnTypes } from '../../sources/types.js';
-import { textValue, uniqueColumnNames } from '../formats.js';
+import { answerTooLarge, textValue, uniqueColumnNames } from '../formats.js';
 import { dateMsOf, integerOf, timestampUsOf, unscaledOf } from './values.js';
 
 type Rows = readonly (readonly unknown[])[];
@@ -207,14 +207,24 @@ function schemaOf(names: string[], types: ParquetType[]): SchemaElement[] {
 
 const CREATED_BY = 'queryapigate (hyparquet-writer)';
 
-/** A page as one Parquet file. */
-export function writeParquet(columns: readonly string[], rows: Rows, hints: ColumnTypes | undefined): Uint8Array {
+/**
+ * A page as one Parquet file, in row groups of STREAM_ROW_GROUP rows (one for a page of that many or
+ * fewer); past `maxBytes` of file it is answer_too_large, checked after each row group is written.
+ */
+export function writeParquet(columns: readonly string[], rows: Rows, hints: ColumnTypes | undefined, maxBytes = Number.POSITIVE_INFINITY): Uint8Array {
   const names = uniqueColumnNames(columns);
   const { types, data } = decide(rows, names.length, hints);
   const writer = new ByteWriter();
   const file = new ParquetWriter({ writer, schema: schemaOf(names, types), createdBy: CREATED_BY });
-  file.write({ columnData: names.map((name, c) => ({ name, data: data[c] })), rowGroupSize: Math.max(1, rows.length) });
+  for (let start = 0; start < Math.max(1, rows.length); start += STREAM_ROW_GROUP) {
+    const end = Math.min(rows.length, start + STREAM_ROW_GROUP);
+    const whole = start === 0 && end === rows.length;
+    const columnData = names.map((name, c) => ({ name, data: whole ? data[c] : data[c].slice(start, end) }));
+    file.write({ columnData, rowGroupSize: Math.max(1, end - start) });
+    if (writer.index > maxBytes) throw answerTooLarge(maxBytes);
+  }
   file.finish();
+  if (writer.index > maxBytes) throw answerTooLarge(maxBytes);
   return new Uint8Array(writer.getBuffer()); // getBuffer copies out exactly the file's bytes
 }
 

@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 import { PassThrough } from 'node:stream';
 import type ExcelJSModule from 'exceljs';
 import type { ColumnTypes } from '../../sources/types.js';
-import { textValue, uniqueColumnNames } from '../formats.js';
+import { answerTooLarge, textValue, uniqueColumnNames } from '../formats.js';
 import { dateMsOf, ownBytes, timestampDateOf, xmlSafe } from './values.js';
 
 type Rows = readonly (readonly unknown[])[];
@@ -27,12 +27,27 @@ const TIMESTAMP_FORMAT = 'yyyy-mm-dd hh:mm:ss';
 let excel: typeof ExcelJSModule | null = null;
 const requireCjs = createRequire(import.meta.url);
 
-export async function writeXlsx(columns: readonly string[], rows: Rows, hints: ColumnTypes | undefined): Promise<Uint8Array> {
+/**
+ * A page as an xlsx file; past `maxBytes` of output it is answer_too_large. The bytes are counted as
+ * exceljs hands them out (most come at the commit, as its zip holds them till then): once over, no
+ * more is kept and no more rows are added.
+ */
+export async function writeXlsx(
+  columns: readonly string[],
+  rows: Rows,
+  hints: ColumnTypes | undefined,
+  maxBytes = Number.POSITIVE_INFINITY,
+): Promise<Uint8Array> {
   const names = uniqueColumnNames(columns).map(xmlSafe);
   const kinds = names.map((_, c) => hints?.[c]?.kind);
   const out = new PassThrough();
   const chunks: Buffer[] = [];
-  out.on('data', (chunk: Buffer) => chunks.push(chunk));
+  let bytes = 0;
+  out.on('data', (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (bytes <= maxBytes) chunks.push(chunk);
+    else chunks.length = 0;
+  });
   const ended = new Promise<void>((resolve, reject) => {
     out.on('end', resolve);
     out.on('error', reject);
@@ -46,7 +61,7 @@ export async function writeXlsx(columns: readonly string[], rows: Rows, hints: C
   }));
   const width = names.length;
   const cells = new Array<unknown>(width);
-  for (let r = 0; r < rows.length; r++) {
+  for (let r = 0; r < rows.length && bytes <= maxBytes; r++) {
     const row = rows[r];
     const loose: number[] = []; // cells holding a Date the column's style does not format
     for (let c = 0; c < width; c++) {
@@ -61,6 +76,7 @@ export async function writeXlsx(columns: readonly string[], rows: Rows, hints: C
   sheet.commit();
   await book.commit();
   await ended;
+  if (bytes > maxBytes) throw answerTooLarge(maxBytes);
   return ownBytes(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
 }
 
