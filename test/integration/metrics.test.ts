@@ -83,7 +83,9 @@ test('/metrics shows each connection pool (idle and active connections, summed o
     const sleeping = Array.from({ length: 4 }, () => s.call('GET', '/q/nap?s=3'));
     const during = await eventually(scrape, (t) => sample(t, 'queryapigate_pool_active_connections', { connection: 'pg' }) >= 2, 8000);
     const active = sample(during, 'queryapigate_pool_active_connections', { connection: 'pg' });
-    assert.ok(active >= 2 && active <= 4, `active ${active}`);
+    // The naps, and beside the first ones the schema and catalog reads governance makes on the same
+    // pools (pg_sleep is a function call: its volatility is read from pg_proc): at most POOL_SIZE per executor.
+    assert.ok(active >= 2 && active <= 2 * 3, `active ${active}: at most POOL_SIZE per executor`);
     for (const r of await Promise.all(sleeping)) assert.equal(r.status, 200);
     const after = await scrape();
     assert.equal(sample(after, 'queryapigate_pool_active_connections', { connection: 'pg' }), 0);
