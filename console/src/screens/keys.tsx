@@ -10,9 +10,13 @@ interface Key {
   connections: string[] | '*';
   queries: (string | { name: string; allow_writes: boolean })[] | '*';
   allow_writes: boolean;
+  allowed_write_ops: string[] | null;
   allowed_tables: string[] | null;
   mask: { column: string; action: string }[] | null;
+  mask_predicates?: 'allow' | 'refuse';
   rate_limit: string | null;
+  rate_limits: Record<string, string> | null;
+  collections?: string[];
   allowed_ips: string[] | null;
   expires_at: string | null;
   active: boolean;
@@ -24,7 +28,14 @@ interface Key {
 interface Draft {
   name: string;
   queries: string;
+  /** The granted queries that may write (a per-query write grant). */
+  write_queries: string;
+  collections: string;
   connections: string;
+  allowed_write_ops: string;
+  mask_predicates: 'allow' | 'refuse';
+  /** "query=100/minute" pairs, comma separated. */
+  rate_limits: string;
   allowed_tables: string;
   mask: { column: string; action: string }[];
   allowed_ips: string;
@@ -37,10 +48,19 @@ interface Draft {
 const ACTIONS = ['hash', 'mask', 'null', 'drop'];
 const grantNames = (q: Key['queries']) => (q === '*' ? '*' : q.map((g) => (typeof g === 'string' ? g : g.name)).join(', '));
 
+const writeGrants = (q: Key['queries']) => (q === '*' ? '' : q.flatMap((g) => (typeof g !== 'string' && g.allow_writes ? [g.name] : [])).join(', '));
+
 const fromKey = (k: Key): Draft => ({
   name: k.name,
   queries: grantNames(k.queries),
+  write_queries: writeGrants(k.queries),
+  collections: list(k.collections ?? null),
   connections: list(k.connections),
+  allowed_write_ops: list(k.allowed_write_ops),
+  mask_predicates: k.mask_predicates ?? 'allow',
+  rate_limits: Object.entries(k.rate_limits ?? {})
+    .map(([q, r]) => `${q}=${r}`)
+    .join(', '),
   allowed_tables: list(k.allowed_tables),
   mask: k.mask ?? [],
   allowed_ips: list(k.allowed_ips),
@@ -52,7 +72,12 @@ const fromKey = (k: Key): Draft => ({
 const EMPTY: Draft = {
   name: '',
   queries: '',
+  write_queries: '',
+  collections: '',
   connections: '*',
+  allowed_write_ops: '',
+  mask_predicates: 'allow',
+  rate_limits: '',
   allowed_tables: '',
   mask: [],
   allowed_ips: '',
@@ -65,9 +90,17 @@ const EMPTY: Draft = {
 function policy(d: Draft) {
   const names = (s: string) => (s.trim() === '*' ? '*' : splitList(s));
   const orNull = (s: string) => (splitList(s).length ? splitList(s) : null);
+  const writers = new Set(splitList(d.write_queries));
+  const queries = names(d.queries);
+  // A name is split at its last '=': the rate after it, the query's name (which may hold '=') before.
+  const rates = splitList(d.rate_limits).map((pair) => [pair.slice(0, pair.lastIndexOf('=')).trim(), pair.slice(pair.lastIndexOf('=') + 1).trim()]);
   return {
-    queries: names(d.queries),
+    queries: queries === '*' ? '*' : queries.map((name) => (writers.has(name) ? { name, allow_writes: true } : name)),
+    collections: splitList(d.collections),
     connections: names(d.connections),
+    allowed_write_ops: orNull(d.allowed_write_ops),
+    mask_predicates: d.mask_predicates,
+    rate_limits: rates.length ? Object.fromEntries(rates) : null,
     allowed_tables: orNull(d.allowed_tables),
     mask: d.mask.filter((m) => m.column.trim()).length ? d.mask.filter((m) => m.column.trim()) : null,
     allowed_ips: orNull(d.allowed_ips),
@@ -238,6 +271,20 @@ function KeyForm({
       <div class="grid">
         {original === null && <TextField label="Name" value={d.name} onInput={set('name')} error={errors.name} />}
         <TextField label="Saved queries" value={d.queries} onInput={set('queries')} error={errors.queries} hint="Names, comma separated, or * for all." />
+        <TextField
+          label="Queries that may write"
+          value={d.write_queries}
+          onInput={set('write_queries')}
+          error={errors.queries}
+          hint="Granted queries allowed to write even when the key may not."
+        />
+        <TextField
+          label="Collections"
+          value={d.collections}
+          onInput={set('collections')}
+          error={errors.collections}
+          hint="Every query in them, now and later, read-only."
+        />
         <TextField label="Connections" value={d.connections} onInput={set('connections')} error={errors.connections} hint="Names, or * for all." />
         <TextField
           label="Allowed tables"
@@ -249,6 +296,29 @@ function KeyForm({
         <TextField label="Allowed IPs" value={d.allowed_ips} onInput={set('allowed_ips')} error={errors.allowed_ips} hint="Addresses or CIDRs; empty: any." />
         <TextField label="Expires on" type="date" value={d.expires_at} onInput={set('expires_at')} error={errors.expires_at} />
         <TextField label="Rate limit" value={d.rate_limit} onInput={set('rate_limit')} error={errors.rate_limit} placeholder="100/minute" />
+        <TextField
+          label="Rate limits per query"
+          value={d.rate_limits}
+          onInput={set('rate_limits')}
+          error={errors.rate_limits}
+          placeholder="account=10/second"
+          hint="query=rate pairs, comma separated."
+        />
+        <TextField
+          label="Write operations"
+          value={d.allowed_write_ops}
+          onInput={set('allowed_write_ops')}
+          error={errors.allowed_write_ops}
+          hint="insert, update, delete...; empty: every kind the key may write."
+        />
+        <Field label="Predicates on masked columns" error={errors.mask_predicates}>
+          {(id) => (
+            <select id={id} value={d.mask_predicates} onChange={(e) => set('mask_predicates')((e.target as HTMLSelectElement).value)}>
+              <option value="allow">allowed</option>
+              <option value="refuse">refused (no WHERE, JOIN, GROUP BY or ORDER BY on them)</option>
+            </select>
+          )}
+        </Field>
         <Field label="May write" error={errors.allow_writes}>
           {(id) => <input id={id} type="checkbox" checked={d.allow_writes} onChange={(e) => set('allow_writes')((e.target as HTMLInputElement).checked)} />}
         </Field>
