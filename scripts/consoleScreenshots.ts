@@ -28,7 +28,7 @@ try {
 
   await page.goto(`${s.url}/console/`);
   await shot('sign-in');
-  await page.getByLabel('Admin key', { exact: true }).fill(ADMIN_KEY);
+  await page.getByLabel('Admin key or token', { exact: true }).fill(ADMIN_KEY);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
   // Calls spread over a few reads of /metrics draw the charts and fill the feed.

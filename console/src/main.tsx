@@ -41,13 +41,13 @@ function SignIn({ onDone }: { onDone: () => void }) {
     setBusy(true);
     setError('');
     try {
-      // Any admin-only read tells whether the key is the admin key.
-      await call('GET', '/api/v1/settings', undefined, key.trim());
+      // Who the secret names: every administrator may read it, a scoped key is admin_only.
+      await call('GET', '/api/v1/me', undefined, key.trim());
       session.signIn(key.trim());
       onDone();
     } catch (err) {
       const ae = err as ApiError;
-      setError(ae.code === 'admin_only' ? 'This is an API key, not the admin key: the console needs the admin key.' : ae.message);
+      setError(ae.code === 'admin_only' ? 'This is an API key: the console needs the admin key or an administrator token.' : ae.message);
     } finally {
       setBusy(false);
     }
@@ -57,14 +57,14 @@ function SignIn({ onDone }: { onDone: () => void }) {
       <h1>QueryAPIGate console</h1>
       <form onSubmit={submit} aria-label="Sign in">
         <TextField
-          label="Admin key"
+          label="Admin key or token"
           type="password"
           name="admin-key"
           autocomplete="current-password"
           value={key}
           onInput={setKey}
           error={error}
-          hint="Kept in this tab's session storage only."
+          hint="The admin key or your administrator token (qagadm_...), kept in this tab's session storage only."
         />
         <button type="submit" disabled={busy}>
           Sign in

@@ -52,7 +52,7 @@ async function watched(): Promise<Page> {
     // An API error the page shows (a 4xx answer) is logged by Chromium as a failed resource: not a problem of the page.
     if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(m.text());
   });
-  p.on('dialog', (d) => void d.accept());
+  p.on('dialog', (d) => void d.accept(d.type() === 'prompt' ? 'no longer used' : undefined));
   return p;
 }
 
@@ -72,7 +72,7 @@ async function errorOf(p: Page, label: string): Promise<string> {
 
 async function signIn(p: Page, base = s.url) {
   await p.goto(`${base}/`);
-  await field(p, 'Admin key').fill(ADMIN_KEY);
+  await field(p, 'Admin key or token').fill(ADMIN_KEY);
   await p.getByRole('button', { name: 'Sign in' }).click();
   await p.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
 }
@@ -101,11 +101,11 @@ test('journey: sign in, connect PostgreSQL, publish a query, mask a column for a
   // A wrong key is refused in words next to the field, and nothing is stored.
   await page.goto(`${s.url}/`);
   assert.equal(new URL(page.url()).pathname, '/console/');
-  await field(page, 'Admin key').fill('not-the-key');
+  await field(page, 'Admin key or token').fill('not-the-key');
   await page.getByRole('button', { name: 'Sign in' }).click();
-  assert.match(await errorOf(page, 'Admin key'), /Unauthorized/);
+  assert.match(await errorOf(page, 'Admin key or token'), /Unauthorized/);
   assert.equal(await page.evaluate(() => sessionStorage.length), 0);
-  await field(page, 'Admin key').fill(ADMIN_KEY);
+  await field(page, 'Admin key or token').fill(ADMIN_KEY);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
   assert.equal(await page.evaluate(() => sessionStorage.getItem('queryapigate.api_key')), ADMIN_KEY, 'the key is in session storage');
@@ -422,4 +422,48 @@ test('the live feed resumes after the server comes back, missing no run and repe
     await server.stop();
     rmSync(home, { recursive: true, force: true });
   }
+});
+
+test('an administrator signs in with a token: the screens of its role work, the others say why not', async () => {
+  assert.equal((await request(s.url, 'POST', '/api/v1/administrators', { body: { name: 'dora', role: 'developer' } })).status, 201);
+  const token = await request(s.url, 'POST', '/api/v1/administrators/dora/tokens', { body: { label: 'console' } });
+  assert.equal(token.status, 201, token.text);
+  const p = await watched();
+  try {
+    await p.goto(`${s.url}/`);
+    await field(p, 'Admin key or token').fill(token.json.secret);
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await p.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+    await p.goto(`${s.url}/console/#/queries`);
+    await p
+      .getByRole('row', { name: /people/ })
+      .first()
+      .waitFor(); // a developer reads and writes queries
+    await p.goto(`${s.url}/console/#/keys`);
+    await p
+      .getByText(/access\.read/)
+      .first()
+      .waitFor(); // keys are not a developer's: the refusal, in words
+    assert.ok(!(await p.content()).includes(token.json.secret), 'the token is not on the page');
+    assert.ok(!p.url().includes('qagadm_'), 'nor in the URL');
+  } finally {
+    await p.close();
+  }
+});
+
+test('a saved query and a connection are deleted from their lists, after a confirmation', async () => {
+  const pg = await request(s.url, 'GET', '/api/v1/connections/pg');
+  const { name: _n, created_at: _c, updated_at: _u, example: _e, ...fields } = pg.json;
+  assert.equal((await request(s.url, 'POST', '/api/v1/connections', { body: { ...fields, password: undefined, name: 'spare' } })).status, 201);
+  const q = { name: 'to_delete', connection_name: 'spare', description: 'Gone soon', publish: true, sql: 'SELECT 1 AS one' };
+  assert.equal((await request(s.url, 'POST', '/api/v1/queries', { body: q })).status, 201);
+  await screen('queries');
+  await page.getByRole('button', { name: 'Delete to_delete' }).click(); // the dialog is accepted (watched)
+  await page.getByRole('row', { name: /to_delete/ }).waitFor({ state: 'detached' });
+  assert.equal((await request(s.url, 'GET', '/api/v1/queries/to_delete')).status, 404);
+  await screen('connections');
+  await page.getByRole('button', { name: 'Delete spare' }).click();
+  await page.getByRole('row', { name: /spare/ }).waitFor({ state: 'detached' });
+  assert.equal((await request(s.url, 'GET', '/api/v1/connections/spare')).status, 404);
+  assert.deepEqual(problems, []);
 });

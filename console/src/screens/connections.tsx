@@ -38,6 +38,20 @@ export function Connections(_: { route: string[] }) {
   const conns = useLoad(() => api.get<{ items: Connection[] }>('/api/v1/connections'));
   const [editing, setEditing] = useState<{ original: string | null; draft: Draft } | null>(null);
   const [opened, setOpened] = useState<string | null>(null);
+  const [error, setError] = useState('');
+  const remove = async (name: string) => {
+    // The API asks why (the reason is kept with the change); cancelling the question deletes nothing.
+    const reason = prompt(`Delete the connection ${name}? Its saved queries can no longer run. Why is it deleted?`);
+    if (reason === null) return;
+    setError('');
+    try {
+      await api.del(`/api/v1/connections/${enc(name)}`, { reason });
+      if (opened === name) setOpened(null);
+      conns.reload();
+    } catch (e) {
+      setError((e as Error).message); // the API's reason, in words (e.g. queries still use it)
+    }
+  };
   const edit = async (name: string) => {
     const c = await api.get<Connection>(`/api/v1/connections/${enc(name)}`);
     // The stored password stays unless a new one is typed: the field starts empty.
@@ -64,6 +78,7 @@ export function Connections(_: { route: string[] }) {
         </button>
       }
     >
+      <FormError error={error} />
       {editing && (
         <ConnectionForm
           {...editing}
@@ -101,6 +116,9 @@ export function Connections(_: { route: string[] }) {
                 </button>
                 <button type="button" onClick={() => edit(c.name)}>
                   Edit <span class="sr-only">{c.name}</span>
+                </button>
+                <button type="button" class="danger" onClick={() => remove(c.name)}>
+                  Delete <span class="sr-only">{c.name}</span>
                 </button>
               </td>
             </tr>

@@ -26,6 +26,17 @@ export function Queries({ route }: { route: string[] }) {
 function QueryList() {
   const [search, setSearch] = useState('');
   const queries = useLoad(() => api.get<{ items: QuerySummary[] }>(`/api/v1/queries${search ? `?search=${enc(search)}` : ''}`), [search]);
+  const [error, setError] = useState('');
+  const remove = async (name: string) => {
+    if (!confirm(`Delete the saved query ${name} and its versions? Calls to it are refused at once.`)) return;
+    setError('');
+    try {
+      await api.del(`/api/v1/queries/${enc(name)}`);
+      queries.reload();
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
   return (
     <Page
       title="Saved queries"
@@ -38,7 +49,7 @@ function QueryList() {
       <div class="search">
         <TextField label="Search by name or description" value={search} onInput={setSearch} />
       </div>
-      <FormError error={queries.error} />
+      <FormError error={queries.error || error} />
       <table>
         <caption class="sr-only">Saved queries</caption>
         <thead>
@@ -48,6 +59,9 @@ function QueryList() {
             <th scope="col">Connection</th>
             <th scope="col">Published</th>
             <th scope="col">Latest</th>
+            <th scope="col">
+              <span class="sr-only">Actions</span>
+            </th>
           </tr>
         </thead>
         <tbody>
@@ -62,6 +76,11 @@ function QueryList() {
               <td>
                 {q.latest_version === null ? '-' : `v${q.latest_version}`}
                 {q.has_draft ? ' (draft)' : ''}
+              </td>
+              <td class="row-actions">
+                <button type="button" class="danger" onClick={() => remove(q.name)}>
+                  Delete <span class="sr-only">{q.name}</span>
+                </button>
               </td>
             </tr>
           ))}
