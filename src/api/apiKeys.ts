@@ -3,7 +3,7 @@
 // queries and connections a key is granted must exist when granted.
 import { isIP } from 'node:net';
 import * as v from 'valibot';
-import { generateSecret, hashSecret, keyExpired } from '../auth/keys.js';
+import { generateSecret, hashSecret, keyExpired, nothingGranted } from '../auth/keys.js';
 import { GatewayError } from '../contract/errors.js';
 import { jsonAnswer } from '../contract/exchange.js';
 import { closestName, listNames } from '../contract/suggest.js';
@@ -212,27 +212,8 @@ export function apiKeyRoutes(r: ApiRouter): void {
     } else await checkGrantedNames(ctx, b);
     const secret = generateSecret();
     const now = localTimestamp();
-    const key: KeyRow = {
-      name: b.name,
-      hash: hashSecret(secret),
-      active: true,
-      expires_at: null,
-      example: false,
-      created_at: now,
-      updated_at: now,
-      last_used_at: null,
-      connections: [],
-      queries: [],
-      allow_writes: false,
-      allowed_write_ops: null,
-      allowed_tables: null,
-      mask: null,
-      rate_limit: null,
-      rate_limits: null,
-      allowed_ips: null,
-      previous_until: null,
-      via_previous: false,
-    };
+    // A key granted nothing, then given the body's grants (nothingGranted is the one such row).
+    const key: KeyRow = { ...nothingGranted(b.name), hash: hashSecret(secret), created_at: now, updated_at: now };
     // Omitted connections means every connection, as the contract's key model says.
     key.connections = '*';
     if (role) {

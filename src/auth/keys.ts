@@ -25,7 +25,7 @@ export function metricKey(caller: Caller): string {
 export const ADMIN: Caller = Object.freeze({ kind: 'admin', name: 'admin', admin: Object.freeze({ name: 'admin', role: 'owner', via: 'break-glass' }) });
 export const OPEN: Caller = Object.freeze({ kind: 'open', name: '-', admin: Object.freeze({ name: null, role: 'owner', via: 'open' }) });
 
-/** The row an auditor's token is judged by on data routes: nothing granted, so every call is refused. */
+/** A key row granting nothing: what an auditor's token is judged by on data routes (every call refused), and a new key before its grants. */
 export function nothingGranted(name: string): KeyRow {
   return {
     name,
