@@ -70,6 +70,32 @@ export async function startGateway(env: Record<string, string>, adminKey = 'benc
   return { ...g, api: adminApi(g.url, adminKey) };
 }
 
+/**
+ * The seeds' lookup on a gateway: the connection `oltp` to the pgbench database at `pgUrl`, the saved
+ * query `account` and a plain key `p` for it; the wrk URL pattern (a random aid) and the key's secret.
+ */
+export async function accountLookup(g: Pick<Gateway, 'url' | 'api'>, pgUrl: string): Promise<{ url: string; key: string }> {
+  const u = new URL(pgUrl);
+  await g.api('POST', '/api/v1/connections', {
+    name: 'oltp',
+    db: 'postgres',
+    host: u.hostname,
+    port: Number(u.port || 5432),
+    database: u.pathname.slice(1),
+    user: u.username || 'postgres',
+  });
+  await g.api('POST', '/api/v1/queries', {
+    name: 'account',
+    connection_name: 'oltp',
+    description: 'a',
+    publish: true,
+    sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid',
+    parameters: { aid: { type: 'int', required: true } },
+  });
+  const { secret } = await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] });
+  return { url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: secret };
+}
+
 export function today(): string {
   return new Date().toISOString().slice(0, 10);
 }

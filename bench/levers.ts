@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureWrk, runLoad } from './load.js';
-import { adminApi, fmt, median, spawnListening, startGateway, today, writeResults } from './gateway.js';
+import { accountLookup, adminApi, fmt, median, spawnListening, startGateway, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -45,27 +45,10 @@ async function gatewayCell(env: Record<string, string>): Promise<{ url: string; 
         return { ...l, api: adminApi(l.url, 'bench-admin') };
       })()
     : await startGateway(settings);
-  const u = new URL(values.pg!);
-  await g.api('POST', '/api/v1/connections', {
-    name: 'oltp',
-    db: 'postgres',
-    host: u.hostname,
-    port: Number(u.port || 5432),
-    database: u.pathname.slice(1),
-    user: u.username || 'postgres',
-  });
-  await g.api('POST', '/api/v1/queries', {
-    name: 'account',
-    connection_name: 'oltp',
-    description: 'a',
-    publish: true,
-    sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid',
-    parameters: { aid: { type: 'int', required: true } },
-  });
-  const { secret } = await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] });
+  const { url, key } = await accountLookup(g, values.pg!);
   return {
-    url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`,
-    key: secret,
+    url,
+    key,
     pid: g.pid,
     stop: async () => {
       rss = rssMb(g.pid);

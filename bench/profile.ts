@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureWrk, runLoad } from './load.js';
-import { spawnListening, startGateway, today, writeResults } from './gateway.js';
+import { accountLookup, spawnListening, startGateway, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
   options: { seconds: { type: 'string', default: '10' }, pg: { type: 'string' }, 'pg-only': { type: 'boolean', default: false } },
@@ -114,25 +114,7 @@ if (values.pg) {
     name: 'account lookup (PostgreSQL, plain key, metadata cache on)',
     start: async (profArgs, home) => {
       const g = await startGateway({ QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_HOME: home, QUERYAPIGATE_WORKERS: '0' }, 'bench-admin', profArgs);
-      const u = new URL(pg);
-      await g.api('POST', '/api/v1/connections', {
-        name: 'oltp',
-        db: 'postgres',
-        host: u.hostname,
-        port: Number(u.port || 5432),
-        database: u.pathname.slice(1),
-        user: u.username || 'postgres',
-      });
-      await g.api('POST', '/api/v1/queries', {
-        name: 'account',
-        connection_name: 'oltp',
-        description: 'a',
-        publish: true,
-        sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid',
-        parameters: { aid: { type: 'int', required: true } },
-      });
-      const { secret } = await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] });
-      return { url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: secret, pid: g.pid, stop: g.stop };
+      return { ...(await accountLookup(g, pg)), pid: g.pid, stop: g.stop };
     },
   });
   // The floor under the same profiler in the same run: node:http + postgres.js, no key, no record.
