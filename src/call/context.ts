@@ -7,8 +7,8 @@ import { RateLimits } from '../auth/rateLimit.js';
 import type { Config } from '../config.js';
 import { type ChangeMessage, channel } from '../contract/messages.js';
 import { type SqlDialect, warmParser } from '../governance/analysis.js';
-import type { Histogram } from 'prom-client';
 import { type Metrics, type StatementCounters, statementCounters, threadMetrics } from '../metrics/metrics.js';
+import type { SpreadChild } from '../metrics/tally.js';
 import { RunBatcher } from '../recorder/batcher.js';
 import { openSource } from '../sources/index.js';
 import type { Source, SourceSettings } from '../sources/types.js';
@@ -53,7 +53,7 @@ export interface CallContext {
   /** This thread's statement metrics bound per connection, dialect and key (no label work per call). */
   statements: (connection: string, dialect: string, key: string) => StatementCounters;
   /** The serialization histogram bound per format. */
-  serialization: Record<Format, Histogram.Internal<string>>;
+  serialization: Record<Format, SpreadChild>;
   /** Resolves once the limits' Redis connection is up (at once without Redis), so early calls count in Redis. */
   limitsReady: Promise<unknown> | null;
   close(): Promise<void>;
@@ -171,10 +171,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     limits,
     metrics: thread.metrics,
     statements: statementCounters(thread.metrics),
-    serialization: Object.fromEntries(FORMATS.map((format) => [format, thread.metrics.serialization.labels({ format })])) as Record<
-      Format,
-      Histogram.Internal<string>
-    >,
+    serialization: Object.fromEntries(FORMATS.map((format) => [format, thread.metrics.serialization.labels({ format })])) as Record<Format, SpreadChild>,
     limitsReady: config.redisUrl ? limits.ready() : null,
     async close() {
       thread.close();

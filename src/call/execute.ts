@@ -1,11 +1,10 @@
 // In charge of the execute stage: the statement run on its data source within the call's time
 // limit, read-only unless it writes, counted in the query metrics (running, outcome, duration).
-import type { Gauge } from 'prom-client';
 import type { StatementCounters } from '../metrics/metrics.js';
 import type { ResultSet, RunOptions, Source } from '../sources/types.js';
 
 export async function execute(
-  active: Gauge,
+  active: { value: number },
   counters: StatementCounters,
   source: Source,
   text: string,
@@ -13,7 +12,7 @@ export async function execute(
   options: RunOptions,
 ): Promise<ResultSet> {
   const started = performance.now();
-  active.inc();
+  active.value++;
   let result: ResultSet;
   try {
     result = await source.run(text, values, options);
@@ -21,7 +20,7 @@ export async function execute(
     counters.error.inc();
     throw e;
   } finally {
-    active.dec();
+    active.value--;
   }
   counters.success.inc();
   counters.duration.observe((performance.now() - started) / 1000);

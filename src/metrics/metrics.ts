@@ -2,8 +2,9 @@
 // it does in its own registry (the acceptor: requests; executors: queries, rows, cache, key limits;
 // the recorder: runs); at scrape time the acceptor asks every thread for its registry over a
 // BroadcastChannel and aggregates them, so each call is reported exactly once for the process.
-import { AggregatorRegistry, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
 import { channel as broadcast, type MetricsMessage, type MetricsSnapshot } from '../contract/messages.js';
+import { type SpreadChild, spread, type TallyChild, tally } from './tally.js';
 
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
@@ -34,46 +35,15 @@ function readGauge<T>(read: (() => Iterable<T>) | undefined, set: (g: Gauge, ite
 function declare(registry: Registry, readings: Readings) {
   const r = [registry];
   const { historyPending, rateLimitFallbacks, pools, cacheEntries } = readings;
+  const running = { value: 0 };
   return {
-    requests: new Counter({
-      name: 'queryapigate_requests_total',
-      help: 'HTTP requests answered',
-      labelNames: ['method', 'endpoint', 'status', 'key'],
-      registers: r,
-    }),
-    requestDuration: new Histogram({
-      name: 'queryapigate_request_duration_seconds',
-      help: 'HTTP request duration',
-      labelNames: ['method', 'endpoint'],
-      buckets: BUCKETS,
-      registers: r,
-    }),
-    queries: new Counter({
-      name: 'queryapigate_queries_total',
-      help: 'Statements run on data sources',
-      labelNames: ['connection', 'dialect', 'status', 'key'],
-      registers: r,
-    }),
-    queryDuration: new Histogram({
-      name: 'queryapigate_query_duration_seconds',
-      help: 'Statement duration',
-      labelNames: ['connection', 'dialect'],
-      buckets: BUCKETS,
-      registers: r,
-    }),
-    rows: new Counter({
-      name: 'queryapigate_rows_returned_total',
-      help: 'Rows returned to callers',
-      labelNames: ['connection', 'dialect', 'key'],
-      registers: r,
-    }),
-    serialization: new Histogram({
-      name: 'queryapigate_serialization_duration_seconds',
-      help: 'Time spent rendering paged answers',
-      labelNames: ['format'],
-      buckets: BUCKETS,
-      registers: r,
-    }),
+    // The per-call families count without prom-client's per-call label checks (tally.ts).
+    requests: tally(registry, 'queryapigate_requests_total', 'HTTP requests answered', ['method', 'endpoint', 'status', 'key']),
+    requestDuration: spread(registry, 'queryapigate_request_duration_seconds', 'HTTP request duration', ['method', 'endpoint'], BUCKETS),
+    queries: tally(registry, 'queryapigate_queries_total', 'Statements run on data sources', ['connection', 'dialect', 'status', 'key']),
+    queryDuration: spread(registry, 'queryapigate_query_duration_seconds', 'Statement duration', ['connection', 'dialect'], BUCKETS),
+    rows: tally(registry, 'queryapigate_rows_returned_total', 'Rows returned to callers', ['connection', 'dialect', 'key']),
+    serialization: spread(registry, 'queryapigate_serialization_duration_seconds', 'Time spent rendering paged answers', ['format'], BUCKETS),
     historyRuns: new Counter({ name: 'queryapigate_history_runs_total', help: 'Runs by what became of them', labelNames: ['outcome'], registers: r }),
     historyPending: new Gauge({
       name: 'queryapigate_history_pending',
@@ -85,7 +55,16 @@ function declare(registry: Registry, readings: Readings) {
           this.set(historyPending());
         },
     }),
-    activeQueries: new Gauge({ name: 'queryapigate_active_queries', help: 'Statements running now', registers: r }),
+    // Counted with plain arithmetic by the execute stage, read at scrape time.
+    activeQueries: running,
+    activeQueriesGauge: new Gauge({
+      name: 'queryapigate_active_queries',
+      help: 'Statements running now',
+      registers: r,
+      collect(this: Gauge) {
+        this.set(running.value);
+      },
+    }),
     rateLimitRejections: new Counter({ name: 'queryapigate_rate_limit_rejections_total', help: 'Requests refused by a rate limit', registers: r }),
     rateLimitFallbacks: new Counter({
       name: 'queryapigate_rate_limit_fallbacks_total',
@@ -137,9 +116,8 @@ export type Metrics = ReturnType<typeof declare>;
 const MAX_BOUND = 10_000;
 
 /**
- * Metric children bound once per label set and reused: prom-client checks and hashes a labels object
- * on every inc/observe, which costs a call several µs; a bound child does none of it. `make` builds the
- * children for up to three label values the first time they are seen together.
+ * Metric children bound once per label set and reused, looked up by up to three label values without
+ * building a labels object per call. `make` builds the children the first time the values are seen together.
  */
 export function bound<T>(make: (a: string, b: string, c: string) => T): (a: string, b?: string, c?: string) => T {
   const cache = new Map<string, T>();
@@ -157,10 +135,10 @@ export function bound<T>(make: (a: string, b: string, c: string) => T): (a: stri
 
 /** The statement metrics of one connection, dialect and key. */
 export interface StatementCounters {
-  success: Counter.Internal;
-  error: Counter.Internal;
-  duration: Histogram.Internal<string>;
-  rows: Counter.Internal;
+  success: TallyChild;
+  error: TallyChild;
+  duration: SpreadChild;
+  rows: TallyChild;
 }
 
 export function statementCounters(m: Metrics): (connection: string, dialect: string, key: string) => StatementCounters {
