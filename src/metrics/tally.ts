@@ -78,7 +78,6 @@ export function tally(
 ): Family<TallyChild> & { inc(labels: Record<string, string>, by?: number): void } {
   const f = family(
     name,
-    help,
     labelNames,
     (labels): TallyChild => ({
       labels,
@@ -110,7 +109,6 @@ export function tally(
 export function spread(registry: Registry, name: string, help: string, labelNames: readonly string[], bounds: readonly number[]): Family<SpreadChild> {
   const f = family(
     name,
-    help,
     labelNames,
     (labels): SpreadChild => ({
       labels,
