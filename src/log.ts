@@ -14,11 +14,39 @@ export type LogSettings = Pick<Config, 'logLevel' | 'jsonLogs'>;
 const PINO_LEVEL: Record<LogLevel, pino.LevelWithSilent> = { debug: 'debug', info: 'info', warning: 'warn', error: 'error', off: 'silent' };
 const SHOWN: Record<string, string> = { trace: 'DEBUG', debug: 'DEBUG', info: 'INFO', warn: 'WARNING', error: 'ERROR', fatal: 'ERROR' };
 
-/** The acceptor's buffer: written out once it holds this much, or every FLUSH_MS, or at exit. */
-const MIN_LENGTH = 4096;
+/**
+ * The acceptor's lines are gathered here and handed to sonic-boom a chunk at a time: once this many
+ * characters are held, every FLUSH_MS, and at exit. sonic-boom appends each write to its last buffer
+ * after measuring it (Buffer.byteLength of the whole buffer, per line) and starts an fs.write on the
+ * thread pool every minLength bytes; a chunk per 32 KiB makes both once per ~250 access lines.
+ */
+const CHUNK = 32 << 10;
 const FLUSH_MS = 250;
 /** Bytes held while the output does not take them (a stuck pipe) before lines are dropped. */
 const MAX_LENGTH = 16 << 20;
+
+/** A destination that hands `out` its lines a chunk at a time (see CHUNK). */
+function chunked(out: (text: string) => void): pino.DestinationStream {
+  let lines: string[] = [];
+  let held = 0;
+  const handOver = () => {
+    if (held === 0) return;
+    const text = lines.join('');
+    lines = [];
+    held = 0;
+    out(text);
+  };
+  setInterval(handOver, FLUSH_MS).unref();
+  // Registered before pino's own exit hook flushes sonic-boom (see configureLogs), so it runs first.
+  process.on('exit', handOver);
+  return {
+    write(line: string) {
+      lines.push(line);
+      held += line.length;
+      if (held >= CHUNK) handOver();
+    },
+  };
+}
 
 /** The fields every JSON line has, null on a line that is not about a request. */
 const NO_REQUEST = Object.freeze({ request_id: null, key: null });
@@ -35,16 +63,20 @@ const destinations = new Map<number, pino.DestinationStream>();
 
 /**
  * Builds this thread's root logger, writing to `fd` (1 for a server, 2 by default, so a command's
- * stdout stays its output). The acceptor writes through sonic-boom asynchronously with minLength
- * buffering (the access line must not cost a syscall per call); other threads log rarely and
+ * stdout stays its output). The acceptor writes through sonic-boom asynchronously, a chunk at a time
+ * (chunked(): the access line must not cost a syscall per call); other threads log rarely and
  * write synchronously, so nothing is lost when piscina terminates them.
  */
 export function configureLogs(settings: LogSettings, fd = 2): void {
   let dest = destinations.get(fd);
   if (!dest) {
-    dest = pino.destination(
-      isMainThread ? { dest: fd, sync: false, minLength: MIN_LENGTH, maxLength: MAX_LENGTH, periodicFlush: FLUSH_MS } : { dest: fd, sync: true },
-    );
+    if (isMainThread) {
+      // chunked() first: its exit hook must hand its lines over before pino's flushes sonic-boom.
+      let sonic: pino.DestinationStream | null = null;
+      const lines = chunked((text) => sonic!.write(text));
+      sonic = pino.destination({ dest: fd, sync: false, maxWrite: 2 * CHUNK, maxLength: MAX_LENGTH });
+      dest = lines;
+    } else dest = pino.destination({ dest: fd, sync: true });
     destinations.set(fd, dest);
   }
   root = pino(
