@@ -2,6 +2,7 @@
 // (/q/, /api/v1, /events, and any later one): the admin key, a named administrator's token
 // (qagadm_...), a usable scoped key, a signed-in (JWT) user, or open mode while no admin key, no
 // scoped key and no administrator exist and JWT is off; anything else is nobody (401).
+import type { Origin } from '../contract/exchange.js';
 import type { AdminTokenHit } from '../store/metadata.js';
 import type { KeyRow, RoleRow } from '../store/types.js';
 import type { JwtAuth } from './jwt.js';
@@ -19,7 +20,8 @@ export interface KeyLookup {
 }
 
 /**
- * The caller for `secret` (the X-API-Key header, '' when absent) calling from `ip`; null for nobody.
+ * The caller for `secret` (the X-API-Key header, '' when absent) calling `from` an address (read only
+ * when a key or role limits addresses); null for nobody.
  * A request with a key is judged on the key alone; without one, with JWT on (`jwt`), on the
  * `authorization` header's token, and open mode never applies.
  */
@@ -27,7 +29,7 @@ export async function identify(
   keys: KeyLookup,
   adminKey: Buffer | null,
   secret: string,
-  ip: string,
+  from: Origin,
   jwt: JwtAuth | null = null,
   authorization = '',
 ): Promise<Caller | null> {
@@ -36,9 +38,9 @@ export async function identify(
     // Only secrets with the token prefix read the tokens table: a scoped key's lookup is unchanged.
     if (secret.startsWith(ADMIN_TOKEN_PREFIX)) return administrator(await keys.adminToken(hashSecret(secret)));
     const key = await keys.key(hashSecret(secret));
-    return key && keyIsUsable(key, new Date(), ip) ? { kind: 'key', name: key.name, key } : null;
+    return key && keyIsUsable(key, new Date(), from) ? { kind: 'key', name: key.name, key } : null;
   }
-  if (jwt) return authorization ? jwt.identify(authorization, keys, ip) : null;
+  if (jwt) return authorization ? jwt.identify(authorization, keys, from) : null;
   if (adminKey) return null;
   return (await keys.anyKey()) ? null : OPEN;
 }

@@ -5,6 +5,7 @@
 import { createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../config.js';
+import type { Origin } from '../contract/exchange.js';
 import type { KeyRow, RoleRow } from '../store/types.js';
 import { addressAllowed, type Caller } from './keys.js';
 
@@ -65,7 +66,7 @@ export class JwtAuth {
   }
 
   /** The caller an Authorization header names, or null (401): a bad token, no user, no existing role, an address not allowed. */
-  async identify(authorization: string, roles: RoleLookup, ip: string): Promise<Caller | null> {
+  async identify(authorization: string, roles: RoleLookup, from: Origin): Promise<Caller | null> {
     const token = bearerToken(authorization);
     if (!token) return null;
     let v = this.#verified.get(token);
@@ -83,7 +84,7 @@ export class JwtAuth {
     for (const name of v.roles) {
       const role = await roles.role(name);
       if (!role) continue;
-      if (role.allowed_ips && !addressAllowed(role.allowed_ips, ip)) return null;
+      if (role.allowed_ips && !addressAllowed(role.allowed_ips, from.ip)) return null;
       if (v.built?.role !== role) v.built = { role, caller: userCaller(v.user, v.claims, role) };
       return v.built.caller;
     }

@@ -3,6 +3,7 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { BlockList, isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
+import type { Origin } from '../contract/exchange.js';
 import type { KeyRow } from '../store/types.js';
 import type { AdminIdentity } from './roles.js';
 
@@ -74,11 +75,11 @@ export function isAdminKey(adminKey: Buffer | null, supplied: string): boolean {
  * YYYY-MM-DD date, valid through the end of that day in the server's zone), and called from an
  * allowed address (null allows any; [] allows none; an unknown address fails closed).
  */
-export function keyIsUsable(key: KeyRow, now: Date, ip: string): boolean {
+export function keyIsUsable(key: KeyRow, now: Date, from: Origin): boolean {
   if (!key.active) return false;
   // A rotated-out secret works only until its grace period ends.
   if (key.via_previous && (key.previous_until === null || now.getTime() >= key.previous_until)) return false;
-  if (key.allowed_ips && !addressAllowed(key.allowed_ips, ip)) return false;
+  if (key.allowed_ips && !addressAllowed(key.allowed_ips, from.ip)) return false;
   return !keyExpired(key.expires_at, now);
 }
 

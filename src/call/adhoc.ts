@@ -70,7 +70,7 @@ export async function runAdhoc(ctx: CallContext, req: Request): Promise<Answer> 
   let answer: Answer;
   try {
     const call = parseAdhoc(req);
-    caller = await identify(ctx.meta, ctx.adminKey, req.apiKey, req.ip, ctx.jwt, req.authorization);
+    caller = await identify(ctx.meta, ctx.adminKey, req.apiKey, req, ctx.jwt, req.authorization);
     if (!caller) return finish(errorAnswer('unauthorized', 'Unauthorized', req.requestId), null, '-');
     const admitted = await admit(ctx, caller, '', req.requestId);
     limitHeaders = admitted.headers;

@@ -27,7 +27,7 @@ export async function runCall(ctx: CallContext, req: Request): Promise<Answer> {
   try {
     const call = parseCall(req);
     // The caller and the query are read in parallel: one store round trip instead of two.
-    const [who, query] = await Promise.all([identify(ctx.meta, ctx.adminKey, req.apiKey, req.ip, ctx.jwt, req.authorization), ctx.meta.query(call.name)]);
+    const [who, query] = await Promise.all([identify(ctx.meta, ctx.adminKey, req.apiKey, req, ctx.jwt, req.authorization), ctx.meta.query(call.name)]);
     caller = who;
     if (!caller) return finish(errorAnswer('unauthorized', 'Unauthorized', req.requestId), null, '-');
     const admitted = await admit(ctx, caller, call.name, req.requestId);

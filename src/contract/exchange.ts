@@ -5,6 +5,11 @@ import type { MessagePort } from 'node:worker_threads';
 import { type ErrorCode, type ErrorExtras, statusOf } from './errors.js';
 
 /** A request as plain data, read synchronously off the socket; a /q/ call is handed on as it is. */
+/** Where a request comes from, for the rules that look at the address (read `ip` only when one applies). */
+export interface Origin {
+  readonly ip: string;
+}
+
 export interface Request {
   method: string;
   /** The path, without the query string. */
@@ -17,8 +22,12 @@ export interface Request {
   authorization?: string;
   ifNoneMatch: string;
   lastEventId: string;
-  /** The client's address (after QUERYAPIGATE_TRUST_PROXY hops). */
-  ip: string;
+  /**
+   * The client's address (after QUERYAPIGATE_TRUST_PROXY hops). The acceptor reads it off the socket
+   * on first use (a system call per read), so pass the request on (an Origin) and read `ip` only
+   * where a rule needs it; a copy across threads reads it once.
+   */
+  readonly ip: string;
   /** The body (POST, PUT, PATCH), copied out of uWS. */
   body: Uint8Array | null;
   /** performance.now() in the acceptor when the request arrived, for the duration metric. */

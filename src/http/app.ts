@@ -119,7 +119,7 @@ export function buildApp(
     try {
       const found = router.match(req.method, req.url);
       if (found === null) return errorAnswer('not_found', 'Not found', req.requestId);
-      const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip, control.jwt ?? null, req.authorization);
+      const who = await identify(control.keys, control.adminKey, req.apiKey, req, control.jwt ?? null, req.authorization);
       if (found === 'method_not_allowed') {
         checkAccess(who, { capability: null }, []);
         return errorAnswer('method_not_allowed', 'Method not allowed', req.requestId);
@@ -137,7 +137,7 @@ export function buildApp(
   /** GET /events: any authenticated caller; the admin key sees every run, a scoped key its own. */
   const events: Handler = async (req) => {
     if (control.config.eventsMaxStreams === 0) return errorAnswer('not_found', 'Not found', req.requestId);
-    const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip, control.jwt ?? null, req.authorization);
+    const who = await identify(control.keys, control.adminKey, req.apiKey, req, control.jwt ?? null, req.authorization);
     if (!who) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
     if (who.admin) await noteAdminUse(control, who.admin, req);
     if (hub.size >= control.config.eventsMaxStreams) {
@@ -166,7 +166,7 @@ export function buildApp(
   };
   /** GET /api/v1/mcp/tools: the tools an administrator sees (each key sees its own share of them). */
   const mcpTools: Handler = async (req) => {
-    const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip, control.jwt ?? null, req.authorization);
+    const who = await identify(control.keys, control.adminKey, req.apiKey, req, control.jwt ?? null, req.authorization);
     try {
       const admin = checkAccess(who, MCP_TOOLS_ACCESS, []);
       await noteAdminUse(control, admin, req);
@@ -186,7 +186,7 @@ export function buildApp(
     (pick: keyof CatalogDocuments): Handler =>
     async (req) => {
       if (state.draining) return errorAnswer('unavailable', 'The server is shutting down', req.requestId);
-      const who = await identify(control.keys, control.adminKey, req.apiKey, req.ip, control.jwt ?? null, req.authorization);
+      const who = await identify(control.keys, control.adminKey, req.apiKey, req, control.jwt ?? null, req.authorization);
       if (!who && pick === 'openapi' && !req.apiKey) return documentAnswer(publicDocument, '-');
       if (!who) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
       try {
@@ -211,7 +211,7 @@ export function buildApp(
   const limited =
     (h: Handler): Handler =>
     (req) => {
-      const check = limits.checkClient(req.ip);
+      const check = limits.checkClient(req);
       if (check === null) return h(req);
       return check instanceof Promise ? check.then((c) => admit(c, req, h)) : admit(check, req, h);
     };

@@ -91,6 +91,12 @@ export function requestIdFrom(header: string): string {
 export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, opts: ServeOptions): void {
   const maxBody = opts.maxBody;
   const method = uwsReq.getMethod().toUpperCase();
+  // The address costs a system call (getpeername) and a decode: read on first use, only by the rules
+  // that look at it (allowed_ips, the per-address limit). X-Forwarded-For is copied now (uWS's request
+  // lives only until this function returns); the socket stays readable until the answer is written.
+  const forwardedFor = opts.trustProxy ? uwsReq.getHeader('x-forwarded-for') : '';
+  let ip: string | null = null;
+  let done = false;
   const req: Request = {
     method,
     url: uwsReq.getUrl(),
@@ -99,7 +105,10 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
     apiKey: uwsReq.getHeader('x-api-key'),
     ifNoneMatch: uwsReq.getHeader('if-none-match'),
     lastEventId: uwsReq.getHeader('last-event-id'),
-    ip: clientAddress(res, opts.trustProxy ? uwsReq.getHeader('x-forwarded-for') : '', opts.trustProxy),
+    get ip() {
+      ip ??= done ? '' : clientAddress(res, forwardedFor, opts.trustProxy);
+      return ip;
+    },
     body: null,
     started: performance.now(),
   };
@@ -107,7 +116,6 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
   if (opts.authorization) req.authorization = uwsReq.getHeader('authorization');
   const cors = opts.cors ? opts.cors.headers(uwsReq.getHeader('origin')) : null;
   const declared = uwsReq.getHeader('content-length');
-  let done = false;
   let stream: (StreamOut & { fire(): void }) | null = null;
   res.onAborted(() => {
     done = true;

@@ -27,7 +27,7 @@ export type McpToolListing = Array<Pick<McpTool, 'name' | 'description' | 'kind'
 
 export async function serveMcp(ctx: CallContext, task: McpTask): Promise<Answer> {
   const req = task.request;
-  const caller = await identify(ctx.meta, ctx.adminKey, req.apiKey, req.ip, ctx.jwt, req.authorization);
+  const caller = await identify(ctx.meta, ctx.adminKey, req.apiKey, req, ctx.jwt, req.authorization);
   if (!caller) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
   const server = new Server({ name: 'queryapigate', version: task.serverVersion }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({

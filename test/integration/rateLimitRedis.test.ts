@@ -235,9 +235,14 @@ test('RateLimits with QUERYAPIGATE_REDIS_URL: Promises, shared across instances'
     assert.equal(one.shared, true);
     assert.ok(await one.ready(5000));
     assert.ok(await two.ready(5000));
-    const first = one.checkClient('198.51.100.7');
+    const first = one.checkClient({ ip: '198.51.100.7' });
     assert.ok(first instanceof Promise);
-    const results = await Promise.all([first, two.checkClient('198.51.100.7'), one.checkClient('198.51.100.7'), two.checkClient('198.51.100.7')]);
+    const results = await Promise.all([
+      first,
+      two.checkClient({ ip: '198.51.100.7' }),
+      one.checkClient({ ip: '198.51.100.7' }),
+      two.checkClient({ ip: '198.51.100.7' }),
+    ]);
     assert.deepEqual(results.map((r) => r?.allowed).sort(), [false, true, true, true]);
     assert.equal(one.checkKey('k', null), null);
     const key = await one.checkKeyQuery('reporting', 'films', '1/hour');

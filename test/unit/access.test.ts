@@ -94,7 +94,7 @@ test('identify: admin key, scoped keys, open mode', async (t) => {
   ];
   for (const [label, adminKey, rows, secret, ip, want] of cases) {
     await t.test(label, async () => {
-      assert.equal(who(await identify(lookup(rows), adminKey, secret, ip)), want);
+      assert.equal(who(await identify(lookup(rows), adminKey, secret, { ip })), want);
     });
   }
 });
@@ -103,24 +103,24 @@ test('identify: the callers it names', async () => {
   const row = keyRow('sk_good', { name: 'good' });
   const keys = lookup([row]);
   // the admin and open callers are the shared frozen values; a key caller carries its row
-  assert.equal(await identify(keys, admin, ADMIN_SECRET, '::1'), ADMIN);
-  assert.equal(await identify(lookup([]), null, '', '::1'), OPEN);
-  assert.deepEqual(await identify(keys, admin, 'sk_good', '::1'), { kind: 'key', name: 'good', key: row });
+  assert.equal(await identify(keys, admin, ADMIN_SECRET, { ip: '::1' }), ADMIN);
+  assert.equal(await identify(lookup([]), null, '', { ip: '::1' }), OPEN);
+  assert.deepEqual(await identify(keys, admin, 'sk_good', { ip: '::1' }), { kind: 'key', name: 'good', key: row });
 });
 
 test('identify reads only what it needs', async () => {
   // the admin key is compared in memory: no store read
   const a = lookup([]);
-  await identify(a, admin, ADMIN_SECRET, '::1');
+  await identify(a, admin, ADMIN_SECRET, { ip: '::1' });
   assert.deepEqual(a.reads, []);
   // with an admin key set and no secret, nobody is asked
   const b = lookup([]);
-  assert.equal(await identify(b, admin, '', '::1'), null);
+  assert.equal(await identify(b, admin, '', { ip: '::1' }), null);
   assert.deepEqual(b.reads, []);
   // a secret is one lookup by hash; open mode one existence check
   const c = lookup([]);
-  await identify(c, admin, 'sk_x', '::1');
-  await identify(c, null, '', '::1');
+  await identify(c, admin, 'sk_x', { ip: '::1' });
+  await identify(c, null, '', { ip: '::1' });
   assert.deepEqual(c.reads, ['key', 'anyKey']);
 });
 

@@ -12,22 +12,22 @@ const at = (s: string) => new Date(s); // local time, as the server reads expire
 
 test('expires_at is valid through the last second of that day, local time', () => {
   const k = { ...base, expires_at: '2026-12-01' };
-  assert.equal(keyIsUsable(k, at('2026-12-01T00:00:00'), '127.0.0.1'), true);
-  assert.equal(keyIsUsable(k, at('2026-12-01T23:59:59.999'), '127.0.0.1'), true);
-  assert.equal(keyIsUsable(k, at('2026-12-02T00:00:00'), '127.0.0.1'), false);
+  assert.equal(keyIsUsable(k, at('2026-12-01T00:00:00'), { ip: '127.0.0.1' }), true);
+  assert.equal(keyIsUsable(k, at('2026-12-01T23:59:59.999'), { ip: '127.0.0.1' }), true);
+  assert.equal(keyIsUsable(k, at('2026-12-02T00:00:00'), { ip: '127.0.0.1' }), false);
 });
 
 test('an inactive key is refused', () => {
-  assert.equal(keyIsUsable({ ...base, active: false }, new Date(), '127.0.0.1'), false);
+  assert.equal(keyIsUsable({ ...base, active: false }, new Date(), { ip: '127.0.0.1' }), false);
 });
 
 test('rotation: the previous secret works until the grace ends, the new one always', () => {
   const until = Date.parse('2026-12-01T12:00:00Z');
   const old = { ...base, previous_until: until, via_previous: true };
-  assert.equal(keyIsUsable(old, new Date(until - 1), '::1'), true);
-  assert.equal(keyIsUsable(old, new Date(until), '::1'), false);
-  assert.equal(keyIsUsable({ ...old, previous_until: null }, new Date(0), '::1'), false, 'no grace: refused at once');
-  assert.equal(keyIsUsable({ ...old, via_previous: false }, new Date(until + 1e9), '::1'), true, 'the new secret');
+  assert.equal(keyIsUsable(old, new Date(until - 1), { ip: '::1' }), true);
+  assert.equal(keyIsUsable(old, new Date(until), { ip: '::1' }), false);
+  assert.equal(keyIsUsable({ ...old, previous_until: null }, new Date(0), { ip: '::1' }), false, 'no grace: refused at once');
+  assert.equal(keyIsUsable({ ...old, via_previous: false }, new Date(until + 1e9), { ip: '::1' }), true, 'the new secret');
 });
 
 test('allowed_ips: IPv4, IPv6, CIDR edges; [] allows none; unknown addresses fail closed', () => {

@@ -229,7 +229,7 @@ test('a slot lock left held by a thread that died inside it is taken over', () =
 test('RateLimits: checks, fail-closed rates, headers', () => {
   const memory = createLimiterMemory(1024);
   const none = new RateLimits({ memory, redisUrl: null, serverRate: null, now: () => T0 });
-  assert.equal(none.checkClient('1.2.3.4'), null);
+  assert.equal(none.checkClient({ ip: '1.2.3.4' }), null);
   assert.equal(none.checkKey('k', null), null);
   assert.equal(none.checkKeyQuery('k', 'q', undefined), null);
   assert.throws(
@@ -239,13 +239,13 @@ test('RateLimits: checks, fail-closed rates, headers', () => {
 
   const limits = new RateLimits({ memory, redisUrl: null, serverRate: '2/minute', now: () => T0 });
   assert.equal(limits.shared, false);
-  const c1 = limits.checkClient('10.0.0.1') as RateCheck;
+  const c1 = limits.checkClient({ ip: '10.0.0.1' }) as RateCheck;
   assert.deepEqual(c1, { allowed: true, limit: 2, remaining: 1, retryAfterS: 0 });
-  limits.checkClient('10.0.0.1');
-  const c3 = limits.checkClient('10.0.0.1') as RateCheck;
+  limits.checkClient({ ip: '10.0.0.1' });
+  const c3 = limits.checkClient({ ip: '10.0.0.1' }) as RateCheck;
   assert.deepEqual(c3, { allowed: false, limit: 2, remaining: 0, retryAfterS: 30 });
-  assert.equal((limits.checkClient('10.0.0.2') as RateCheck).allowed, true);
-  assert.equal((limits.checkClient('') as RateCheck).remaining, 1, 'a missing address is "unknown"');
+  assert.equal((limits.checkClient({ ip: '10.0.0.2' }) as RateCheck).allowed, true);
+  assert.equal((limits.checkClient({ ip: '' }) as RateCheck).remaining, 1, 'a missing address is "unknown"');
 
   // Key and key+query buckets are separate from each other and from the client bucket.
   assert.equal((limits.checkKey('10.0.0.1', '1/hour') as RateCheck).allowed, true);
@@ -259,7 +259,7 @@ test('RateLimits: checks, fail-closed rates, headers', () => {
   assert.equal((limits.checkKeyQuery('k', 'q', 'lots') as RateCheck).allowed, false);
   // Another thread's RateLimits over the same memory sees the same buckets.
   const twin = new RateLimits({ memory, redisUrl: null, serverRate: '2/minute', now: () => T0 });
-  assert.equal((twin.checkClient('10.0.0.1') as RateCheck).allowed, false);
+  assert.equal((twin.checkClient({ ip: '10.0.0.1' }) as RateCheck).allowed, false);
   assert.equal(limits.fallbacks, 0);
 
   assert.deepEqual(rateLimitHeaders(c1, 'client'), ['X-RateLimit-Limit', '2', 'X-RateLimit-Remaining', '1']);
