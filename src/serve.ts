@@ -11,6 +11,7 @@ import { createLimiterMemory } from './auth/sharedBuckets.js';
 import { type Config, ConfigError } from './config.js';
 import { type ChangeMessage, channel, type DrainMessage } from './contract/messages.js';
 import { CatalogCache } from './catalog/cache.js';
+import { createCacheAdmin } from './call/resultCache.js';
 import { loadExamples } from './examples/load.js';
 import { buildApp, VERSION } from './http/app.js';
 import { createDispatcher } from './http/dispatch.js';
@@ -103,6 +104,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     },
     flushHistory: () => recorder.flush(executors),
     events,
+    cache: createCacheAdmin(config.redisUrl, executors, config.home),
   };
   // Every executor and the recorder answer each scrape; the fallbacks count is process-wide.
   const metrics = processMetrics(executors + 1, config.home, {
@@ -132,6 +134,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       await changes.close();
       await limits.close();
       metrics.close();
+      control.cache.close();
       await store.close();
       (app as unknown as { close(): void }).close(); // closes kept-alive sockets too
     })());

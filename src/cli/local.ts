@@ -7,6 +7,7 @@ import { apiKeyRoutes } from '../api/apiKeys.js';
 import { auditRoutes } from '../api/auditLog.js';
 import { handleApi } from '../api/handle.js';
 import type { Caller } from '../auth/keys.js';
+import type { CacheAdmin } from '../call/resultCache.js';
 import { connectionRoutes } from '../api/connections.js';
 import { queryRoutes } from '../api/queries.js';
 import { ApiRouter, type ControlContext } from '../api/routes.js';
@@ -59,6 +60,8 @@ export async function openLocal(config: Config, say: (line: string) => void): Pr
     // No command calls a route that reads history or the event log (those are the server's, with its recorder).
     flushHistory: async () => undefined,
     events: null as unknown as EventLog,
+    // No command lists or evicts cached answers (those are the running server's executors' or Redis's).
+    cache: null as unknown as CacheAdmin,
   };
   let closed = false;
   return {

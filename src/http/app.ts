@@ -7,6 +7,7 @@ import { checkAccess, routeAccess } from '../api/access.js';
 import { administratorRoutes } from '../api/administrators.js';
 import { apiKeyRoutes } from '../api/apiKeys.js';
 import { auditRoutes } from '../api/auditLog.js';
+import { cacheRoutes } from '../api/cache.js';
 import { collectionRoutes } from '../api/collections.js';
 import { connectionProbeRoutes } from '../api/connectionProbe.js';
 import { connectionRoutes } from '../api/connections.js';
@@ -61,6 +62,7 @@ export function managementRouter(): ApiRouter {
   exampleRoutes(router);
   historyRoutes(router);
   settingsRoutes(router);
+  cacheRoutes(router);
   administratorRoutes(router);
   auditRoutes(router);
   return router.lock();
