@@ -5,6 +5,7 @@
 // close everything).
 import uWS from 'uWebSockets.js';
 import { auditExamplesLoaded } from './api/audited.js';
+import { startHeartbeat } from './api/instances.js';
 import type { ControlContext } from './api/routes.js';
 import { RateLimits } from './auth/rateLimit.js';
 import { createLimiterMemory } from './auth/sharedBuckets.js';
@@ -91,6 +92,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     catalogs.clear();
   };
   const changes = await startChangeFeed(channel('changes', config.home), config);
+  const heartbeat = await startHeartbeat(store, config, 'serve');
   const control: ControlContext = {
     config,
     store,
@@ -105,6 +107,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     flushHistory: () => recorder.flush(executors),
     events,
     cache: createCacheAdmin(config.redisUrl, executors, config.home),
+    instanceId: heartbeat.id,
   };
   // Every executor and the recorder answer each scrape; the fallbacks count is process-wide.
   const metrics = processMetrics(executors + 1, config.home, {
@@ -133,6 +136,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       heard.close();
       await changes.close();
       await limits.close();
+      await heartbeat.stop();
       metrics.close();
       control.cache.close();
       await store.close();

@@ -28,6 +28,8 @@ export interface ControlContext {
   events: EventLog;
   /** The response cache as administrators see it: Redis's entries, or this process's executors'. */
   cache: CacheAdmin;
+  /** This process's row in the instances table (its heartbeat); null: a process that does not beat (the command line). */
+  instanceId: string | null;
 }
 
 /** `who` is the caller, already checked against the route's access. */

@@ -62,6 +62,7 @@ export async function openLocal(config: Config, say: (line: string) => void): Pr
     events: null as unknown as EventLog,
     // No command lists or evicts cached answers (those are the running server's executors' or Redis's).
     cache: null as unknown as CacheAdmin,
+    instanceId: null,
   };
   let closed = false;
   return {

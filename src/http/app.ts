@@ -13,6 +13,7 @@ import { connectionProbeRoutes } from '../api/connectionProbe.js';
 import { connectionRoutes } from '../api/connections.js';
 import { exampleRoutes } from '../api/examples.js';
 import { historyRoutes } from '../api/history.js';
+import { instanceRoutes } from '../api/instances.js';
 import { queryRoutes } from '../api/queries.js';
 import { handleApi, noteAdminUse } from '../api/handle.js';
 import { roleRoutes } from '../api/roles.js';
@@ -63,6 +64,7 @@ export function managementRouter(): ApiRouter {
   historyRoutes(router);
   settingsRoutes(router);
   cacheRoutes(router);
+  instanceRoutes(router);
   administratorRoutes(router);
   auditRoutes(router);
   return router.lock();

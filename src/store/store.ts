@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { EventRow } from '../contract/messages.js';
 import { AdminStore } from './admins.js';
 import { AuditStore } from './audit.js';
+import { InstanceStore } from './instances.js';
 import { migrate } from './migrations.js';
 import { causeOf, nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
 import type { ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, RoleRow, VersionFields, VersionRow } from './types.js';
@@ -116,10 +117,13 @@ export class Store {
   readonly admins: AdminStore;
   /** The hash-chained audit log (store/audit.ts). */
   readonly audit: AuditStore;
+  /** The processes using the store, by their heartbeats (store/instances.ts). */
+  readonly instances: InstanceStore;
 
   constructor(readonly db: SqlDb) {
     this.admins = new AdminStore(db);
     this.audit = new AuditStore(db);
+    this.instances = new InstanceStore(db);
   }
 
   close(): Promise<void> {

@@ -66,6 +66,7 @@ const EXPECTED: Record<string, string> = {
   'DELETE /api/v1/cache/entries': 'OA',
   'GET /api/v1/cache/entries/:key': 'OADU',
   'DELETE /api/v1/cache/entries/:key': 'OA',
+  'GET /api/v1/instances': 'OAU',
 };
 /** Routes an administrator may call on their own name whatever their role. */
 const SELF = new Set([
