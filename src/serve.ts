@@ -4,6 +4,7 @@
 // in order (stop accepting, finish calls in flight, every executor's last batch to the recorder,
 // close everything).
 import uWS from 'uWebSockets.js';
+import { alertSignals } from './api/signals.js';
 import { auditExamplesLoaded } from './api/audited.js';
 import { startHeartbeat } from './api/instances.js';
 import type { ControlContext } from './api/routes.js';
@@ -72,7 +73,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const events = await EventLog.open(store.db, { retentionS: config.eventRetention });
   const hub = new EventHub((after, limit) => events.read({ after, limit }));
   const executors = Math.max(1, config.workers); // the inline one counts as one
-  const recorder = await startRecorder(config, (rows) => hub.publish(rows));
+  const signals = alertSignals();
+  const recorder = await startRecorder(
+    config,
+    (rows) => hub.publish(rows),
+    (runs) => signals.dropped.note('runs', runs),
+  );
   // Rate-limit buckets live in shared memory, so every thread of the process counts in the same ones.
   const limiterMemory = createLimiterMemory();
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: config.rateLimit });
@@ -108,6 +114,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     events,
     cache: createCacheAdmin(config.redisUrl, executors, config.home),
     instanceId: heartbeat.id,
+    signals,
   };
   // Every executor and the recorder answer each scrape; the fallbacks count is process-wide.
   const metrics = processMetrics(executors + 1, config.home, {

@@ -19,6 +19,8 @@ const MISSED_BEATS = 3;
 export interface InstanceProblem {
   kind: 'instances_not_shared' | 'instances_versions_differ';
   message: string;
+  /** What to change (the alerts' target); not in the instances answer. */
+  setting: string;
 }
 
 export interface Heartbeat {
@@ -81,6 +83,7 @@ export function instanceProblems(items: InstanceRow[], storeKind: 'sqlite' | 'po
   if (storeKind === 'sqlite') {
     problems.push({
       kind: 'instances_not_shared',
+      setting: 'QUERYAPIGATE_DATABASE_URL',
       message: `${items.length} instances use one SQLite store, a file on one host: instances on other hosts cannot share it; set QUERYAPIGATE_DATABASE_URL (PostgreSQL) for several instances`,
     });
   }
@@ -88,6 +91,7 @@ export function instanceProblems(items: InstanceRow[], storeKind: 'sqlite' | 'po
   if (unshared.length) {
     problems.push({
       kind: 'instances_not_shared',
+      setting: 'QUERYAPIGATE_REDIS_URL',
       message: `rate limits are counted per instance on ${unshared.map((i) => `${i.host}:${i.pid}`).join(', ')} (no QUERYAPIGATE_REDIS_URL), so a limit allows up to ${items.length} times its rate; set QUERYAPIGATE_REDIS_URL on every instance`,
     });
   }
@@ -96,6 +100,7 @@ export function instanceProblems(items: InstanceRow[], storeKind: 'sqlite' | 'po
   if (versions.size > 1) {
     problems.push({
       kind: 'instances_versions_differ',
+      setting: 'version',
       message: `the instances run different versions: ${[...versions].map(([v, n]) => `${v} (${n})`).join(', ')}`,
     });
   }
@@ -120,7 +125,7 @@ export function instanceRoutes(r: ApiRouter): void {
           last_seen: localTimestamp(new Date(i.last_seen_ms)),
           this: i.id === ctx.instanceId,
         })),
-        problems: instanceProblems(items, ctx.store.db.dialect),
+        problems: instanceProblems(items, ctx.store.db.dialect).map(({ kind, message }) => ({ kind, message })),
       });
     },
     NOTHING_CHANGED,

@@ -5,6 +5,7 @@ import type { JwtAuth } from '../auth/jwt.js';
 import type { Caller } from '../auth/keys.js';
 import type { Config } from '../config.js';
 import type { CacheAdmin } from '../call/resultCache.js';
+import type { AlertSignals } from './signals.js';
 import type { Answer, Request } from '../contract/exchange.js';
 import type { ChangeMessage } from '../contract/messages.js';
 import type { EventLog } from '../store/events.js';
@@ -30,6 +31,8 @@ export interface ControlContext {
   cache: CacheAdmin;
   /** This process's row in the instances table (its heartbeat); null: a process that does not beat (the command line). */
   instanceId: string | null;
+  /** What this process counts for GET /api/v1/alerts (key refusals, dropped runs). */
+  signals: AlertSignals;
 }
 
 /** `who` is the caller, already checked against the route's access. */

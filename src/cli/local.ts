@@ -4,6 +4,7 @@
 // holds the store itself. On close, the changes made are announced to running servers.
 import { administratorRoutes } from '../api/administrators.js';
 import { apiKeyRoutes } from '../api/apiKeys.js';
+import type { AlertSignals } from '../api/signals.js';
 import { auditRoutes } from '../api/auditLog.js';
 import { handleApi } from '../api/handle.js';
 import type { Caller } from '../auth/keys.js';
@@ -63,6 +64,8 @@ export async function openLocal(config: Config, say: (line: string) => void): Pr
     // No command lists or evicts cached answers (those are the running server's executors' or Redis's).
     cache: null as unknown as CacheAdmin,
     instanceId: null,
+    // No command reads alerts (the running server's counts are its own).
+    signals: null as unknown as AlertSignals,
   };
   let closed = false;
   return {

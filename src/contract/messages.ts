@@ -96,7 +96,9 @@ export type RecorderReply =
   | { kind: 'ready' }
   | { kind: 'done'; id: number }
   /** Runs written to the event log, for the live /events streams. */
-  | { kind: 'events'; rows: EventRow[] };
+  | { kind: 'events'; rows: EventRow[] }
+  /** Runs dropped (a batch beyond the bound), for GET /api/v1/alerts (history_dropped); rare by nature. */
+  | { kind: 'dropped'; runs: number };
 
 // ---- Acceptor → executors: store changes.
 

@@ -5,6 +5,7 @@
 import uWS from 'uWebSockets.js';
 import { checkAccess, routeAccess } from '../api/access.js';
 import { administratorRoutes } from '../api/administrators.js';
+import { alertRoutes } from '../api/alerts.js';
 import { apiKeyRoutes } from '../api/apiKeys.js';
 import { auditRoutes } from '../api/auditLog.js';
 import { cacheRoutes } from '../api/cache.js';
@@ -65,6 +66,7 @@ export function managementRouter(): ApiRouter {
   settingsRoutes(router);
   cacheRoutes(router);
   instanceRoutes(router);
+  alertRoutes(router);
   administratorRoutes(router);
   auditRoutes(router);
   return router.lock();
@@ -99,7 +101,11 @@ export function buildApp(
         requests(req.method, STATUS[a.status] ?? String(a.status), a.key ?? '-').inc();
         durations(req.method).observe(ms / 1000);
         access?.(req, a, ms);
-        if (a.status === 429) m.rateLimitRejections.inc();
+        if (a.status === 429) {
+          m.rateLimitRejections.inc();
+          // A key's own limit (the caller named; not the per-address limit, answered before identification).
+          if (a.key && a.key !== '-') control.signals.refusals.note(a.key);
+        }
       },
     };
   };
