@@ -1,7 +1,8 @@
 // The response cache through the management API (contract 3.8): entries listed soonest to expire
 // first with their meta, one read back with its own content type and bytes, evicted one by one and
 // all at once (the next call a MISS again), unknown keys 404, evictions not audited; in memory (two
-// executors, each asked over the 'cache' channel) and in Redis (read by the acceptor itself).
+// executors, each asked over the 'cache' channel, and inline, where the acceptor's own thread answers
+// on it) and in Redis (read by the acceptor itself).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { eventually, startTestServer, type TestServer } from '../helpers.js';
@@ -20,9 +21,13 @@ async function cachedCall(s: TestServer, path: string) {
   return first;
 }
 
-for (const backend of ['memory', 'Redis'] as const) {
-  test(`cache entries: list, read, evict (${backend})`, async () => {
-    const env: Record<string, string> = { QUERYAPIGATE_WORKERS: '2', QUERYAPIGATE_LOAD_EXAMPLES: '1' };
+for (const [backend, workers] of [
+  ['memory', '2'],
+  ['memory', '0'],
+  ['Redis', '2'],
+] as const) {
+  test(`cache entries: list, read, evict (${backend}, ${workers === '0' ? 'inline' : `${workers} executors`})`, async () => {
+    const env: Record<string, string> = { QUERYAPIGATE_WORKERS: workers, QUERYAPIGATE_LOAD_EXAMPLES: '1' };
     if (backend === 'Redis') env.QUERYAPIGATE_REDIS_URL = REDIS;
     const s = await startTestServer(env);
     try {

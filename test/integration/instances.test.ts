@@ -68,6 +68,15 @@ test('instances: two processes on one PostgreSQL store, this, the window, the pr
     assert.deepEqual(mixed.problems.map((p) => (p as { kind: string }).kind).sort(), ['instances_not_shared', 'instances_versions_differ']);
     assert.match(JSON.stringify(mixed.problems), /0\.0\.1 \(1\)/);
     assert.match(JSON.stringify(mixed.problems), /elsewhere:4242/);
+    // The alerts say the same, read from this PostgreSQL store (and nothing else: no run, key or audit entry calls for one).
+    const alerts = (await a.call('GET', '/api/v1/alerts')).json;
+    assert.deepEqual(
+      alerts.items.map((x: { kind: string; target: { name: string } }) => [x.kind, x.target.name]),
+      [
+        ['instances_not_shared', 'QUERYAPIGATE_REDIS_URL'],
+        ['instances_versions_differ', 'version'],
+      ],
+    );
     // It never beats again: gone after the window, and its problems with it.
     const after = await eventually(onA, (r) => r.items.length === 2, 10_000);
     assert.deepEqual(after.items.map((i) => i.pid).sort(), [process.pid, b.child.pid].sort());
