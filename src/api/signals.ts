@@ -4,7 +4,7 @@
 // alerts read them.
 import { localTimestamp } from '../store/store.js';
 
-export const HOUR_MS = 3_600_000;
+const HOUR_MS = 3_600_000;
 
 /**
  * Counts per name in fixed time buckets (a ring per name, so bounded by `maxNames` × `buckets`):
