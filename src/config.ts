@@ -83,6 +83,12 @@ export interface Config {
   readonly jwtUserClaim: string;
   /** Origins browsers may call /q/ and /execute_sql from (lower case, no trailing /), or ['*']; null: CORS off. */
   readonly corsOrigins: string[] | null;
+  /** Seconds between this process's heartbeats into the store; an instance unseen for 3 beats is gone. */
+  readonly instancesHeartbeat: number;
+  /** Percent of a query's recent runs that fail before GET /api/v1/alerts warns (query_errors); 0 = off. */
+  readonly alertErrorRate: number;
+  /** Days without a call after which a key is reported unused (key_unused); 0 = off. */
+  readonly alertKeyUnusedDays: number;
 }
 
 /** A setting as loadConfig read it: its value, and the text it was given (null: its default). */
@@ -213,11 +219,14 @@ const VARIABLES = {
   JWT_ROLE_CLAIM: [text, null],
   JWT_USER_CLAIM: [text, 'sub'],
   CORS_ORIGINS: [origins, null],
+  INSTANCES_HEARTBEAT: [num(0.1, 300), '30'],
+  ALERT_ERROR_RATE: [num(0, 100), '20'],
+  ALERT_KEY_UNUSED_DAYS: [int(0, 36500), '90'],
 } as const;
 
 type Name = keyof typeof VARIABLES;
 
-export type SettingGroup = 'server' | 'access' | 'calls' | 'history' | 'caching';
+export type SettingGroup = 'server' | 'access' | 'calls' | 'history' | 'caching' | 'alerts';
 
 /** The groups GET /api/v1/settings and docs/config.md show the settings in, in this order. */
 export const SETTING_GROUPS: ReadonlyArray<{ id: SettingGroup; title: string; description: string }> = [
@@ -226,6 +235,7 @@ export const SETTING_GROUPS: ReadonlyArray<{ id: SettingGroup; title: string; de
   { id: 'calls', title: 'Calls', description: 'Time limits, pages, pools and exports of saved-query calls.' },
   { id: 'history', title: 'History and events', description: 'Run history, the event log and /events.' },
   { id: 'caching', title: 'Caching and sharing', description: 'Cached rows, and Redis shared by instances.' },
+  { id: 'alerts', title: 'Alerts and instances', description: 'What GET /api/v1/alerts reports, and how instances see each other.' },
 ];
 
 /**
@@ -360,6 +370,21 @@ export const SETTING_INFO: Readonly<Record<Name, { group: SettingGroup; type: st
     description: 'Shared rate limits, response cache and change notices across instances.',
     secret: true,
   },
+  INSTANCES_HEARTBEAT: {
+    group: 'alerts',
+    type: 'seconds, 0.1-300',
+    description: 'How often each process notes itself in the store (GET /api/v1/instances); one unseen for three beats (90 s by default) is no longer listed.',
+  },
+  ALERT_ERROR_RATE: {
+    group: 'alerts',
+    type: 'percent, 0-100',
+    description: 'query_errors: a query whose last 50 runs in 7 days (at least 10) failed this often or more; 0 turns the check off.',
+  },
+  ALERT_KEY_UNUSED_DAYS: {
+    group: 'alerts',
+    type: 'days, 0-36500',
+    description: 'key_unused: an active key not used (or, never used, made) this many days ago; 0 turns the check off.',
+  },
 };
 
 /** Every setting, in the table's order: its variable, default (as text; null: unset) and what it is. */
@@ -445,6 +470,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: st
     jwtRoleClaim: read('JWT_ROLE_CLAIM'),
     jwtUserClaim: read('JWT_USER_CLAIM'),
     corsOrigins: read('CORS_ORIGINS'),
+    instancesHeartbeat: read('INSTANCES_HEARTBEAT'),
+    alertErrorRate: read('ALERT_ERROR_RATE'),
+    alertKeyUnusedDays: read('ALERT_KEY_UNUSED_DAYS'),
   };
   problems.push(...jwtProblems(config));
   settings.HOME.value = config.home; // as used: resolved to an absolute folder

@@ -4,13 +4,16 @@
 // in order (stop accepting, finish calls in flight, every executor's last batch to the recorder,
 // close everything).
 import uWS from 'uWebSockets.js';
+import { alertSignals } from './api/signals.js';
 import { auditExamplesLoaded } from './api/audited.js';
+import { startHeartbeat } from './api/instances.js';
 import type { ControlContext } from './api/routes.js';
 import { RateLimits } from './auth/rateLimit.js';
 import { createLimiterMemory } from './auth/sharedBuckets.js';
 import { type Config, ConfigError } from './config.js';
 import { type ChangeMessage, channel, type DrainMessage } from './contract/messages.js';
 import { CatalogCache } from './catalog/cache.js';
+import { createCacheAdmin } from './call/resultCache.js';
 import { loadExamples } from './examples/load.js';
 import { buildApp, VERSION } from './http/app.js';
 import { createDispatcher } from './http/dispatch.js';
@@ -70,7 +73,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const events = await EventLog.open(store.db, { retentionS: config.eventRetention });
   const hub = new EventHub((after, limit) => events.read({ after, limit }));
   const executors = Math.max(1, config.workers); // the inline one counts as one
-  const recorder = await startRecorder(config, (rows) => hub.publish(rows));
+  const signals = alertSignals();
+  const recorder = await startRecorder(
+    config,
+    (rows) => hub.publish(rows),
+    (runs) => signals.dropped.note('runs', runs),
+  );
   // Rate-limit buckets live in shared memory, so every thread of the process counts in the same ones.
   const limiterMemory = createLimiterMemory();
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: config.rateLimit });
@@ -90,6 +98,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     catalogs.clear();
   };
   const changes = await startChangeFeed(channel('changes', config.home), config);
+  const heartbeat = await startHeartbeat(store, config, 'serve');
   const control: ControlContext = {
     config,
     store,
@@ -103,6 +112,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
     },
     flushHistory: () => recorder.flush(executors),
     events,
+    cache: createCacheAdmin(config.redisUrl, executors, config.home),
+    instanceId: heartbeat.id,
+    signals,
   };
   // Every executor and the recorder answer each scrape; the fallbacks count is process-wide.
   const metrics = processMetrics(executors + 1, config.home, {
@@ -131,7 +143,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
       heard.close();
       await changes.close();
       await limits.close();
+      await heartbeat.stop();
       metrics.close();
+      control.cache.close();
       await store.close();
       (app as unknown as { close(): void }).close(); // closes kept-alive sockets too
     })());

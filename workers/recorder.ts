@@ -7,7 +7,11 @@ import { Recorder, type RecorderSettings } from '../src/recorder/recorder.js';
 configureLogs(workerData as RecorderSettings, SERVER_LOG_FD);
 const port = parentPort!;
 const reply = (m: RecorderReply) => port.postMessage(m);
-const recorder = new Recorder(workerData as RecorderSettings, (rows) => reply({ kind: 'events', rows }));
+const recorder = new Recorder(
+  workerData as RecorderSettings,
+  (rows) => reply({ kind: 'events', rows }),
+  (runs) => reply({ kind: 'dropped', runs }),
+);
 // Listening now: the acceptor starts executors only after this, so no early run is missed.
 reply({ kind: 'ready' });
 port.on('message', async (m: RecorderRequest) => {

@@ -4,6 +4,8 @@ import type { KeyLookup } from '../auth/identify.js';
 import type { JwtAuth } from '../auth/jwt.js';
 import type { Caller } from '../auth/keys.js';
 import type { Config } from '../config.js';
+import type { CacheAdmin } from '../call/resultCache.js';
+import type { AlertSignals } from './signals.js';
 import type { Answer, Request } from '../contract/exchange.js';
 import type { ChangeMessage } from '../contract/messages.js';
 import type { EventLog } from '../store/events.js';
@@ -25,6 +27,12 @@ export interface ControlContext {
   flushHistory(): Promise<void>;
   /** The event log (every run, kept for QUERYAPIGATE_EVENT_RETENTION), read side. */
   events: EventLog;
+  /** The response cache as administrators see it: Redis's entries, or this process's executors'. */
+  cache: CacheAdmin;
+  /** This process's row in the instances table (its heartbeat); null: a process that does not beat (the command line). */
+  instanceId: string | null;
+  /** What this process counts for GET /api/v1/alerts (key refusals, dropped runs). */
+  signals: AlertSignals;
 }
 
 /** `who` is the caller, already checked against the route's access. */

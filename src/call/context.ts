@@ -18,7 +18,7 @@ import type { ConnectionRow } from '../store/types.js';
 import type { Governance, Governed } from './govern.js';
 import type { CallPlan } from './plan.js';
 import { FORMATS, type Format } from './formats.js';
-import { createResultCache, type ResultCache } from './resultCache.js';
+import { answerCacheRequests, createResultCache, type ResultCache } from './resultCache.js';
 import { SchemaCache } from './schemaCache.js';
 
 /** What each executor thread starts with (piscina's workerData; inline mode passes the same). */
@@ -87,6 +87,8 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
   const meta = createMetadata(store, config.metadataCacheTtl);
   const settings = sourceSettings(config);
   const results = createResultCache(config.redisUrl);
+  // In memory only this executor can see its answers: it answers the management API's requests (contract 3.8).
+  const cacheRequests = config.redisUrl ? null : answerCacheRequests(results, config.home);
   const thread = threadMetrics(true, config.home, {
     pools: () => [...sources].map(([connection, s]) => ({ connection, ...s.source.connections() })),
     cacheEntries: () => [
@@ -175,6 +177,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     limitsReady: config.redisUrl ? limits.ready() : null,
     async close() {
       thread.close();
+      cacheRequests?.close();
       this.results.close();
       await this.limits.close();
       changes.close();

@@ -63,7 +63,7 @@ export async function savedCall(ctx: CallContext, caller: Caller, query: QueryRo
         run,
         queryName: target.query.name,
         fileName: target.query.name,
-        cache: { ttl: version.cache_ttl ?? 0, id: [target.query.name, version.version, version.uuid] },
+        cache: { ttl: version.cache_ttl ?? 0, id: [target.query.name, version.version, version.uuid], version: version.version },
       },
       o,
     );

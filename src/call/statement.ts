@@ -30,8 +30,8 @@ export interface StatementCall {
   queryName: string | null;
   /** A stream's file name, without the format. */
   fileName: string;
-  /** A version's cache_ttl and what identifies it in the cache key; null: never cached. */
-  cache: { ttl: number; id: unknown[] } | null;
+  /** A version's cache_ttl, what identifies it in the cache key, and its number (the entry's meta); null: never cached. */
+  cache: { ttl: number; id: unknown[]; version: number } | null;
 }
 
 /** How the entry point holds the call: its transport, read-only (MCP), a fixed row cap instead of paging. */
@@ -108,7 +108,8 @@ export async function runStatement(ctx: CallContext, caller: Caller, call: CallR
   );
   let answer: Answer = { status: 200, headers: shaped.headers, body };
   if (cached) {
-    const entry: CachedAnswer = { body: answer.body, headers: answer.headers, etag: etagOf(answer.body) };
+    const meta = { name: s.queryName ?? '', version: s.cache?.version ?? 0, connection: connection.name, format: call.format, page: paging.page };
+    const entry: CachedAnswer = { body: answer.body, headers: answer.headers, etag: etagOf(answer.body), meta };
     ctx.results.set(cached, entry, ttl);
     answer = cacheAnswer(entry, ttl, 'MISS', o.ifNoneMatch);
   }

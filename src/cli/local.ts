@@ -4,9 +4,11 @@
 // holds the store itself. On close, the changes made are announced to running servers.
 import { administratorRoutes } from '../api/administrators.js';
 import { apiKeyRoutes } from '../api/apiKeys.js';
+import type { AlertSignals } from '../api/signals.js';
 import { auditRoutes } from '../api/auditLog.js';
 import { handleApi } from '../api/handle.js';
 import type { Caller } from '../auth/keys.js';
+import type { CacheAdmin } from '../call/resultCache.js';
 import { connectionRoutes } from '../api/connections.js';
 import { queryRoutes } from '../api/queries.js';
 import { ApiRouter, type ControlContext } from '../api/routes.js';
@@ -59,6 +61,11 @@ export async function openLocal(config: Config, say: (line: string) => void): Pr
     // No command calls a route that reads history or the event log (those are the server's, with its recorder).
     flushHistory: async () => undefined,
     events: null as unknown as EventLog,
+    // No command lists or evicts cached answers (those are the running server's executors' or Redis's).
+    cache: null as unknown as CacheAdmin,
+    instanceId: null,
+    // No command reads alerts (the running server's counts are its own).
+    signals: null as unknown as AlertSignals,
   };
   let closed = false;
   return {

@@ -40,6 +40,7 @@ export const ERRORS = {
     token_not_found: 404,
     role_not_found: 404,
     collection_not_found: 404,
+    cache_entry_not_found: 404,
   },
   /** Whether this caller may reach what it named. */
   authorize: {

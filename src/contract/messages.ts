@@ -10,9 +10,11 @@ import type { MetricObjectWithValues, MetricValue } from 'prom-client';
  * - drain: acceptor → executors, DrainMessage: post the batch now (answering a history read), or the
  *   last one at shutdown (marked final);
  * - changes: acceptor (or another instance's notice) → executors, ChangeMessage;
- * - metrics: acceptor ↔ every thread at scrape time, MetricsMessage.
+ * - metrics: acceptor ↔ every thread at scrape time, MetricsMessage;
+ * - cache: acceptor ↔ every executor, CacheRequest and CacheReply (the management API's view of the
+ *   in-memory response caches; with Redis the acceptor reads Redis itself and nobody listens here).
  */
-export type ChannelName = 'runs' | 'drain' | 'changes' | 'metrics';
+export type ChannelName = 'runs' | 'drain' | 'changes' | 'metrics' | 'cache';
 
 export function channel(name: ChannelName, scope: string): BroadcastChannel {
   const c = new BroadcastChannel(`queryapigate:${name}:${scope}`);
@@ -94,7 +96,9 @@ export type RecorderReply =
   | { kind: 'ready' }
   | { kind: 'done'; id: number }
   /** Runs written to the event log, for the live /events streams. */
-  | { kind: 'events'; rows: EventRow[] };
+  | { kind: 'events'; rows: EventRow[] }
+  /** Runs dropped (a batch beyond the bound), for GET /api/v1/alerts (history_dropped); rare by nature. */
+  | { kind: 'dropped'; runs: number };
 
 // ---- Acceptor → executors: store changes.
 
@@ -103,6 +107,41 @@ export type RecorderReply =
  * 'connection' also replaces that connection's pools; 'all' is sent when a notice may have been missed.
  */
 export type ChangeMessage = { kind: 'metadata' } | { kind: 'connection'; name: string } | { kind: 'all' };
+
+// ---- Acceptor ↔ every executor: the response cache as the management API sees it (contract 3.8).
+
+/** What a cached answer is of: the saved query's version, where it ran, its format and page. */
+export interface CacheEntryMeta {
+  name: string;
+  version: number;
+  connection: string;
+  format: string;
+  page?: number;
+}
+
+/** One entry as GET /api/v1/cache/entries lists it. */
+export interface CacheEntryInfo {
+  key: string;
+  content_type: string;
+  size_bytes: number;
+  ttl_remaining_s: number;
+  meta: CacheEntryMeta;
+}
+
+/** One entry's body, as its answer was first written (text, or a binary format's bytes). */
+export interface CacheEntryBody {
+  content_type: string;
+  body: string | Uint8Array;
+}
+
+/** Acceptor → executors: list, read one, evict one (`key`) or all (`key` null). */
+export type CacheRequest = { op: 'list'; id: number } | { op: 'read'; id: number; key: string } | { op: 'evict'; id: number; key: string | null };
+
+/** Each executor's answer to a CacheRequest of the same id. */
+export type CacheReply =
+  | { kind: 'listed'; id: number; entries: CacheEntryInfo[] }
+  | { kind: 'read'; id: number; entry: CacheEntryBody | null }
+  | { kind: 'evicted'; id: number; removed: number };
 
 // ---- Acceptor ↔ every thread: metric scrapes.
 

@@ -5,13 +5,16 @@
 import uWS from 'uWebSockets.js';
 import { checkAccess, routeAccess } from '../api/access.js';
 import { administratorRoutes } from '../api/administrators.js';
+import { alertRoutes } from '../api/alerts.js';
 import { apiKeyRoutes } from '../api/apiKeys.js';
 import { auditRoutes } from '../api/auditLog.js';
+import { cacheRoutes } from '../api/cache.js';
 import { collectionRoutes } from '../api/collections.js';
 import { connectionProbeRoutes } from '../api/connectionProbe.js';
 import { connectionRoutes } from '../api/connections.js';
 import { exampleRoutes } from '../api/examples.js';
 import { historyRoutes } from '../api/history.js';
+import { instanceRoutes } from '../api/instances.js';
 import { queryRoutes } from '../api/queries.js';
 import { handleApi, noteAdminUse } from '../api/handle.js';
 import { roleRoutes } from '../api/roles.js';
@@ -61,6 +64,9 @@ export function managementRouter(): ApiRouter {
   exampleRoutes(router);
   historyRoutes(router);
   settingsRoutes(router);
+  cacheRoutes(router);
+  instanceRoutes(router);
+  alertRoutes(router);
   administratorRoutes(router);
   auditRoutes(router);
   return router.lock();
@@ -95,7 +101,11 @@ export function buildApp(
         requests(req.method, STATUS[a.status] ?? String(a.status), a.key ?? '-').inc();
         durations(req.method).observe(ms / 1000);
         access?.(req, a, ms);
-        if (a.status === 429) m.rateLimitRejections.inc();
+        if (a.status === 429) {
+          m.rateLimitRejections.inc();
+          // A key's own limit (the caller named; not the per-address limit, answered before identification).
+          if (a.key && a.key !== '-') control.signals.refusals.note(a.key);
+        }
       },
     };
   };

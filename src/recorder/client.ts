@@ -1,5 +1,5 @@
 // In charge of the acceptor's side of the recorder thread: starting it, and its requests (flush,
-// stop) and replies (ready, done, events) as the typed messages of contract/messages.ts.
+// stop) and replies (ready, done, events, dropped) as the typed messages of contract/messages.ts.
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { channel, type DrainMessage, type EventRow, type RecorderReply, type RecorderRequest } from '../contract/messages.js';
@@ -16,7 +16,11 @@ export interface RecorderClient {
 }
 
 /** Starts the recorder thread; resolves once it listens, so executors started after it miss no run. */
-export async function startRecorder(settings: RecorderSettings, onEvents: (rows: EventRow[]) => void): Promise<RecorderClient> {
+export async function startRecorder(
+  settings: RecorderSettings,
+  onEvents: (rows: EventRow[]) => void,
+  onDropped: (runs: number) => void = () => undefined,
+): Promise<RecorderClient> {
   const worker = new Worker(ENTRY, { workerData: settings });
   let next = 0;
   const pending = new Map<number, () => void>();
@@ -24,6 +28,7 @@ export async function startRecorder(settings: RecorderSettings, onEvents: (rows:
     worker.once('error', reject);
     worker.on('message', (m: RecorderReply) => {
       if (m.kind === 'events') onEvents(m.rows);
+      else if (m.kind === 'dropped') onDropped(m.runs);
       else if (m.kind === 'ready') resolve();
       else {
         pending.get(m.id)?.();

@@ -49,10 +49,11 @@ export class Recorder {
   #events: Promise<EventLog> | null = null;
   #expiry: NodeJS.Timeout;
 
-  /** `onEvents` is told of every batch of events once it is in the log (for /events). */
+  /** `onEvents` is told of every batch of events once it is in the log (for /events); `onDropped` of runs dropped (alerts). */
   constructor(
     readonly settings: RecorderSettings,
     readonly onEvents: (rows: EventRow[]) => void = () => undefined,
+    readonly onDropped: (runs: number) => void = () => undefined,
   ) {
     this.#channel = channel('runs', settings.home);
     this.#metrics = threadMetrics(true, settings.home, { historyPending: () => this.pending });
@@ -213,6 +214,7 @@ export class Recorder {
   #dropped(n: number): void {
     if (n <= 0) return;
     this.#metrics.metrics.historyRuns.inc({ outcome: 'dropped' }, n);
+    this.onDropped(n);
   }
 
   /** Stops after every executor's final batch has arrived (or after a 5 s safety limit). */

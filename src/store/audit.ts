@@ -99,6 +99,16 @@ export class AuditStore {
   }
 
   /** Newest first; `total` counts every entry the filters match, `actions` every action present. */
+  /** When entries of `action` were written at or after `since` (YYYY-MM-DD HH:MM:SS), oldest first, at most `limit`. */
+  async timesOf(action: string, since: string, limit = 1000): Promise<string[]> {
+    const rows = await this.db.all<{ timestamp: string }>('SELECT timestamp FROM audit_log WHERE action = ? AND timestamp >= ? ORDER BY id LIMIT ?', [
+      action,
+      since,
+      limit,
+    ]);
+    return rows.map((r) => r.timestamp);
+  }
+
   async list(f: AuditFilter): Promise<{ items: AuditEntry[]; total: number; actions: string[] }> {
     const where: string[] = [];
     const params: unknown[] = [];

@@ -126,6 +126,19 @@ const MIGRATIONS: Array<{ sqlite: string[]; postgres: string[] }> = [
       'CREATE INDEX saved_queries_collection ON saved_queries (collection)',
     ],
   },
+  {
+    // The processes using the store (GET /api/v1/instances): each heartbeats its row; a row unseen for
+    // three beats is no longer listed, and one a day old is removed by the next heartbeat. Liveness,
+    // not content: store copies leave it out.
+    sqlite: [
+      `CREATE TABLE instances (id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, role TEXT NOT NULL, version TEXT NOT NULL,
+        shared_limits INTEGER NOT NULL, started_at TEXT NOT NULL, last_seen_ms INTEGER NOT NULL)`,
+    ],
+    postgres: [
+      `CREATE TABLE instances (id TEXT COLLATE "C" PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, role TEXT NOT NULL, version TEXT NOT NULL,
+        shared_limits INTEGER NOT NULL, started_at TEXT NOT NULL, last_seen_ms BIGINT NOT NULL)`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -5,11 +5,25 @@ import { join } from 'node:path';
 import type { EventRow } from '../contract/messages.js';
 import { AdminStore } from './admins.js';
 import { AuditStore } from './audit.js';
+import { InstanceStore } from './instances.js';
 import { migrate } from './migrations.js';
 import { causeOf, nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
 import type { ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, RoleRow, VersionFields, VersionRow } from './types.js';
 
 export const STORE_FILE = 'queryapigate.db';
+
+/** A saved query's run as the alerts read it (Store.recentRuns). */
+export interface RecentRun {
+  query: string;
+  version: number;
+  eventId: number;
+  executedAt: string;
+  ok: boolean;
+  connection: string | null;
+  /** The error code of a failed run. */
+  code: string | null;
+  durationMs: number | null;
+}
 
 export interface StoreLocation {
   home: string;
@@ -116,10 +130,13 @@ export class Store {
   readonly admins: AdminStore;
   /** The hash-chained audit log (store/audit.ts). */
   readonly audit: AuditStore;
+  /** The processes using the store, by their heartbeats (store/instances.ts). */
+  readonly instances: InstanceStore;
 
   constructor(readonly db: SqlDb) {
     this.admins = new AdminStore(db);
     this.audit = new AuditStore(db);
+    this.instances = new InstanceStore(db);
   }
 
   close(): Promise<void> {
@@ -539,6 +556,35 @@ export class Store {
       await t.run('DELETE FROM history_ring');
       await t.run('INSERT INTO history_ring (slots) VALUES (?)', [keep]);
       return true;
+    });
+  }
+
+  /**
+   * The newest `perQuery` runs of each saved query executed at or after `since`, newest first (every
+   * version's ring together), at most `limit` rows in all: what GET /api/v1/alerts judges queries
+   * and connections by.
+   */
+  async recentRuns(since: string, perQuery: number, limit: number): Promise<RecentRun[]> {
+    const rows = await this.db.all<{ query_name: string; version: number; event_id: number; executed_at: string; status: string; entry_json: string }>(
+      `SELECT query_name, version, event_id, executed_at, status, entry_json FROM (
+         SELECT query_name, version, event_id, executed_at, status, entry_json,
+           ROW_NUMBER() OVER (PARTITION BY query_name ORDER BY event_id DESC) AS n
+         FROM run_history WHERE executed_at >= ?) r
+       WHERE n <= ? ORDER BY event_id DESC LIMIT ?`,
+      [since, perQuery, limit],
+    );
+    return rows.map((r) => {
+      const e = JSON.parse(r.entry_json) as { connection_name?: string | null; code?: string; duration_ms?: number | null };
+      return {
+        query: r.query_name,
+        version: Number(r.version),
+        eventId: Number(r.event_id),
+        executedAt: r.executed_at,
+        ok: r.status === 'success',
+        connection: e.connection_name ?? null,
+        code: e.code ?? null,
+        durationMs: typeof e.duration_ms === 'number' ? e.duration_ms : null,
+      };
     });
   }
 

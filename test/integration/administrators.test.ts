@@ -62,6 +62,12 @@ const EXPECTED: Record<string, string> = {
   'GET /api/v1/examples': 'OADU',
   'POST /api/v1/examples': 'OA',
   'DELETE /api/v1/examples': 'OA',
+  'GET /api/v1/cache/entries': 'OADU',
+  'DELETE /api/v1/cache/entries': 'OA',
+  'GET /api/v1/cache/entries/:key': 'OADU',
+  'DELETE /api/v1/cache/entries/:key': 'OA',
+  'GET /api/v1/instances': 'OAU',
+  'GET /api/v1/alerts': 'OADU',
 };
 /** Routes an administrator may call on their own name whatever their role. */
 const SELF = new Set([
