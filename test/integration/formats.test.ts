@@ -296,6 +296,16 @@ describe('answer formats', () => {
     assertXlsxRows(r.bytes, json, 24000);
   });
 
+  test('an xlsx stream of no rows is a workbook with the header row only', async () => {
+    const r = await s.call('POST', '/api/v1/queries', {
+      body: { name: 'pg_none', connection_name: 'pg', sql: 'SELECT id, day FROM kinds WHERE id < 0', description: 'none', publish: true },
+    });
+    assert.ok(r.status < 300, r.text);
+    const streamed = await call('/q/pg_none?stream=true&format=xlsx');
+    const book = XLSX.read(streamed.bytes, { type: 'array' });
+    assert.deepEqual(XLSX.utils.sheet_to_json(book.Sheets.result, { header: 1 }), [['id', 'day']]);
+  });
+
   for (const name of QUERIES) {
     test(`${name}: an xlsx stream holds what the json answer holds (masked)`, async () => {
       const streamed = await call(`/q/${name}?stream=true&format=xlsx`, masked);
