@@ -25,7 +25,7 @@ export interface CallRequest {
   stream: boolean;
 }
 
-export const STREAM_FORMATS: readonly Format[] = ['csv', 'tsv', 'ndjson', 'parquet'];
+export const STREAM_FORMATS: readonly Format[] = ['csv', 'tsv', 'ndjson', 'parquet', 'xlsx'];
 
 const decoder = new TextDecoder();
 

@@ -107,7 +107,7 @@ export async function streamCall(
           if (encoder.head.length) postData(encoder.head);
         }
         if (rows.length) {
-          const chunk = encoder.rows(rows);
+          const chunk = await encoder.rows(rows);
           if (chunk.length) {
             await credit();
             postData(chunk);
@@ -131,9 +131,15 @@ export async function streamCall(
   }
   head();
   if (encoder && !failed) {
-    // The rest of the file (parquet's last row group and footer), or the text formats' truncation line.
-    const last = (encoder as StreamEncoder).end(truncated ? sent : null);
-    if (last.length) postData(last);
+    // The rest of the file (parquet's last row group and footer, xlsx's workbook parts and zip
+    // directory), or the text formats' truncation line.
+    try {
+      const last = await (encoder as StreamEncoder).end(truncated ? sent : null);
+      if (last.length) postData(last);
+    } catch (e) {
+      failed = { code: e instanceof GatewayError ? e.code : 'internal_error', message: 'The stream failed' };
+      logger('call').error({ request_id: requestId, key: caller, err: e }, 'stream failed');
+    }
   }
   post({ t: failed ? 'fail' : 'end' });
   port.close();

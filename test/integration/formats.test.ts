@@ -4,7 +4,8 @@
 // json answer of the same call, on a table holding every value kind (integers past 2^53, decimals,
 // dates, timestamps, JSON, bytes, NULLs, unicode and control characters) and a masked column; the
 // Parquet column types; content types and Content-Disposition; paging headers; the result cache
-// (memory and Redis) keeping the format; parquet streams by row groups; xml/yaml/xlsx streams refused.
+// (memory and Redis) keeping the format; parquet streams by row groups, xlsx streams read back as the
+// json answer; xml/yaml streams refused.
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -200,29 +201,7 @@ describe('answer formats', () => {
         assert.equal(r.headers.get('content-type'), 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet');
         assert.equal(r.headers.get('content-disposition'), 'attachment;filename=result.xlsx');
         assert.equal(r.headers.get('x-page-size'), '10');
-        const book = XLSX.read(r.bytes, { type: 'array', cellDates: false, cellNF: true });
-        const sheet = book.Sheets[book.SheetNames[0]];
-        const grid = XLSX.utils.sheet_to_json<unknown[]>(sheet, { header: 1, raw: true, defval: null });
-        assert.deepEqual(grid[0], COLUMNS);
-        const json = await jsonRows();
-        assert.equal(grid.length, json.length + 1);
-        for (let i = 0; i < json.length; i++) {
-          for (let c = 0; c < COLUMNS.length; c++) {
-            const want = json[i][COLUMNS[c]];
-            const got = grid[i + 1][c];
-            const cell = sheet[XLSX.utils.encode_cell({ r: i + 1, c })];
-            const where = `${COLUMNS[c]} of row ${i + 1}`;
-            if (want === null) assert.equal(got, null, where);
-            else if (typeof want === 'string' && (TIMESTAMP.test(want) || DATE.test(want))) {
-              // An Excel date: a serial day number with a date format (read here without SheetJS's local-time conversion).
-              assert.equal(cell.t, 'n', where);
-              assert.match(String(cell.z), /yyyy-mm-dd/, where);
-              const ms = Math.round(((got as number) - 25569) * 86400000);
-              assert.equal(printed(new Date(ms)).slice(0, want.length), want, where);
-            } else if (typeof want === 'string') assert.equal(got, xmlSafe(want), where);
-            else assert.equal(got, want, where); // numbers and booleans as themselves
-          }
-        }
+        assertXlsxRows(r.bytes, await jsonRows());
       });
 
       test(`${name} (${who}) as parquet: typed columns that read back as the json answer`, async () => {
@@ -304,15 +283,77 @@ describe('answer formats', () => {
     });
   }
 
-  test('xml, yaml, xlsx and json do not stream: 400 invalid_stream', async () => {
-    for (const format of ['xml', 'yaml', 'xlsx', 'json']) {
+  test('xlsx streams the whole result, which reads back as the json answer', async () => {
+    const r = await call('/q/pg_wide?stream=true&format=xlsx');
+    assert.equal(r.headers.get('content-type'), 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet');
+    assert.equal(r.headers.get('content-disposition'), 'attachment; filename="pg_wide.xlsx"');
+    const json = (await call('/q/pg_wide?page_size=1000&page=25')).json as Record<string, unknown>[];
+    const book = XLSX.read(r.bytes, { type: 'array', cellNF: true });
+    const grid = XLSX.utils.sheet_to_json<unknown[]>(book.Sheets.result, { header: 1, raw: true, defval: null });
+    assert.equal(grid.length, 25001, 'a header row and every row');
+    assert.equal(book.Props?.Comments, undefined, 'no truncation note');
+    // The last page of the json answer against the sheet's last 1,000 rows.
+    assertXlsxRows(r.bytes, json, 24000);
+  });
+
+  test('an xlsx stream of no rows is a workbook with the header row only', async () => {
+    const r = await s.call('POST', '/api/v1/queries', {
+      body: { name: 'pg_none', connection_name: 'pg', sql: 'SELECT id, day FROM kinds WHERE id < 0', description: 'none', publish: true },
+    });
+    assert.ok(r.status < 300, r.text);
+    const streamed = await call('/q/pg_none?stream=true&format=xlsx');
+    const book = XLSX.read(streamed.bytes, { type: 'array' });
+    assert.deepEqual(XLSX.utils.sheet_to_json(book.Sheets.result, { header: 1 }), [['id', 'day']]);
+  });
+
+  for (const name of QUERIES) {
+    test(`${name}: an xlsx stream holds what the json answer holds (masked)`, async () => {
+      const streamed = await call(`/q/${name}?stream=true&format=xlsx`, masked);
+      assertXlsxRows(streamed.bytes, (await call(`/q/${name}`, masked)).json);
+    });
+  }
+
+  test('xml, yaml and json do not stream: 400 invalid_stream', async () => {
+    for (const format of ['xml', 'yaml', 'json']) {
       const r = await s.call('GET', `/q/pg_kinds?stream=true&format=${format}`);
       assert.equal(r.status, 400, format);
       assert.equal(r.json.code, 'invalid_stream', format);
-      assert.match(r.json.error, /csv, tsv, ndjson, parquet/);
+      assert.match(r.json.error, /csv, tsv, ndjson, parquet, xlsx/);
     }
   });
 });
+
+/**
+ * An xlsx file read by SheetJS against the json answer's rows (from row `skip` of the sheet on):
+ * typed cells, dates and timestamps as Excel dates with a date format, text with the characters XML
+ * cannot carry replaced.
+ */
+function assertXlsxRows(bytes: Uint8Array, json: Record<string, unknown>[], skip = 0): void {
+  const book = XLSX.read(bytes, { type: 'array', cellDates: false, cellNF: true });
+  const sheet = book.Sheets[book.SheetNames[0]];
+  const grid = XLSX.utils.sheet_to_json<unknown[]>(sheet, { header: 1, raw: true, defval: null });
+  const columns = Object.keys(json[0]);
+  assert.deepEqual(grid[0], columns);
+  assert.equal(grid.length, skip + json.length + 1);
+  for (let i = 0; i < json.length; i++) {
+    const r = skip + i + 1;
+    for (let c = 0; c < columns.length; c++) {
+      const want = json[i][columns[c]];
+      const got = grid[r][c];
+      const cell = sheet[XLSX.utils.encode_cell({ r, c })];
+      const where = `${columns[c]} of row ${r}`;
+      if (want === null) assert.equal(got, null, where);
+      else if (typeof want === 'string' && (TIMESTAMP.test(want) || DATE.test(want))) {
+        // An Excel date: a serial day number with a date format (read here without SheetJS's local-time conversion).
+        assert.equal(cell.t, 'n', where);
+        assert.match(String(cell.z), /yyyy-mm-dd/, where);
+        const ms = Math.round(((got as number) - 25569) * 86400000);
+        assert.equal(printed(new Date(ms)).slice(0, want.length), want, where);
+      } else if (typeof want === 'string') assert.equal(got, xmlSafe(want), where);
+      else assert.equal(got, want, where); // numbers and booleans as themselves
+    }
+  }
+}
 
 /**
  * A Parquet file read by arrow-rs (parquet-wasm): each column's type spelt as DuckDB names it, and the

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import mysql from 'mysql2/promise';
+import XLSX from 'xlsx';
 import { eventually, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
 const ROWS = 5000;
@@ -131,7 +132,7 @@ describe('streamed exports', () => {
   });
 });
 
-test('QUERYAPIGATE_STREAM_MAX_ROWS ends a stream with a visible truncation line', async () => {
+test('QUERYAPIGATE_STREAM_MAX_ROWS ends a stream with a visible truncation note', async () => {
   const s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_LOAD_EXAMPLES: '1', QUERYAPIGATE_STREAM_MAX_ROWS: '1500' });
   try {
     await s.call('POST', '/api/v1/queries', {
@@ -143,8 +144,14 @@ test('QUERYAPIGATE_STREAM_MAX_ROWS ends a stream with a visible truncation line'
     assert.deepEqual(JSON.parse(lines[1500]), { truncated: true, rows: 1500 });
     const csv = await s.call('GET', '/q/all?stream=true&format=csv');
     assert.match(csv.text, /# truncated after 1500 rows\r\n$/);
+    // xlsx says it in the workbook's description, as parquet does in its footer: not as a row.
+    const xlsx = await s.call('GET', '/q/all?stream=true&format=xlsx');
+    const book = XLSX.read(xlsx.bytes, { type: 'array' });
+    assert.equal(book.Props?.Comments, 'queryapigate.truncated: after 1500 rows');
+    const rows = XLSX.utils.sheet_to_json<{ rental_id: number }>(book.Sheets.result);
+    assert.deepEqual([rows.length, rows[0].rental_id, rows[1499].rental_id], [1500, 1, 1500]);
     const metrics = await s.call('GET', '/metrics', { key: null });
-    assert.match(metrics.text, /queryapigate_stream_exports_total\{[^}]*status="truncated"[^}]*\} 2/);
+    assert.match(metrics.text, /queryapigate_stream_exports_total\{[^}]*status="truncated"[^}]*\} 3/);
     const h = await s.call('GET', '/api/v1/queries/all/history?limit=1');
     assert.equal(h.json.items[0].rows, 1500);
     assert.equal(h.json.items[0].status, 'success');

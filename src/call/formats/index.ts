@@ -4,7 +4,7 @@
 import type { ColumnTypes } from '../../sources/types.js';
 import { CONTENT_TYPES, compileWriter, type Format, type Writer } from '../formats.js';
 import { openParquetStream, writeParquet } from './parquet.js';
-import { writeXlsx } from './xlsx.js';
+import { openXlsxStream, writeXlsx } from './xlsx.js';
 import { compileXmlWriter } from './xml.js';
 import { compileYamlWriter } from './yaml.js';
 
@@ -49,19 +49,26 @@ export function typesAfterMask(sourceColumns: string[], types: ColumnTypes | und
   return columns.map((name) => types[sourceColumns.indexOf(name)] ?? null);
 }
 
-/** How a stream writes its chunks: the first batch opens it, every batch adds rows, end closes it. */
+/**
+ * How a stream writes its chunks: the first batch opens it, every batch adds rows, end closes it. A
+ * chunk may come later (xlsx waits for its zip to take the rows), so the stream awaits each one.
+ */
 export interface StreamEncoder {
   /** What goes out before the first rows ('' or an empty array: nothing). */
   head: string | Uint8Array;
-  rows(rows: Rows): string | Uint8Array;
+  rows(rows: Rows): string | Uint8Array | Promise<Uint8Array>;
   /** The last bytes; `truncatedAfter` is the row count when the row cap ended the stream. */
-  end(truncatedAfter: number | null): string | Uint8Array;
+  end(truncatedAfter: number | null): string | Uint8Array | Promise<Uint8Array>;
 }
 
 /** The encoder for a stream of `format` (a STREAM_FORMATS one), opened on its first batch. */
 export function openStreamEncoder(writer: AnyWriter, columns: readonly string[], first: Rows, types: ColumnTypes | undefined): StreamEncoder {
   if (writer.format === 'parquet') {
     const file = openParquetStream(columns, first, types);
+    return { head: '', rows: file.rows, end: file.end };
+  }
+  if (writer.format === 'xlsx') {
+    const file = openXlsxStream(columns, types);
     return { head: '', rows: file.rows, end: file.end };
   }
   if ('binary' in writer) throw new Error(`format ${writer.format} does not stream`);
