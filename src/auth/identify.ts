@@ -2,7 +2,7 @@
 // (/q/, /api/v1, /events, and any later one): the admin key, a named administrator's token
 // (qagadm_...), a usable scoped key, a signed-in (JWT) user, or open mode while no admin key, no
 // scoped key and no administrator exist and JWT is off; anything else is nobody (401).
-import type { Origin } from '../contract/exchange.js';
+import type { Remote } from '../contract/exchange.js';
 import type { AdminTokenHit } from '../store/metadata.js';
 import type { KeyRow, RoleRow } from '../store/types.js';
 import type { JwtAuth } from './jwt.js';
@@ -29,7 +29,7 @@ export async function identify(
   keys: KeyLookup,
   adminKey: Buffer | null,
   secret: string,
-  from: Origin,
+  from: Remote,
   jwt: JwtAuth | null = null,
   authorization = '',
 ): Promise<Caller | null> {

@@ -5,7 +5,7 @@
 import { createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../config.js';
-import type { Origin } from '../contract/exchange.js';
+import type { Remote } from '../contract/exchange.js';
 import type { KeyRow, RoleRow } from '../store/types.js';
 import { addressAllowed, type Caller } from './keys.js';
 
@@ -66,7 +66,7 @@ export class JwtAuth {
   }
 
   /** The caller an Authorization header names, or null (401): a bad token, no user, no existing role, an address not allowed. */
-  async identify(authorization: string, roles: RoleLookup, from: Origin): Promise<Caller | null> {
+  async identify(authorization: string, roles: RoleLookup, from: Remote): Promise<Caller | null> {
     const token = bearerToken(authorization);
     if (!token) return null;
     let v = this.#verified.get(token);

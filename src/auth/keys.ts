@@ -3,7 +3,7 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { BlockList, isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
-import type { Origin } from '../contract/exchange.js';
+import type { Remote } from '../contract/exchange.js';
 import type { KeyRow } from '../store/types.js';
 import type { AdminIdentity } from './roles.js';
 
@@ -75,7 +75,7 @@ export function isAdminKey(adminKey: Buffer | null, supplied: string): boolean {
  * YYYY-MM-DD date, valid through the end of that day in the server's zone), and called from an
  * allowed address (null allows any; [] allows none; an unknown address fails closed).
  */
-export function keyIsUsable(key: KeyRow, now: Date, from: Origin): boolean {
+export function keyIsUsable(key: KeyRow, now: Date, from: Remote): boolean {
   if (!key.active) return false;
   // A rotated-out secret works only until its grace period ends.
   if (key.via_previous && (key.previous_until === null || now.getTime() >= key.previous_until)) return false;

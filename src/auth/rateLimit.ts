@@ -1,7 +1,7 @@
 // In charge of the three rate checks the gate makes (client address, key, key + query), counted in
 // the shared-memory buckets, or through Redis across instances when QUERYAPIGATE_REDIS_URL is set.
 // Knows nothing of HTTP beyond the header names, nor of the store.
-import type { Origin } from '../contract/exchange.js';
+import type { Remote } from '../contract/exchange.js';
 import { openRedis, RedisRateLimiter, type RedisLimiterOptions } from './redisBuckets.js';
 import { parseRate, type Rate, type RateCheck, type RateCheckResult } from './rates.js';
 import { SharedRateLimiter } from './sharedBuckets.js';
@@ -44,7 +44,7 @@ export class RateLimits {
   }
 
   /** The server-wide limit per client address (QUERYAPIGATE_RATE_LIMIT), before authentication. */
-  checkClient(from: Origin): RateCheckResult {
+  checkClient(from: Remote): RateCheckResult {
     const e = this.#server;
     if (!e) return null;
     return this.#take(e, e.client, from.ip || 'unknown', '');

@@ -6,7 +6,7 @@ import { type ErrorCode, type ErrorExtras, statusOf } from './errors.js';
 
 /** A request as plain data, read synchronously off the socket; a /q/ call is handed on as it is. */
 /** Where a request comes from, for the rules that look at the address (read `ip` only when one applies). */
-export interface Origin {
+export interface Remote {
   readonly ip: string;
 }
 
@@ -24,7 +24,7 @@ export interface Request {
   lastEventId: string;
   /**
    * The client's address (after QUERYAPIGATE_TRUST_PROXY hops). The acceptor reads it off the socket
-   * on first use (a system call per read), so pass the request on (an Origin) and read `ip` only
+   * on first use (a system call per read), so pass the request on (an Remote) and read `ip` only
    * where a rule needs it; a copy across threads reads it once.
    */
   readonly ip: string;
