@@ -24,7 +24,7 @@ export interface Request {
   lastEventId: string;
   /**
    * The client's address (after QUERYAPIGATE_TRUST_PROXY hops). The acceptor reads it off the socket
-   * on first use (a system call per read), so pass the request on (an Remote) and read `ip` only
+   * on first use (a system call per read), so pass the request on (a Remote) and read `ip` only
    * where a rule needs it; a copy across threads reads it once.
    */
   readonly ip: string;
