@@ -388,7 +388,7 @@ async function httpCall(who: Who, i: number): Promise<string> {
   return text;
 }
 
-const ctx = createCallContext({ config, limiterMemory: createLimiterMemory() });
+const ctx = createCallContext({ config, limiterMemory: createLimiterMemory(), answers: '' });
 let seq = 0;
 async function directCall(who: Who, i: number): Promise<string> {
   const a = await runCall(ctx, {

@@ -264,7 +264,11 @@ export const SETTING_INFO: Readonly<Record<Name, { group: SettingGroup; type: st
     description: 'Executor threads; 0 runs calls inline in the acceptor.',
     defaultText: 'cores - 1, at least 1', // the number differs by machine
   },
-  TASKS_PER_WORKER: { group: 'server', type: 'whole number, 1-100000', description: 'Calls one executor thread runs at once.' },
+  TASKS_PER_WORKER: {
+    group: 'server',
+    type: 'whole number, 1-100000',
+    description: 'Calls one executor thread runs at once (the server runs at most QUERYAPIGATE_WORKERS times this).',
+  },
   MAX_QUEUE: { group: 'server', type: 'whole number, 1-10000000', description: 'Calls waiting for an executor; beyond it 503 unavailable.' },
   LOG_LEVEL: { group: 'server', type: 'debug, info, warning, error or off', description: 'The least severe log lines written.' },
   JSON_LOGS: { group: 'server', type: 'flag', description: 'JSON log lines (time, level, logger, request_id, key, message, extras) instead of readable ones.' },

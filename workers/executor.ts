@@ -4,9 +4,10 @@
 import { workerData } from 'node:worker_threads';
 import { createCallContext, type ExecutorData } from '../src/call/context.js';
 import { runAdhoc } from '../src/call/adhoc.js';
+import { batchRunner } from '../src/call/answerBatches.js';
 import { runCall } from '../src/call/runCall.js';
 import { buildCatalog, type CatalogDocuments, type CatalogTask } from '../src/catalog/build.js';
-import type { Answer, Request } from '../src/contract/exchange.js';
+import type { Answer, CallBatch, Request } from '../src/contract/exchange.js';
 import type { McpTask, McpToolListing, McpToolsTask } from '../src/mcp/server.js';
 import { configureLogs, SERVER_LOG_FD } from '../src/log.js';
 
@@ -20,6 +21,12 @@ export default function execute(req: Request): Promise<Answer> {
 
 export function adhoc(req: Request): Promise<Answer> {
   return runAdhoc(ctx, req);
+}
+
+/** /q/ and /execute_sql calls as the acceptor hands them over: a batch, each answered on its own. */
+const runBatch = batchRunner(ctx, data.answers);
+export function batch(calls: CallBatch): Promise<void> {
+  return runBatch(calls);
 }
 
 export function catalog(task: CatalogTask): Promise<CatalogDocuments> {

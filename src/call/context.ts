@@ -26,6 +26,8 @@ export interface ExecutorData {
   config: Config;
   /** The process's rate-limit buckets (createLimiterMemory), shared by every thread. */
   limiterMemory: SharedArrayBuffer;
+  /** The scope of the channel batched calls are answered on (http/callBatches.ts); empty inline. */
+  answers: string;
 }
 
 export interface CallContext {

@@ -12,9 +12,11 @@ import type { MetricObjectWithValues, MetricValue } from 'prom-client';
  * - changes: acceptor (or another instance's notice) → executors, ChangeMessage;
  * - metrics: acceptor ↔ every thread at scrape time, MetricsMessage;
  * - cache: acceptor ↔ every executor, CacheRequest and CacheReply (the management API's view of the
- *   in-memory response caches; with Redis the acceptor reads Redis itself and nobody listens here).
+ *   in-memory response caches; with Redis the acceptor reads Redis itself and nobody listens here);
+ * - answers: executors → acceptor, AnswerBatch (the answers to a CallBatch, a batch per executor
+ *   turn; scoped by the dispatcher, not only the home folder, since call ids are the dispatcher's).
  */
-export type ChannelName = 'runs' | 'drain' | 'changes' | 'metrics' | 'cache';
+export type ChannelName = 'runs' | 'drain' | 'changes' | 'metrics' | 'cache' | 'answers';
 
 export function channel(name: ChannelName, scope: string): BroadcastChannel {
   const c = new BroadcastChannel(`queryapigate:${name}:${scope}`);

@@ -1,6 +1,7 @@
 // In charge of handing /q/ and /execute_sql calls (and catalog builds, MCP requests) to the executors: a piscina pool tuned for
 // I/O-bound tasks, or the same modules inline when QUERYAPIGATE_WORKERS=0. A full queue answers 503 at
 // once (counted), and shutdown can wait for the tasks in flight.
+import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { type CallContext, createCallContext, type ExecutorData } from '../call/context.js';
@@ -11,9 +12,9 @@ import type { McpTask, McpToolListing, McpToolsTask } from '../mcp/server.js';
 import type { Config } from '../config.js';
 import { GatewayError } from '../contract/errors.js';
 import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
+import { type CallBatcher, type CallTask, createCallBatcher } from './callBatches.js';
 
-/** The executor's call tasks: a saved query (/q/, the default) or an ad-hoc statement (/execute_sql). */
-export type CallTask = 'call' | 'adhoc';
+export type { CallTask };
 
 export interface Dispatcher {
   /** `transfer` moves a stream's port to the executor (inline mode keeps it in this thread). */
@@ -46,17 +47,20 @@ type Named = <N extends TaskName>(name: N, task: Parameters<(typeof TASKS)[N]>[1
 const EXECUTOR = fileURLToPath(new URL('../../workers/executor.js', import.meta.url));
 
 export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffer): Dispatcher {
-  const data: ExecutorData = { config, limiterMemory };
   let run: (req: Request, transfer?: Transferable[], task?: CallTask) => Promise<Answer>;
   let named: Named;
   let close: () => Promise<void>;
   let refused = 0;
+  let batches: CallBatcher | null = null;
   if (config.workers === 0) {
-    const ctx = createCallContext(data);
+    const ctx = createCallContext({ config, limiterMemory, answers: '' });
     run = (req, _transfer, task) => (task === 'adhoc' ? runAdhoc(ctx, req) : runCall(ctx, req));
     named = ((name: TaskName, task: never) => TASKS[name](ctx, task)) as Named;
     close = () => ctx.close();
   } else {
+    // Call ids are this dispatcher's: its answers channel is its own, even beside another server in the process.
+    const answers = `${config.home}\u0000${randomUUID()}`;
+    const data: ExecutorData = { config, limiterMemory, answers };
     const pool = new Piscina({
       filename: EXECUTOR,
       workerData: data,
@@ -71,8 +75,12 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
       // executor and then trip an internal assertion on the import. Make the require fail cleanly.
       execArgv: [...process.execArgv, '--no-experimental-require-module'],
     });
+    const batcher = createCallBatcher(pool, answers, { running: config.workers * config.tasksPerWorker, queue: config.maxQueue });
+    batches = batcher;
     run = (req, transfer, task) => {
-      // queueSize counts the calls waiting beyond every executor's concurrent tasks, as maxQueue does.
+      if (!transfer) return batcher.run(req, task ?? 'call');
+      // A stream's call carries its port, so it crosses alone. queueSize counts the calls waiting
+      // beyond every executor's concurrent tasks, as maxQueue does.
       if (pool.queueSize >= config.maxQueue) {
         refused++;
         const busy = errorAnswer('unavailable', 'The server is busy; try again shortly', req.requestId, { retry_after: 1 });
@@ -89,7 +97,10 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
       }
       return pool.run(task, { name });
     }) as Named;
-    close = () => pool.close();
+    close = async () => {
+      await pool.close();
+      batcher.close();
+    };
   }
 
   let inFlight = 0;
@@ -111,7 +122,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
     mcp: (task) => counted(named('mcp', task)),
     mcpTools: (task) => counted(named('mcpTools', task)),
     get refused() {
-      return refused;
+      return refused + (batches?.refused ?? 0);
     },
     idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => waiters.push(r))),
     close: () => close(),
