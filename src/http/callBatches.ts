@@ -1,8 +1,8 @@
 // In charge of carrying /q/ and /execute_sql calls to the executors in batches: every call taken in
 // one turn of the acceptor's event loop crosses as one piscina task (a CallBatch), and each executor
 // posts its answers a turn at a time on the `answers` channel (call/answerBatches.ts), each call
-// answered as soon as it is done. A piscina round trip per call cost 27 µs of CPU on this machine's
-// kind, a batched one 8 (32 calls in flight, an empty task: bench/results/levers-2026-12-02-stop25).
+// answered as soon as it is done. A piscina round trip per call cost 23 µs of CPU on this machine's
+// kind, a batched one 8 (32 calls in flight, an executor that answers at once: bench/handoff.ts).
 // Since piscina's own limits count batches, the calls are bounded here: at most `running` at once,
 // `queue` more waiting for room, and the rest refused at once (503 unavailable) and counted.
 import type { Piscina } from 'piscina';
