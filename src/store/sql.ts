@@ -94,6 +94,13 @@ export interface PostgresStoreOptions {
    * the server not even answer that, the client is dropped (and replaced) READ_GRACE_MS later.
    */
   readTimeoutMs?: number;
+  /**
+   * ms a write or a transaction outside those reads may take (0 = no limit): the recorder's, so a
+   * statement that never answers (seen once in the store-outage test: its writes stopped for good
+   * after a restart) fails as `unavailable` and is tried again, with a new client, instead of holding
+   * every later write. The client it ran on is dropped.
+   */
+  writeTimeoutMs?: number;
 }
 
 /** How long past its statement_timeout a read waits for the server's own cancel before the client is dropped. */
@@ -121,21 +128,37 @@ interface PgClient {
  */
 export function openPostgres(url: string, opts: PostgresStoreOptions = {}): SqlDb {
   const readMs = opts.readTimeoutMs ?? 0;
+  const writeMs = opts.writeTimeoutMs ?? 0;
   const outage = outageLog();
+  /** Rejects once `ms` have passed, after dropping `c`'s client (failing what waits on it) for a new one. */
+  const deadline = (c: PgClient, ms: number, what: string, set: (t: NodeJS.Timeout) => void, onExpire = () => {}) =>
+    new Promise<never>((_, reject) => {
+      set(
+        setTimeout(() => {
+          onExpire();
+          const sql = c.sql;
+          connect(c);
+          void sql.end({ timeout: 0 }).catch(() => undefined);
+          reject(Object.assign(new Error(`the store did not answer ${what} within ${ms} ms`), { code: 'STORE_TIMEOUT' }));
+        }, ms),
+      );
+    });
   /** Gives `c` a new postgres.js client (its one connection opened on first use). */
   const connect = (c: PgClient): PgClient => {
-    c.sql = postgres(url, {
+    const sql: postgres.Sql = postgres(url, {
       max: 1,
       idle_timeout: 60,
       connect_timeout: opts.connectTimeoutS ?? 10,
       backoff: () => 0,
       onnotice: () => undefined,
       onclose: () => {
-        c.session++;
+        // Only the client in use counts: one dropped for a new one (a limit passed) closes later.
+        if (c.sql === sql) c.session++;
       },
       types: { bigint: postgres.BigInt },
       connection: readMs > 0 ? { statement_timeout: readMs } : undefined,
     });
+    c.sql = sql;
     return c;
   };
   const make = () => connect({ sql: undefined as unknown as postgres.Sql, busy: 0, session: 0 });
@@ -181,20 +204,11 @@ export function openPostgres(url: string, opts: PostgresStoreOptions = {}): SqlD
     c.busy++;
     let timer: NodeJS.Timeout | undefined;
     try {
+      // A read past its statement_timeout whose cancel did not come back either, or a write past its limit.
+      const limit = readMs > 0 ? readMs + READ_GRACE_MS : writeMs;
       let out: postgres.RowList<postgres.Row[]>;
-      if (readMs === 0) out = await send(c.sql, text, params);
-      else {
-        const sql = c.sql;
-        const late = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
-            // Not even the server's cancel came back: drop this client (failing what waits on it) for a new one.
-            connect(c);
-            void sql.end({ timeout: 0 }).catch(() => undefined);
-            reject(Object.assign(new Error(`the store did not answer within ${readMs + READ_GRACE_MS} ms`), { code: 'STORE_TIMEOUT' }));
-          }, readMs + READ_GRACE_MS);
-        });
-        out = await Promise.race([send(sql, text, params), late]);
-      }
+      if (limit === 0) out = await send(c.sql, text, params);
+      else out = await Promise.race([send(c.sql, text, params), deadline(c, limit, 'a statement', (t) => (timer = t))]);
       outage.answered();
       return out;
     } catch (e) {
@@ -210,8 +224,9 @@ export function openPostgres(url: string, opts: PostgresStoreOptions = {}): SqlD
     txClient ??= make();
     const c = txClient;
     const session = c.session;
+    let abandoned = false; // past writeMs: its client was dropped, and nothing more of it may be sent
     const inTx = (text: string, params: unknown[] = []) => {
-      if (c.session !== session) {
+      if (abandoned || c.session !== session) {
         throw Object.assign(new Error('the store connection was lost during a transaction'), { code: 'CONNECTION_CLOSED' });
       }
       return send(c.sql, text, params);
@@ -227,15 +242,33 @@ export function openPostgres(url: string, opts: PostgresStoreOptions = {}): SqlD
       tx: (inner) => inner(t), // already in one
       close: async () => undefined,
     };
-    try {
+    const body = async () => {
       await inTx('BEGIN');
       const out = await fn(t);
       await inTx('COMMIT');
+      return out;
+    };
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const limited = () =>
+        Promise.race([
+          body(),
+          deadline(
+            c,
+            writeMs,
+            'a transaction',
+            (x) => (timer = x),
+            () => (abandoned = true),
+          ),
+        ]);
+      const out = writeMs > 0 ? await limited() : await body();
       outage.answered();
       return out;
     } catch (e) {
-      if (c.session === session) await c.sql.unsafe('ROLLBACK').catch(() => undefined);
+      if (!abandoned && c.session === session) await c.sql.unsafe('ROLLBACK').catch(() => undefined);
       throw outage.failed(e);
+    } finally {
+      clearTimeout(timer);
     }
   };
 

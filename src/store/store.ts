@@ -39,6 +39,9 @@ export interface StoreLocation {
  */
 export const STORE_READ_TIMEOUT_MS = 2000;
 
+/** The recorder's writes and transactions on a PostgreSQL store: past this, dropped and tried again (store/sql.ts). */
+export const STORE_WRITE_TIMEOUT_MS = 10_000;
+
 /** Opens the store and brings its schema up to date (the control plane's copy). */
 export async function openStore(where: StoreLocation): Promise<Store> {
   const db = where.databaseUrl ? openPostgres(where.databaseUrl, { connectTimeoutS: where.connectTimeout }) : openSqlite(join(where.home, STORE_FILE));
@@ -62,6 +65,7 @@ export function attachStore(where: StoreLocation, opts: { readonly: boolean; max
           max: opts.max ?? 2,
           connectTimeoutS: where.connectTimeout,
           readTimeoutMs: opts.readonly ? STORE_READ_TIMEOUT_MS : 0,
+          writeTimeoutMs: opts.readonly ? 0 : STORE_WRITE_TIMEOUT_MS,
         })
       : openSqlite(join(where.home, STORE_FILE), { readonly: opts.readonly }),
   );

@@ -9,7 +9,7 @@
 // nothing; a store read is limited in time.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
+import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -202,6 +202,80 @@ test('an executor store read is limited in time: a slow statement, and a store t
   } finally {
     await Promise.all([db.close(), hung.close().catch(() => undefined)]);
     await silent.close();
+    await scratch.drop();
+  }
+});
+
+/** A TCP proxy to PostgreSQL that can stop passing bytes either way while keeping every socket open. */
+async function freezingProxy(target: URL): Promise<{ port: number; freeze(on: boolean): void; close(): Promise<void> }> {
+  const pairs = new Set<[Socket, Socket]>();
+  let frozen = false;
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port || 5432), target.hostname);
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    if (frozen) for (const s of pair) s.pause();
+    const drop = () => {
+      pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as AddressInfo).port,
+    freeze(on) {
+      frozen = on;
+      for (const pair of pairs) for (const s of pair) on ? s.pause() : s.resume();
+    },
+    async close() {
+      for (const [a, b] of pairs) {
+        a.destroy();
+        b.destroy();
+      }
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+test('the recorder store writes are limited in time: a transaction and a statement the store never answers are unavailable, and the next ones work', async () => {
+  const scratch = await scratchDatabase('qag_faults_write');
+  const proxy = await freezingProxy(new URL(scratch.url));
+  const url = new URL(scratch.url);
+  url.port = String(proxy.port);
+  const db = openPostgres(url.toString(), { max: 1, connectTimeoutS: 1, writeTimeoutMs: 400 });
+  try {
+    await db.run('CREATE TABLE t (n int)');
+    await db.tx((t) => t.run('INSERT INTO t VALUES (1)'));
+    proxy.freeze(true);
+    let t0 = performance.now();
+    const stuck = db.tx(async (t) => {
+      await t.run('INSERT INTO t VALUES (2)');
+      await t.run('INSERT INTO t VALUES (3)');
+    });
+    await assert.rejects(stuck, isUnavailable);
+    assert.ok(performance.now() - t0 < 2000, `the transaction gave up after ${performance.now() - t0} ms`);
+    t0 = performance.now();
+    await assert.rejects(db.run('INSERT INTO t VALUES (4)'), isUnavailable);
+    assert.ok(performance.now() - t0 < 2000, `the statement gave up after ${performance.now() - t0} ms`);
+    proxy.freeze(false);
+    // New clients, new sessions: the store is written again, and nothing of the stuck transaction was
+    // committed. (The lone statement, bytes held in the frozen proxy, may reach the store once it passes
+    // them on: a write given up on is not known not to have happened, so the recorder writes in transactions.)
+    await db.tx((t) => t.run('INSERT INTO t VALUES (5)'));
+    await db.run('INSERT INTO t VALUES (6)');
+    const rows = (await scratch.sql`SELECT n FROM t ORDER BY n`).map((r) => r.n as number);
+    assert.deepEqual(
+      rows.filter((n) => n !== 4),
+      [1, 5, 6],
+    );
+  } finally {
+    await db.close().catch(() => undefined);
+    await proxy.close();
     await scratch.drop();
   }
 });
