@@ -5,7 +5,7 @@
 // instances' heartbeats (instances_not_shared, instances_versions_differ), and two counts this
 // process keeps in memory (`AlertSignals`): key refusals (key_rate_limited) and runs the recorder
 // dropped (history_dropped), api/signals.ts. Nothing here is read on a call's path.
-import { keyExpired } from '../auth/keys.js';
+import { keyEndsAt } from '../auth/keys.js';
 import { jsonAnswer } from '../contract/exchange.js';
 import { localTimestamp, type RecentRun } from '../store/store.js';
 import { instanceProblems, liveInstances } from './instances.js';
@@ -77,7 +77,8 @@ export async function checkAlerts(ctx: ControlContext, now = new Date()): Promis
   const unusedMs = config.alertKeyUnusedDays * DAY_MS;
   for (const k of await store.listKeys()) {
     if (!k.active) continue;
-    if (k.expires_at && keyExpired(k.expires_at, now)) {
+    const ends = keyEndsAt(k.expires_at);
+    if (ends && t >= ends.getTime()) {
       out.push(
         alert(
           'warning',
@@ -85,13 +86,12 @@ export async function checkAlerts(ctx: ControlContext, now = new Date()): Promis
           { type: 'key', name: k.name },
           `Key ${k.name} has expired`,
           `It expired at the end of ${k.expires_at}; calls with it are refused (401).`,
-          `${dayAfter(k.expires_at)} 00:00:00`,
+          at(ends.getTime()),
         ),
       );
       continue;
     }
-    if (k.expires_at && keyExpired(k.expires_at, new Date(t + EXPIRING_MS))) {
-      const ends = localDate(dayAfter(k.expires_at)).getTime();
+    if (ends && t + EXPIRING_MS >= ends.getTime()) {
       out.push(
         alert(
           'warning',
@@ -99,7 +99,7 @@ export async function checkAlerts(ctx: ControlContext, now = new Date()): Promis
           { type: 'key', name: k.name },
           `Key ${k.name} expires soon`,
           `It is valid through ${k.expires_at}.`,
-          at(ends - EXPIRING_MS),
+          at(ends.getTime() - EXPIRING_MS),
         ),
       );
     }
@@ -265,13 +265,6 @@ function queryAlerts(runs: RecentRun[], errorRate: number, slowMs: number): Aler
 function localDate(s: string): Date {
   const [y, m, d, hh = 0, mm = 0, ss = 0] = s.split(/[- :T]/).map(Number);
   return new Date(y, m - 1, d, hh, mm, ss);
-}
-
-/** The day after a YYYY-MM-DD, as YYYY-MM-DD. */
-function dayAfter(day: string): string {
-  const d = localDate(day);
-  d.setDate(d.getDate() + 1);
-  return localTimestamp(d).slice(0, 10);
 }
 
 export function alertRoutes(r: ApiRouter): void {

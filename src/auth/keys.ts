@@ -85,9 +85,15 @@ export function keyIsUsable(key: KeyRow, now: Date, from: Remote): boolean {
 
 /** Past expires_at (YYYY-MM-DD), which is valid through the end of that day in the server's zone. */
 export function keyExpired(expiresAt: string | null, now: Date): boolean {
-  if (!expiresAt) return false;
+  const ends = keyEndsAt(expiresAt);
+  return ends !== null && now.getTime() >= ends.getTime();
+}
+
+/** The moment a key with this expires_at (YYYY-MM-DD) stops working: the next midnight, server time; null for none. */
+export function keyEndsAt(expiresAt: string | null): Date | null {
+  if (!expiresAt) return null;
   const [y, m, d] = expiresAt.split('-').map(Number);
-  return Boolean(y && m && d) && now.getTime() >= new Date(y, m - 1, d + 1).getTime();
+  return y && m && d ? new Date(y, m - 1, d + 1) : null;
 }
 
 /** Address lists built once per allow-list, not per call (key rows are re-read when the metadata cache is off). */
