@@ -24,10 +24,7 @@ export function adhoc(req: Request): Promise<Answer> {
 }
 
 /** /q/ and /execute_sql calls as the acceptor hands them over: a batch, each answered on its own. */
-const runBatch = batchRunner(ctx, data.answers);
-export function batch(calls: CallBatch): Promise<void> {
-  return runBatch(calls);
-}
+export const batch: (calls: CallBatch) => Promise<void> = batchRunner(ctx, data.answers);
 
 export function catalog(task: CatalogTask): Promise<CatalogDocuments> {
   return buildCatalog(ctx, task);

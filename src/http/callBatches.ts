@@ -18,45 +18,51 @@ export interface CallBatcher {
   close(): void;
 }
 
-interface Call {
-  id: number;
-  task: CallTask;
-  req: Request;
-  resolve(a: Answer): void;
-  reject(e: unknown): void;
+/** The answer to a call refused because every executor and the queue are full. */
+export function busyAnswer(requestId: string): Answer {
+  const busy = errorAnswer('unavailable', 'The server is busy; try again shortly', requestId, { retry_after: 1 });
+  busy.headers.push('Retry-After', '1');
+  return busy;
 }
+
+type Call = CallBatch['calls'][number];
 
 /** `scope`: the answers channel's, as the executors were given it (ExecutorData.answers). */
 export function createCallBatcher(pool: Piscina, scope: string, limits: { running: number; queue: number }): CallBatcher {
   const answers = channel('answers', scope);
-  /** Sent to an executor, not answered yet, by id. */
-  const sent = new Map<number, Call>();
+  /** Every call not answered yet (queued, taken or sent), by id. */
+  const waiters = new Map<number, { resolve(a: Answer): void; reject(e: unknown): void }>();
   /** Taken this turn, sent together at its end. */
   let outgoing: Call[] = [];
   /** Waiting for room, oldest first. */
   const queued: Call[] = [];
+  /** Calls taken and not answered yet. */
+  let running = 0;
   let nextId = 0;
   let refused = 0;
 
+  /** Settles call `id` with `how`, unless it was settled already. */
+  const settle = (id: number, how: (w: { resolve(a: Answer): void; reject(e: unknown): void }) => void): void => {
+    const w = waiters.get(id);
+    if (!w) return;
+    waiters.delete(id);
+    running--;
+    how(w);
+  };
+
   answers.onmessage = (e: MessageEvent) => {
     const { ids, answers: list } = e.data as AnswerBatch;
-    for (let i = 0; i < ids.length; i++) {
-      const call = sent.get(ids[i]);
-      if (!call) continue;
-      sent.delete(ids[i]);
-      call.resolve(list[i]);
-    }
+    for (let i = 0; i < ids.length; i++) settle(ids[i], (w) => w.resolve(list[i]));
     admit();
   };
 
-  const inFlight = () => sent.size + outgoing.length;
-
   /** Moves queued calls into this turn's batch while there is room. */
   function admit(): void {
-    while (queued.length && inFlight() < limits.running) take(queued.shift()!);
+    while (queued.length && running < limits.running) take(queued.shift()!);
   }
 
   function take(call: Call): void {
+    running++;
     if (outgoing.length === 0) setImmediate(send);
     outgoing.push(call);
   }
@@ -64,31 +70,24 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
   function send(): void {
     const calls = outgoing;
     outgoing = [];
-    if (!calls.length) return;
-    const batch: CallBatch = { calls: calls.map(({ id, task, req }) => ({ id, task, req })) };
-    for (const c of calls) sent.set(c.id, c);
     // Resolves once every call in it is answered; a rejection means the executor failed (it died, or
     // the pool is closing): the calls not answered yet fail with it.
-    pool.run(batch, { name: 'batch' }).then(undefined, (err: unknown) => {
-      for (const c of calls) {
-        if (!sent.delete(c.id)) continue;
-        c.reject(err);
-      }
+    pool.run({ calls } satisfies CallBatch, { name: 'batch' }).then(undefined, (err: unknown) => {
+      for (const c of calls) settle(c.id, (w) => w.reject(err));
       admit();
     });
   }
 
   return {
     run(req, task) {
-      if (inFlight() >= limits.running && queued.length >= limits.queue) {
+      if (running >= limits.running && queued.length >= limits.queue) {
         refused++;
-        const busy = errorAnswer('unavailable', 'The server is busy; try again shortly', req.requestId, { retry_after: 1 });
-        busy.headers.push('Retry-After', '1');
-        return Promise.resolve(busy);
+        return Promise.resolve(busyAnswer(req.requestId));
       }
       return new Promise<Answer>((resolve, reject) => {
-        const call: Call = { id: nextId++, task, req, resolve, reject };
-        if (inFlight() < limits.running) take(call);
+        const call: Call = { id: nextId++, task, req };
+        waiters.set(call.id, { resolve, reject });
+        if (running < limits.running) take(call);
         else queued.push(call);
       });
     },

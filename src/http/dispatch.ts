@@ -11,8 +11,8 @@ import { buildCatalog, type CatalogDocuments, type CatalogTask } from '../catalo
 import type { McpTask, McpToolListing, McpToolsTask } from '../mcp/server.js';
 import type { Config } from '../config.js';
 import { GatewayError } from '../contract/errors.js';
-import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
-import { type CallBatcher, type CallTask, createCallBatcher } from './callBatches.js';
+import type { Answer, Request } from '../contract/exchange.js';
+import { busyAnswer, type CallBatcher, type CallTask, createCallBatcher } from './callBatches.js';
 
 export type { CallTask };
 
@@ -83,9 +83,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
       // beyond every executor's concurrent tasks, as maxQueue does.
       if (pool.queueSize >= config.maxQueue) {
         refused++;
-        const busy = errorAnswer('unavailable', 'The server is busy; try again shortly', req.requestId, { retry_after: 1 });
-        busy.headers.push('Retry-After', '1');
-        return Promise.resolve(busy);
+        return Promise.resolve(busyAnswer(req.requestId));
       }
       const name = task === 'adhoc' ? 'adhoc' : undefined;
       return pool.run(req, { name, transferList: transfer as never }) as Promise<Answer>;
