@@ -21,6 +21,39 @@ export const CONFORMANCE_MODES: Array<{ name: string; env: Record<string, string
   { name: 'pooled executors, PostgreSQL store', env: { QUERYAPIGATE_WORKERS: '2' }, pgStore: true },
 ];
 
+/** The management API's body for a connection `name` to the test PostgreSQL's own database (PG_ADMIN_URL). */
+export function pgConnection(name: string): Record<string, unknown> {
+  const pg = new URL(PG_ADMIN_URL);
+  return {
+    name,
+    db: 'postgres',
+    host: pg.hostname,
+    port: Number(pg.port || 5432),
+    database: pg.pathname.slice(1) || 'postgres',
+    user: decodeURIComponent(pg.username) || 'postgres',
+  };
+}
+
+/** An administrator token for `name`, issued straight in a SQLite store (for a server no longer open). */
+export async function storeToken(s: TestServer, name: string): Promise<string> {
+  const { openStore } = await import('../src/store/store.js');
+  const { generateAdminToken, generateTokenId } = await import('../src/auth/roles.js');
+  const { hashSecret } = await import('../src/auth/keys.js');
+  const store = await openStore({ home: s.home, databaseUrl: null });
+  const secret = generateAdminToken();
+  await store.admins.addToken({
+    id: generateTokenId(),
+    admin_name: name,
+    hash: hashSecret(secret),
+    label: null,
+    expires_at: null,
+    created_at: '2026-01-01 00:00:00',
+    last_used_at: null,
+  });
+  await store.close();
+  return secret;
+}
+
 export interface TestServer {
   url: string;
   home: string;

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { listedRoutes, routeAccess } from '../../src/api/access.js';
 import { managementRouter } from '../../src/http/app.js';
 import { cli, tempHome } from '../cli.js';
-import { startTestServer, type TestServer } from '../helpers.js';
+import { startTestServer, storeToken, type TestServer } from '../helpers.js';
 
 /** Who may call each route, written from contract 2.2 (O owner, A admin, D developer, U auditor). */
 const EXPECTED: Record<string, string> = {
@@ -357,30 +357,10 @@ describe('break-glass and open mode', () => {
       const made = await s.call('POST', '/api/v1/administrators', { key: null, body: { name: 'first', role: 'owner' } });
       assert.equal(made.status, 201);
       assert.equal((await s.call('GET', '/api/v1/me', { key: null })).status, 401, 'authentication is required while any administrator exists');
-      const entry = await s.call('GET', '/api/v1/audit', { key: await tokenFor(s, 'first') });
+      const entry = await s.call('GET', '/api/v1/audit', { key: await storeToken(s, 'first') });
       assert.equal(entry.json.items.at(-1).via, 'open');
     } finally {
       await s.stop();
     }
   });
 });
-
-/** A token for `name`, issued straight in the store (the server is no longer open). */
-async function tokenFor(s: TestServer, name: string): Promise<string> {
-  const { openStore } = await import('../../src/store/store.js');
-  const { generateAdminToken, generateTokenId } = await import('../../src/auth/roles.js');
-  const { hashSecret } = await import('../../src/auth/keys.js');
-  const store = await openStore({ home: s.home, databaseUrl: null });
-  const secret = generateAdminToken();
-  await store.admins.addToken({
-    id: generateTokenId(),
-    admin_name: name,
-    hash: hashSecret(secret),
-    label: null,
-    expires_at: null,
-    created_at: '2026-01-01 00:00:00',
-    last_used_at: null,
-  });
-  await store.close();
-  return secret;
-}

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { localTimestamp } from '../../src/store/store.js';
-import { ADMIN_KEY, eventually, PG_ADMIN_URL, request, startTestServer, type TestServer } from '../helpers.js';
+import { ADMIN_KEY, eventually, PG_ADMIN_URL, request, startTestServer, storeToken, type TestServer } from '../helpers.js';
 
 interface Alert {
   id: string;
@@ -209,7 +209,7 @@ test('open_server: raised while anyone may manage the server, gone once a key ex
     const owner = await request(s.url, 'POST', '/api/v1/administrators', { key: null, body: { name: 'first', role: 'owner' } });
     assert.equal(owner.status, 201, owner.text);
     assert.equal((await request(s.url, 'GET', '/api/v1/alerts', { key: null })).status, 401);
-    const after = await request(s.url, 'GET', '/api/v1/alerts', { key: await tokenFor(s, 'first') });
+    const after = await request(s.url, 'GET', '/api/v1/alerts', { key: await storeToken(s, 'first') });
     assert.equal(after.status, 200, after.text);
     assert.deepEqual(after.json.items, []);
   } finally {
@@ -238,23 +238,3 @@ test('history_dropped: runs the recorder could not hold', async () => {
     await s.stop();
   }
 });
-
-/** A token for `name`, issued straight in the store (the server is no longer open). */
-async function tokenFor(s: TestServer, name: string): Promise<string> {
-  const { openStore } = await import('../../src/store/store.js');
-  const { generateAdminToken, generateTokenId } = await import('../../src/auth/roles.js');
-  const { hashSecret } = await import('../../src/auth/keys.js');
-  const store = await openStore({ home: s.home, databaseUrl: null });
-  const secret = generateAdminToken();
-  await store.admins.addToken({
-    id: generateTokenId(),
-    admin_name: name,
-    hash: hashSecret(secret),
-    label: null,
-    expires_at: null,
-    created_at: '2026-01-01 00:00:00',
-    last_used_at: null,
-  });
-  await store.close();
-  return secret;
-}

@@ -4,7 +4,7 @@
 // and their request id, without waiting for the database; and the server serves again afterwards.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { PG_ADMIN_URL, startTestServer, type Reply, type TestServer } from '../helpers.js';
+import { pgConnection, startTestServer, type Reply, type TestServer } from '../helpers.js';
 
 const SLEEP_S = 0.6;
 const BURST = 6;
@@ -16,19 +16,11 @@ let s: TestServer;
 before(async () => {
   s = await startTestServer({ QUERYAPIGATE_WORKERS: '1', QUERYAPIGATE_TASKS_PER_WORKER: '1', QUERYAPIGATE_MAX_QUEUE: '1' });
   // pg_sleep needs no tables: the server's own maintenance database will do
-  const pg = new URL(PG_ADMIN_URL);
   const post = async (path: string, body: unknown) => {
     const r = await s.call('POST', path, { body });
     assert.equal(r.status, 201, `${path}: ${r.text}`);
   };
-  await post('/api/v1/connections', {
-    name: 'pg',
-    db: 'postgres',
-    host: pg.hostname,
-    port: Number(pg.port || 5432),
-    database: pg.pathname.slice(1) || 'postgres',
-    user: decodeURIComponent(pg.username) || 'postgres',
-  });
+  await post('/api/v1/connections', pgConnection('pg'));
   await post('/api/v1/queries', {
     name: 'nap',
     sql: 'SELECT pg_sleep(:s)::text AS slept',

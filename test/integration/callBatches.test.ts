@@ -4,7 +4,7 @@
 // handed over beside a slow one is answered as soon as it is done, not when the batch is.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { PG_ADMIN_URL, startTestServer, type TestServer } from '../helpers.js';
+import { pgConnection, startTestServer, type TestServer } from '../helpers.js';
 
 const SLOW_S = 0.8;
 let s: TestServer;
@@ -13,19 +13,11 @@ before(async () => {
   // A connection per call: a data source pipelines calls on its connections, so with fewer a fast call
   // could wait behind the slow one in PostgreSQL itself, which is not what is tested here.
   s = await startTestServer({ QUERYAPIGATE_WORKERS: '1', QUERYAPIGATE_POOL_SIZE: '32' });
-  const pg = new URL(PG_ADMIN_URL);
   const post = async (path: string, body: unknown) => {
     const r = await s.call('POST', path, { body });
     assert.equal(r.status, 201, `${path}: ${r.text}`);
   };
-  await post('/api/v1/connections', {
-    name: 'pg',
-    db: 'postgres',
-    host: pg.hostname,
-    port: Number(pg.port || 5432),
-    database: pg.pathname.slice(1) || 'postgres',
-    user: decodeURIComponent(pg.username) || 'postgres',
-  });
+  await post('/api/v1/connections', pgConnection('pg'));
   await post('/api/v1/queries', {
     name: 'echo',
     sql: 'SELECT :n::int AS n, pg_sleep(:s)::text AS slept',

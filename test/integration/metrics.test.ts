@@ -2,7 +2,7 @@
 // recorder are gathered at scrape time, so each call is counted exactly once.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { eventually, PG_ADMIN_URL, startTestServer } from '../helpers.js';
+import { eventually, pgConnection, startTestServer } from '../helpers.js';
 
 /** Sums the samples of a metric whose labels include every given pair. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number {
@@ -61,16 +61,8 @@ test('/metrics shows each connection pool (idle and active connections, summed o
   const s = await startTestServer({ QUERYAPIGATE_WORKERS: '2', QUERYAPIGATE_POOL_SIZE: '3', QUERYAPIGATE_METADATA_CACHE_TTL: '60' });
   const scrape = async () => (await s.call('GET', '/metrics', { key: null })).text;
   try {
-    const pg = new URL(PG_ADMIN_URL);
     const post = async (path: string, body: unknown) => assert.equal((await s.call('POST', path, { body })).status, 201, path);
-    await post('/api/v1/connections', {
-      name: 'pg',
-      db: 'postgres',
-      host: pg.hostname,
-      port: Number(pg.port || 5432),
-      database: pg.pathname.slice(1) || 'postgres',
-      user: decodeURIComponent(pg.username) || 'postgres',
-    });
+    await post('/api/v1/connections', pgConnection('pg'));
     const query = { sql: 'SELECT pg_sleep(:s)::text AS slept', parameters: { s: 'float' }, connection_name: 'pg', description: 'sleeps', publish: true };
     await post('/api/v1/queries', { name: 'nap', ...query });
     await post('/api/v1/queries', { name: 'kept', ...query, cache_ttl: 60 });
