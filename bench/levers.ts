@@ -29,7 +29,7 @@ const variants = values.variant!.map((v) => {
       envs
         .split(',')
         .filter(Boolean)
-        .map((e) => e.split('=') as [string, string]),
+        .map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]), // a value may hold '=' (NODE_OPTIONS)
     ),
   };
 });

@@ -63,7 +63,8 @@ export async function savedCall(ctx: CallContext, caller: Caller, query: QueryRo
         run,
         queryName: target.query.name,
         fileName: target.query.name,
-        cache: { ttl: version.cache_ttl ?? 0, id: [target.query.name, version.version, version.uuid], version: version.version },
+        // Built only for a version that caches: most never do, and this runs on every call.
+        cache: version.cache_ttl ? { ttl: version.cache_ttl, id: [target.query.name, version.version, version.uuid], version: version.version } : null,
       },
       o,
     );
