@@ -6,7 +6,6 @@ import { JwtAuth, jwtEnabled } from '../auth/jwt.js';
 import { RateLimits } from '../auth/rateLimit.js';
 import type { Config } from '../config.js';
 import { type ChangeMessage, channel } from '../contract/messages.js';
-import { type SqlDialect, warmParser } from '../governance/analysis.js';
 import { type Metrics, type StatementCounters, statementCounters, threadMetrics } from '../metrics/metrics.js';
 import type { SpreadChild } from '../metrics/tally.js';
 import { RunBatcher } from '../recorder/batcher.js';
@@ -17,6 +16,7 @@ import { attachStore, STORE_FILE, type Store } from '../store/store.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { Governance, Governed } from './govern.js';
 import type { CallPlan } from './plan.js';
+import { planWarmer } from './planWarmer.js';
 import { FORMATS, type Format } from './formats.js';
 import { answerCacheRequests, createResultCache, type ResultCache } from './resultCache.js';
 import { SchemaCache } from './schemaCache.js';
@@ -61,9 +61,6 @@ export interface CallContext {
   close(): Promise<void>;
 }
 
-/** The analysis dialect of each connection type (sources/index.ts opens the same names). */
-const PARSED_AS: Record<string, SqlDialect> = { postgres: 'postgres', postgresql: 'postgres', sqlite: 'sqlite', mysql: 'mysql' };
-
 /** How this server opens data sources: its pool size, home, time limit, and the store's files kept off-limits. */
 export function sourceSettings(config: Config): SourceSettings {
   return {
@@ -87,6 +84,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     }
   };
   const meta = createMetadata(store, config.metadataCacheTtl);
+  const plans = new LRUCache<string, CallPlan>({ max: 2000 });
   const settings = sourceSettings(config);
   const results = createResultCache(config.redisUrl);
   // In memory only this executor can see its answers: it answers the management API's requests (contract 3.8).
@@ -96,34 +94,20 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     cacheEntries: () => [
       { cache: 'result', entries: results.size() },
       { cache: 'metadata', entries: meta.size() },
+      { cache: 'plan', entries: plans.size },
     ],
   });
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: null });
   const schemas = new SchemaCache();
   let secret: Promise<Buffer> | null = null;
-  // The SQL parsers of the dialects the connections use, loaded at start and when a connection
-  // changes, not by the first governed call; a dialect nobody uses never costs its parser's memory.
-  const warmed = new Set<string>();
-  const warmParsers = () =>
-    store
-      .listConnections()
-      .then((connections) => {
-        for (const c of connections) {
-          const dialect = PARSED_AS[c.db];
-          if (dialect && !warmed.has(dialect)) {
-            warmed.add(dialect);
-            warmParser(dialect);
-          }
-        }
-      })
-      .catch(() => undefined); // the store not answering yet: the first call loads what it needs
-  void warmParsers();
+  const warmer = planWarmer(store, plans);
+  warmer.warm();
   const changes = channel('changes', config.home);
   changes.onmessage = (e: MessageEvent) => {
     const m = e.data as ChangeMessage;
     if (m.kind === 'all') meta.expire();
     else meta.clear();
-    if ((m.kind === 'connection' || m.kind === 'all') && warmed.size < 3) void warmParsers();
+    warmer.warm(); // a version published, a connection changed
     if (m.kind === 'connection') {
       drop(m.name);
       schemas.clear(m.name);
@@ -139,7 +123,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     meta,
     adminKey: config.adminKey ? Buffer.from(config.adminKey, 'utf8') : null,
     jwt: jwtEnabled(config) ? new JwtAuth(config) : null,
-    plans: new LRUCache<string, CallPlan>({ max: 2000 }),
+    plans,
     adhocPlans: new LRUCache<string, CallPlan>({ max: 256 }),
     source(conn) {
       const stamp = `${conn.db}|${conn.updated_at}`;
@@ -183,6 +167,8 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
       this.results.close();
       await this.limits.close();
       changes.close();
+      warmer.close();
+      await warmer.idle();
       runs.flush();
       runs.close();
       await Promise.all([...sources.values()].map((s) => s.source.close().catch(() => undefined)));
