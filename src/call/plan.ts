@@ -36,9 +36,14 @@ export interface CallPlan {
   writers: Map<string, AnyWriter>;
 }
 
-/** The plan for this version on this connection, built on its first call and cached. */
+/** What a plan is cached under: a version runs the same way on every connection of one dialect, but each is kept apart. */
+export function planKey(version: Pick<VersionRow, 'uuid'>, connection: string, dialect: Dialect): string {
+  return `${version.uuid}\u0000${connection}\u0000${dialect}`;
+}
+
+/** The plan for this version on this connection, built on its first call (or ahead of it, call/planWarmer.ts) and cached. */
 export function planFor(plans: LRUCache<string, CallPlan>, version: VersionRow, connection: string, dialect: Dialect): CallPlan {
-  const key = `${version.uuid}\u0000${connection}\u0000${dialect}`;
+  const key = planKey(version, connection, dialect);
   let plan = plans.get(key);
   if (!plan) {
     plan = planCall(key, version, dialect);

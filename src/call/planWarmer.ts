@@ -7,7 +7,7 @@
 import type { LRUCache } from 'lru-cache';
 import { type SqlDialect, warmParser } from '../governance/analysis.js';
 import type { Store } from '../store/store.js';
-import { type CallPlan, planFor } from './plan.js';
+import { type CallPlan, planFor, planKey } from './plan.js';
 
 /** The analysis dialect of each connection type (sources/index.ts opens the same names). */
 export const PARSED_AS: Record<string, SqlDialect> = { postgres: 'postgres', postgresql: 'postgres', sqlite: 'sqlite', mysql: 'mysql' };
@@ -45,7 +45,7 @@ export function planWarmer(store: Pick<Store, 'listConnections' | 'listQueries'>
       const version = q.versions.find((v) => v.version === q.published_version);
       const connection = version?.connection_name;
       const dialect = connection ? dialects.get(connection) : undefined;
-      if (!version || !connection || !dialect) continue;
+      if (!version || !connection || !dialect || plans.has(planKey(version, connection, dialect))) continue;
       if (closed || plans.size >= plans.max) return;
       await nextTurn();
       try {
