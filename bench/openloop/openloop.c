@@ -26,6 +26,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -448,15 +449,18 @@ int main(int argc, char **argv) {
   }
 
   uint64_t finished = now_ns();
+  struct rusage self;
+  getrusage(RUSAGE_SELF, &self);
+  double cpu_s = (double)self.ru_utime.tv_sec + (double)self.ru_stime.tv_sec + (double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6;
   uint64_t unfinished = total - completed - e_read - e_write - e_timeout;
   if (unfinished > total) unfinished = 0;  // errors on connections that had no request
   printf("{\"rate\":%.3f,\"duration_s\":%.3f,\"connections\":%d,\"scheduled\":%llu,\"sent\":%llu,\"completed\":%llu,"
          "\"completed_in_window\":%llu,\"served_rps\":%.1f,\"non2xx\":%llu,\"errors\":{\"connect\":%llu,\"read\":%llu,"
-         "\"write\":%llu,\"timeout\":%llu},\"unfinished\":%llu,\"backlog_max\":%llu,\"wall_s\":%.3f,",
+         "\"write\":%llu,\"timeout\":%llu},\"unfinished\":%llu,\"backlog_max\":%llu,\"wall_s\":%.3f,\"cpu_s\":%.3f,",
          rate, duration, connections, (unsigned long long)total, (unsigned long long)sent, (unsigned long long)completed,
          (unsigned long long)in_window, (double)in_window / duration, (unsigned long long)non2xx, (unsigned long long)e_connect,
          (unsigned long long)e_read, (unsigned long long)e_write, (unsigned long long)e_timeout, (unsigned long long)unfinished,
-         (unsigned long long)backlog_max, (double)(finished - start) / 1e9);
+         (unsigned long long)backlog_max, (double)(finished - start) / 1e9, cpu_s);
   print_histogram("latency_us", &corrected);
   printf(",");
   print_histogram("uncorrected_us", &uncorrected);
