@@ -229,6 +229,7 @@ if (bench.n !== 1_000_000) throw new Error('qag_oltp_bench must hold pgbench sca
 const [{ data_directory }] = await admin`SELECT current_setting('data_directory') AS data_directory`;
 /** PostgreSQL's postmaster: its tree's CPU, ended backends included, is the database's. */
 const postmaster = Number(readFileSync(join(data_directory, 'postmaster.pid'), 'utf8').split('\n')[0]);
+const version = codeVersion(); // read first: the tree may change while the bench runs
 const startedAt = new Date();
 const loadBefore = loadavg().map((x) => x.toFixed(2));
 try {
@@ -293,7 +294,7 @@ const best = gatewayRows.sort((a, b) => b.served_rps - a.served_rps)[0];
 const args = process.argv.slice(2).join(' ');
 const md = `# At a fixed rate: the seeds' table on this machine (${today()})
 
-Made with \`npx tsc -p . && node dist/bench/fixedRate.js${args ? ` ${args}` : ''}\` on commit ${codeVersion()},
+Made with \`npx tsc -p . && node dist/bench/fixedRate.js${args ? ` ${args}` : ''}\` on commit ${version},
 ${startedAt.toISOString()} to ${finishedAt.toISOString()}, Node ${process.version}, ${cpus().length} cores
 (${cpus()[0]?.model ?? 'unknown'}). **Load average before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')}** (1, 5, 15 min).
 

@@ -45,6 +45,8 @@ export interface OpenLoopResult {
   /** The most requests that were due but waiting for a free connection at once. */
   backlog_max: number;
   wall_s: number;
+  /** The generator's own CPU seconds (user + system). */
+  cpu_s: number;
   /** From each request's due time: what a caller sending at the rate would see. */
   latency_us: Spread;
   /** From each request's send time (what a closed-loop tool reports), for comparison. */
