@@ -4,7 +4,7 @@
 // metadata cache on. Per cell: offered, served a second, non-2xx + errors, the server's cores (its
 // process tree's CPU-s over the window's wall seconds, all threads, from /proc), served per core, p50,
 // p99 and max from the due time, and for the gateway the runs kept: the recorder's counters
-// (queryapigate_history_runs_total{outcome}) over the window against the calls answered.
+// (queryapigate_history_runs_total{outcome}) against the lookups it ran (queryapigate_queries_total).
 //
 //   npx tsc -p . && node dist/bench/fixedRate.js [--rates 500,1000,2000,4000,8000] [--seconds 10]
 //        [--rounds 2] [--connections 64] [--only floor,inline,pooled] [--name fixedrate]
@@ -12,14 +12,13 @@
 // One server per cell and round: started (the gateway on a fresh PostgreSQL store database, so its
 // event log starts empty), warmed up, then each rate from the lowest, then stopped. The cells' order
 // rotates from round to round. Results: bench/results/<name>-<date>/ (README.md + results.jsonl).
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
-import { accountLookup, fmt, range, spawnListening, startGateway, today, writeResults, type Listening } from './gateway.js';
+import { codeVersion, fmt, range, today, writeResults } from './gateway.js';
+import { AID, BENCH_DB, smokeLookup, startLookupServer, type LookupServer, type Runs } from './lookupServers.js';
 import { runOpenLoop, type OpenLoopResult } from './openloop.js';
 import { treeCpuSeconds } from './processTree.js';
 
@@ -47,12 +46,9 @@ for (const [k, v] of Object.entries({ seconds, rounds, connections })) if (!(Num
 const only = values.only!.split(',').map((s) => s.trim()) as CellId[];
 for (const o of only) if (!ALL_CELLS.includes(o)) throw new Error(`--only: no cell ${o} (cells: ${ALL_CELLS.join(',')})`);
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url));
 const PG = 'postgres://postgres@127.0.0.1:5432';
-const BENCH_URL = `${PG}/qag_oltp_bench`;
+const BENCH_URL = `${PG}/${BENCH_DB}`;
 const STORE_DB = 'qag_fixedrate_store';
-const AID = '[1-9][0-9]{0,5}';
 /** Seconds the recorder may take to count a window's last runs (it writes every 50 ms when keeping up). */
 const RECORDER_SETTLE_S = 10;
 
@@ -60,61 +56,27 @@ const admin = postgres(`${PG}/postgres`, { max: 1, onnotice: () => undefined });
 
 // ---------------------------------------------------------------- the cells
 
-interface Server extends Listening {
-  /** The load generator's URL pattern and headers. */
-  pattern: string;
-  headers: Record<string, string>;
-  /** The recorder's counters, for the gateway. */
-  runs?: () => Promise<Runs>;
-}
-type Runs = { recorded: number; dropped: number; failed: number };
-
 const LABELS: Record<CellId, string> = {
   floor: 'floor: node:http + postgres.js (not a product)',
   inline: 'QueryAPIGate, inline (WORKERS=0)',
   pooled: 'QueryAPIGate, pooled (WORKERS=1)',
 };
 
-async function startCell(id: CellId): Promise<Server> {
-  if (id === 'floor') {
-    const f = await spawnListening([FLOOR, BENCH_URL, '8']);
-    return { ...f, pattern: `${f.url}/q/account\\?aid=${AID}`, headers: {} };
-  }
-  await admin.unsafe(`DROP DATABASE IF EXISTS ${STORE_DB} WITH (FORCE)`);
-  await admin.unsafe(`CREATE DATABASE ${STORE_DB}`);
-  const home = mkdtempSync(join(tmpdir(), 'qag-fixedrate-'));
-  const g = await startGateway({
-    QUERYAPIGATE_HOME: home,
-    QUERYAPIGATE_DATABASE_URL: `${PG}/${STORE_DB}`,
-    QUERYAPIGATE_WORKERS: id === 'inline' ? '0' : '1',
-    QUERYAPIGATE_METADATA_CACHE_TTL: '5',
-  });
-  const { key } = await accountLookup(g, BENCH_URL);
-  return {
-    ...g,
-    pattern: `${g.url}/q/account\\?aid=${AID}`,
-    headers: { 'X-API-Key': key },
-    runs: async () => {
-      const text = await (await fetch(`${g.url}/metrics`)).text();
-      const count = (outcome: string) => Number(new RegExp(`queryapigate_history_runs_total\\{outcome="${outcome}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
-      return { recorded: count('recorded'), dropped: count('dropped'), failed: count('failed') };
-    },
-    async stop() {
-      await g.stop();
-      rmSync(home, { recursive: true, force: true });
-    },
-  };
-}
+const startCell = (id: CellId): Promise<LookupServer> =>
+  startLookupServer(
+    id === 'floor' ? { kind: 'floor' } : { kind: 'gateway', workers: id === 'inline' ? 0 : 1, metadataCacheTtl: 5, storeDb: STORE_DB, admin },
+    PG,
+  );
 
-/** The recorder's counters once they account for `answered` calls, or stop moving for 2 s. */
-async function settledRuns(s: Server, answered: number): Promise<Runs> {
+/** The counters once the recorder has counted every lookup the gateway ran, or stopped moving for 2 s. */
+async function settledRuns(s: LookupServer): Promise<Runs> {
   let last = await s.runs!();
   let still = 0;
   for (let waited = 0; waited < RECORDER_SETTLE_S * 4; waited++) {
-    if (last.recorded + last.dropped + last.failed >= answered || still >= 8) break;
+    if ((last.recorded + last.dropped + last.failed >= last.executed && waited >= 2) || still >= 8) break;
     await new Promise((r) => setTimeout(r, 250));
     const now = await s.runs!();
-    still = now.recorded === last.recorded && now.dropped === last.dropped && now.failed === last.failed ? still + 1 : 0;
+    still = now.recorded === last.recorded && now.dropped === last.dropped && now.executed === last.executed ? still + 1 : 0;
     last = now;
   }
   return last;
@@ -140,6 +102,9 @@ type Row = {
   p99_uncorrected_ms: number;
   /** Calls answered with a 2xx in the window and the drain after it. */
   answered_2xx: number;
+  /** Lookups the gateway ran from the window's start until its recorder had counted them: the calls
+   *  the generator gave up on (unfinished, timed out) are here when the gateway ran them anyway. */
+  executed: number | null;
   runs_recorded: number | null;
   runs_dropped: number | null;
   runs_failed: number | null;
@@ -154,13 +119,10 @@ const ms = (us: number) => Math.round(us / 10) / 100;
 async function cellUnit(round: number, id: CellId): Promise<void> {
   const s = await startCell(id);
   try {
-    const smoke = await fetch(s.pattern.replace(/\\\?aid=.*$/, '?aid=7'), { headers: s.headers });
-    const body = await smoke.text();
-    if (smoke.status !== 200 || !/"aid"\s*:\s*7\b/.test(body)) throw new Error(`smoke ${id}: ${smoke.status} ${body.slice(0, 300)}`);
-    const w = await runOpenLoop({ pattern: s.pattern, headers: s.headers, rate: RATES[0], durationS: warmup, connections });
-    let answered = 1 + w.completed - w.non2xx; // 2xx answers so far, each a run to record
+    await smokeLookup(s, id);
+    await runOpenLoop({ pattern: s.pattern, headers: s.headers, rate: RATES[0], durationS: warmup, connections });
     for (const rate of [...RATES].sort((a, b) => a - b)) {
-      const before = s.runs ? await settledRuns(s, answered) : null;
+      const before = s.runs ? await settledRuns(s) : null;
       const cpu0 = treeCpuSeconds(s.pid);
       const pg0 = treeCpuSeconds(postmaster, true);
       const t0 = process.hrtime.bigint();
@@ -169,8 +131,7 @@ async function cellUnit(round: number, id: CellId): Promise<void> {
       const cores = (treeCpuSeconds(s.pid) - cpu0) / wall;
       const pgCores = (treeCpuSeconds(postmaster, true) - pg0) / wall;
       const ok = r.completed - r.non2xx;
-      answered += ok;
-      const after = before ? await settledRuns(s, answered) : null;
+      const after = before ? await settledRuns(s) : null;
       const row: Row = {
         kind: 'cell',
         round,
@@ -188,10 +149,11 @@ async function cellUnit(round: number, id: CellId): Promise<void> {
         max_ms: ms(r.latency_us.max),
         p99_uncorrected_ms: ms(r.uncorrected_us.p99),
         answered_2xx: ok,
+        executed: after && before ? after.executed - before.executed : null,
         runs_recorded: after && before ? after.recorded - before.recorded : null,
         runs_dropped: after && before ? after.dropped - before.dropped : null,
         runs_failed: after && before ? after.failed - before.failed : null,
-        runs_kept: after && before && ok ? (after.recorded - before.recorded) / ok : null,
+        runs_kept: after && before && after.executed > before.executed ? (after.recorded - before.recorded) / (after.executed - before.executed) : null,
         loadavg_1m: round2(loadavg()[0]),
         openloop: r,
       };
@@ -209,16 +171,6 @@ async function cellUnit(round: number, id: CellId): Promise<void> {
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const pct = (x: number) => `${(x * 100).toFixed(x >= 0.9995 && x < 1 ? 2 : 1)}%`;
-
-function codeVersion(): string {
-  try {
-    const head = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const dirty = execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src', 'workers', 'bench'], { encoding: 'utf8' }).trim();
-    return dirty ? `${head} with uncommitted changes` : head;
-  } catch {
-    return 'unknown';
-  }
-}
 
 // ---------------------------------------------------------------- the run
 
@@ -249,43 +201,39 @@ const loadAfter = loadavg().map((x) => x.toFixed(2));
 // ---------------------------------------------------------------- the table
 
 let table =
-  '| Offered | Cell | Served/s | non-2xx + errors | Server cores | Served per core | p50 ms | p99 ms | max ms | p99 ms, uncorrected | Runs kept (dropped) | PostgreSQL cores | Load generator cores | Load avg 1 min |\n' +
-  '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
+  '| Offered | Cell | Served/s | non-2xx + errors | Server cores | Served per core | p50 ms | p99 ms | max ms | p99 ms, uncorrected | ' +
+  'Runs kept, per round | Runs recorded / dropped / lookups run / 2xx answered | PostgreSQL cores | Load generator cores | Load avg 1 min |\n' +
+  `|${'---|'.repeat(15)}\n`;
 for (const rate of [...RATES].sort((a, b) => a - b)) {
   for (const id of only) {
     const rs = rows.filter((r) => r.cell === id && r.offered === rate);
     if (!rs.length) continue;
+    const col = (f: (r: Row) => number, digits = 0) => range(rs.map(f), digits);
+    const sum = (f: (r: Row) => number | null) => fmt(rs.reduce((a, r) => a + (f(r) ?? 0), 0));
     const kept = rs.filter((r) => r.runs_kept !== null);
-    const keptCell = kept.length ? `${kept.map((r) => pct(r.runs_kept!)).join(', ')} (${kept.map((r) => fmt(r.runs_dropped!)).join(', ')})` : '-';
-    table +=
-      `| ${fmt(rate)}/s | ${LABELS[id]} | ${range(rs.map((r) => r.served_rps))} | ${rs.reduce((a, r) => a + r.failed, 0)} | ` +
-      `${range(
-        rs.map((r) => r.server_cores),
-        2,
-      )} | ${range(rs.map((r) => r.served_per_core ?? 0))} | ${range(
-        rs.map((r) => r.p50_ms),
-        2,
-      )} | ${range(
-        rs.map((r) => r.p99_ms),
-        2,
-      )} | ` +
-      `${range(
-        rs.map((r) => r.max_ms),
-        1,
-      )} | ${range(
-        rs.map((r) => r.p99_uncorrected_ms),
-        2,
-      )} | ${keptCell} | ${range(
-        rs.map((r) => r.postgres_cores),
-        2,
-      )} | ` +
-      `${range(
-        rs.map((r) => r.loadgen_cores),
-        2,
-      )} | ${range(
-        rs.map((r) => r.loadavg_1m),
-        1,
-      )} |\n`;
+    const runs = kept.length
+      ? [
+          kept.map((r) => pct(r.runs_kept!)).join(', '),
+          `${sum((r) => r.runs_recorded)} / ${sum((r) => r.runs_dropped)} / ${sum((r) => r.executed)} / ${sum((r) => r.answered_2xx)}`,
+        ]
+      : ['-', '-'];
+    const cells = [
+      `${fmt(rate)}/s`,
+      LABELS[id],
+      col((r) => r.served_rps),
+      String(rs.reduce((a, r) => a + r.failed, 0)),
+      col((r) => r.server_cores, 2),
+      col((r) => r.served_per_core ?? 0),
+      col((r) => r.p50_ms, 2),
+      col((r) => r.p99_ms, 2),
+      col((r) => r.max_ms, 1),
+      col((r) => r.p99_uncorrected_ms, 2),
+      ...runs,
+      col((r) => r.postgres_cores, 2),
+      col((r) => r.loadgen_cores, 2),
+      col((r) => r.loadavg_1m, 1),
+    ];
+    table += `| ${cells.join(' | ')} |\n`;
   }
 }
 
@@ -323,13 +271,15 @@ average shows. Compare the cells with each other in the same round, not with the
   each rate from the lowest, then stopped. ${rounds} round${rounds > 1 ? 's' : ''}; the order of the cells rotates from round to
   round. Figures are the median of the rounds${rounds > 1 ? ' with the min-max in brackets' : ''}.
 - **Server cores**: utime + stime of the server's process and its descendants, all threads, from /proc,
-  over the window's wall seconds (the drain included). **PostgreSQL cores**: the same for every process
-  PostgreSQL's postmaster and its backends, those that ended in the window included (other
-  helpers' sessions too). **Load generator cores**: its own
-  getrusage over the same wall time.
-- **Runs kept**: \`queryapigate_history_runs_total{outcome="recorded"}\` from the gateway's /metrics, read
-  before the window and again once the recorder has counted the window's runs (up to ${RECORDER_SETTLE_S} s), over the
-  2xx answers to the window's calls; dropped is \`{outcome="dropped"}\` over the same span. One figure per round.
+  over the window's wall seconds (the drain included). **PostgreSQL cores**: the same for PostgreSQL's
+  postmaster and its backends, those that ended in the window included (other helpers' sessions too).
+  **Load generator cores**: its own getrusage over the same wall time.
+- **Runs kept**: the gateway's /metrics read before the window and again once its recorder has counted
+  every lookup it ran (or its counters stood still for 2 s, at most ${RECORDER_SETTLE_S} s):
+  \`queryapigate_history_runs_total{outcome="recorded"}\` over the lookups run
+  (\`queryapigate_queries_total\` on the connection), one figure per round; dropped is \`{outcome="dropped"}\`.
+  The lookups run and the 2xx answers the generator received are both given: past saturation the gateway
+  still runs (and records) the calls the generator stopped waiting for, so lookups run exceed answers.
 
 ## Results
 

@@ -1,19 +1,14 @@
-// The open-loop load generator (bench/openloop/openloop.c) from TypeScript: built with `cc -O2` into
-// ~/.cache/queryapigate-openloop/<source hash>/ on first use, given a URL pattern as bench/load.ts
-// takes them (`http://127.0.0.1:8080/q/account\?aid=[1-9][0-9]{0,5}`), run, and its JSON read back.
+// The open-loop load generator (bench/openloop/openloop.c) from TypeScript: built on first use
+// (bench/cBuild.ts), given a URL pattern as bench/load.ts takes them
+// (`http://127.0.0.1:8080/q/account\?aid=[1-9][0-9]{0,5}`), run, and its JSON read back.
 // wrk2 does the same job but is not in Debian; wrk's closed loop cannot offer a fixed rate.
 //
 //   node dist/bench/openloop.js --rate 1000 [-z 10] [-c 64] [-H 'Name: value']... URL-PATTERN
-import { execFile, execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { execFile } from 'node:child_process';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { builtC } from './cBuild.js';
 import { parseUrlPattern, type Part } from './load.js';
-
-const SOURCE = fileURLToPath(new URL('../../bench/openloop/openloop.c', import.meta.url));
 
 /** A latency histogram's summary, in microseconds. */
 export interface Spread {
@@ -67,20 +62,8 @@ export interface OpenLoopOptions {
   seed?: number;
 }
 
-/** The compiled program's path, building it when this source has not been built yet. */
-export function openLoopBinary(): string {
-  const source = readFileSync(SOURCE);
-  const hash = createHash('sha256').update(source).digest('hex').slice(0, 16);
-  const dir = join(homedir(), '.cache', 'queryapigate-openloop', hash);
-  const bin = join(dir, 'openloop');
-  if (!existsSync(bin)) {
-    mkdirSync(dir, { recursive: true });
-    const tmp = `${bin}.${process.pid}`;
-    execFileSync('cc', ['-O2', '-Wall', '-o', tmp, SOURCE], { stdio: 'inherit' });
-    renameSync(tmp, bin); // whole or absent, when two benches build at once
-  }
-  return bin;
-}
+/** The built program (bench/cBuild.ts). */
+export const openLoopBinary = (): string => builtC('openloop');
 
 /** The program's --part arguments for a pattern's path (see openloop.c). */
 export function partArgs(parts: Part[]): string[] {
