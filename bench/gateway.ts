@@ -101,7 +101,7 @@ export function codeVersion(): string {
   const root = fileURLToPath(new URL('../../', import.meta.url));
   try {
     const head = execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const dirty = execFileSync('git', ['-C', root, 'status', '--porcelain', '--', 'src', 'workers', 'bench'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['-C', root, 'status', '--porcelain', '--', 'src', 'workers', 'bench', ':!bench/results'], { encoding: 'utf8' }).trim();
     return dirty ? `${head} with uncommitted changes` : head;
   } catch {
     return 'unknown';
