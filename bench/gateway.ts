@@ -1,6 +1,6 @@
 // Bench plumbing: start the gateway as its own process (so its CPU can be counted alone), create
 // objects through its management API, and write a bench's results as JSON lines plus a table.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -94,6 +94,18 @@ export async function accountLookup(g: Pick<Gateway, 'url' | 'api'>, pgUrl: stri
   });
   const { secret } = await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] });
   return { url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: secret };
+}
+
+/** The checked-out commit, and whether src/, workers/ or bench/ differ from it. */
+export function codeVersion(): string {
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  try {
+    const head = execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execFileSync('git', ['-C', root, 'status', '--porcelain', '--', 'src', 'workers', 'bench', ':!bench/results'], { encoding: 'utf8' }).trim();
+    return dirty ? `${head} with uncommitted changes` : head;
+  } catch {
+    return 'unknown';
+  }
 }
 
 export function today(): string {

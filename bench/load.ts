@@ -291,12 +291,14 @@ function ticksPerSecond(): number {
   return clockTicks;
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
-export function processCpuSeconds(pid: number): number {
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat; with `reaped`, those
+ *  of its children that exited and were waited for too (a PostgreSQL server's ended backends). */
+export function processCpuSeconds(pid: number, reaped = false): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // fields after "(comm)": state is field 3, utime field 14, stime field 15
+  // fields after "(comm)": state is field 3, utime field 14, stime field 15, cutime 16, cstime 17
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / ticksPerSecond();
+  const own = Number(f[11]) + Number(f[12]);
+  return (reaped ? own + Number(f[13]) + Number(f[14]) : own) / ticksPerSecond();
 }
 
 interface WrkSummary {

@@ -14,15 +14,16 @@
 // each cell at the highest caller count whose last 10 s are compared with its first 10 s.
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import mysql from 'mysql2/promise';
 import postgres from 'postgres';
-import { ensureWrk, processCpuSeconds, runLoad, type LoadOptions, type LoadResult } from './load.js';
+import { ensureWrk, runLoad, type LoadOptions, type LoadResult } from './load.js';
 import { fmt, median, range, spawnListening, startGateway, today, writeResults, type Listening } from './gateway.js';
+import { treeCpuSeconds, treeRssMiB } from './processTree.js';
 
 const ALL_CELLS = ['pgbench', 'floor', 'inline', 'pooled', 'platformatic', 'postgraphile', 'floor-my', 'inline-my'] as const;
 type CellId = (typeof ALL_CELLS)[number];
@@ -69,53 +70,6 @@ const AID = '[1-9][0-9]{0,5}';
 const LUA_AID = `local n = math.random(1, 6)
   local aid = math.random(1, 9)
   for _ = 2, n do aid = aid * 10 + math.random(0, 9) end`;
-
-// ---------------------------------------------------------------- processes: a tree's CPU and RSS
-
-/** The pid and all its descendants (from each process's ppid in /proc). */
-function processTree(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(d)]);
-    } catch {
-      // exited while listed
-    }
-  }
-  const out = [root];
-  for (let i = 0; i < out.length; i++) out.push(...(children.get(out[i]) ?? []));
-  return out;
-}
-
-/** utime+stime of the tree's live processes (all their threads). */
-function treeCpuSeconds(root: number): number {
-  let s = 0;
-  for (const p of processTree(root)) {
-    try {
-      s += processCpuSeconds(p);
-    } catch {
-      // exited
-    }
-  }
-  return s;
-}
-
-/** VmRSS of the tree's processes, in MiB. */
-function treeRssMiB(root: number): number {
-  let kb = 0;
-  for (const p of processTree(root)) {
-    try {
-      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
-      if (m) kb += Number(m[1]);
-    } catch {
-      // exited
-    }
-  }
-  return Math.round(kb / 102.4) / 10;
-}
 
 function run(cmd: string, args: string[], env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
