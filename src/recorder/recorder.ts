@@ -5,6 +5,7 @@
 // HTTP or executors beyond the batch message.
 import { attachStore, localTimestamp, type Store, type StoreLocation } from '../store/store.js';
 import { channel, type EventRow, type RunBatch, type RunRecord } from '../contract/messages.js';
+import { unpackRuns } from '../contract/runs.js';
 import { threadMetrics } from '../metrics/metrics.js';
 import { EventLog } from '../store/events.js';
 import { causeOf, isUnavailable } from '../store/sql.js';
@@ -93,9 +94,10 @@ export class Recorder {
         this.#used.add(name);
       }
     }
+    const runs = m.runs.n ? unpackRuns(m.runs) : [];
     const room = Math.max(0, this.settings.historyMaxPending - this.pending);
-    this.#dropped(m.dropped + Math.max(0, m.runs.length - room));
-    for (let i = 0; i < m.runs.length && i < room; i++) this.#queue.push(m.runs[i]);
+    this.#dropped(m.dropped + Math.max(0, runs.length - room));
+    for (let i = 0; i < runs.length && i < room; i++) this.#queue.push(runs[i]);
     if (this.#queue.length >= BATCH) void this.flush();
   }
 
