@@ -465,6 +465,8 @@ interface PathRow {
    *  store writes, the events reply), the acceptor (this thread: the events replies it receives), the process's other
    *  threads (V8 helpers, libuv), and the PostgreSQL backends. */
   executor_us_per_run: number;
+  /** The executor thread running the same loop without record(), before the measured span: its own cost. */
+  executor_baseline_us_per_run: number;
   recorder_us_per_run: number;
   acceptor_us_per_run: number;
   other_us_per_run: number;
@@ -513,7 +515,7 @@ async function pathRound(store: Store, build: string, roundNo: number): Promise<
   });
   const reports: Array<(m: unknown) => void> = [];
   executor.on('message', (m) => reports.shift()?.(m));
-  const next = () => new Promise<{ kind: string; runs?: number; made?: number; cpuNs?: number }>((r) => reports.push(r as (m: unknown) => void));
+  const next = () => new Promise<unknown>((r) => reports.push(r));
   executor.on('error', (e) => console.error(e));
   const measuring = next();
   await measuring;
@@ -523,7 +525,7 @@ async function pathRound(store: Store, build: string, roundNo: number): Promise<
   const r0 = tasksCpuNs(recorderTids);
   const a0 = taskCpuNs(process.pid);
   const p0 = process.cpuUsage();
-  const done = (await next()) as { runs: number; made: number; cpuNs: number };
+  const done = (await next()) as { runs: number; made: number; cpuNs: number; baselineRuns: number; baselineNs: number };
   await recorder.flush(1); // every run made is in the store before the clocks stop
   const recorderNs = tasksCpuNs(recorderTids) - r0;
   const acceptorNs = taskCpuNs(process.pid) - a0;
@@ -550,6 +552,7 @@ async function pathRound(store: Store, build: string, roundNo: number): Promise<
     logged: Number(l.n ?? 0),
     dropped,
     executor_us_per_run: per(done.cpuNs),
+    executor_baseline_us_per_run: round(done.baselineNs / 1000 / done.baselineRuns, 2),
     recorder_us_per_run: per(recorderNs),
     acceptor_us_per_run: per(acceptorNs),
     // The executor's measured span is a little shorter than the rest (it stops first), so this is an upper bound.
@@ -602,19 +605,20 @@ function pathReport(rows: PathRow[]): string {
       `${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}; the machine is shared (load average below).`,
     '',
     `An executor thread makes ${fmt(Number(args.rate))} runs a second (2 s warm-up, then ${SECONDS} s measured) through record() and a RunBatcher, ` +
+      `after ${SECONDS} s of the same loop without record() (its CPU per run in brackets: the pacing, timers and arguments, to subtract), ` +
       'as calls ending in an executor do (50 queries × 4 versions, 200 keys, one run in 50 failing); its batches cross the runs BroadcastChannel to ' +
       `a recorder thread started as the server starts it (src/recorder/client.ts), which writes the event log and the history rings (limit ${PATH_KEEP}) ` +
       'and posts each written batch back as events. CPU per run made, from /proc/self/task/<tid>/schedstat: the executor thread, the recorder ' +
       "thread, the acceptor (this thread: receiving the events replies; nobody listens on /events), the process's other threads, and the " +
       'PostgreSQL backends. Median (range) over rounds; builds interleaved on a fresh store each.',
     '',
-    '| store | build | rounds | runs logged / made (warm-up included) | dropped | executor µs/run | recorder thread µs/run | acceptor µs/run | other threads µs/run | PostgreSQL µs/run | load avg |',
+    '| store | build | rounds | runs logged / made (warm-up included) | dropped | executor µs/run (loop alone) | recorder thread µs/run | acceptor µs/run | other threads µs/run | PostgreSQL µs/run | load avg |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...keys.map((k) => {
       const g = rows.filter((r) => `${r.engine}\u0000${r.build}` === k);
       return (
         `| ${g[0].engine} | ${g[0].build} | ${g.length} | ${fmt(median(g.map((r) => r.logged)))} / ${fmt(median(g.map((r) => r.made)))} | ${fmt(Math.max(...g.map((r) => r.dropped)))} | ` +
-        `${m(g, (r) => r.executor_us_per_run)} | ${m(g, (r) => r.recorder_us_per_run)} | ${m(g, (r) => r.acceptor_us_per_run)} | ${m(g, (r) => r.other_us_per_run)} | ` +
+        `${m(g, (r) => r.executor_us_per_run)} (${m(g, (r) => r.executor_baseline_us_per_run)}) | ${m(g, (r) => r.recorder_us_per_run)} | ${m(g, (r) => r.acceptor_us_per_run)} | ${m(g, (r) => r.other_us_per_run)} | ` +
         `${m(g, (r) => r.server_us_per_run)} | ${fmt(Math.min(...g.map((r) => r.load_before)), 1)}-${fmt(Math.max(...g.map((r) => r.load_after)), 1)} |`
       );
     }),

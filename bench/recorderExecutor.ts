@@ -15,7 +15,10 @@ export interface ExecutorData {
 }
 
 /** What the executor thread tells the harness. */
-export type ExecutorReport = { kind: 'measuring' } | { kind: 'done'; runs: number; made: number; cpuNs: number };
+export type ExecutorReport =
+  | { kind: 'measuring' }
+  /** `baseline*`: the same loop with record() left out (the harness's own cost, to subtract). */
+  | { kind: 'done'; runs: number; made: number; cpuNs: number; baselineRuns: number; baselineNs: number };
 
 export function threadCpuNs(): number {
   return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]);
@@ -34,7 +37,13 @@ const keys = Array.from({ length: 200 }, (_, i) => `mobile-key-${i}`);
 const requestIds = Array.from({ length: 4096 }, (_, i) => (0x5f3a0000 + i).toString(16).padStart(12, '0'));
 
 let made = 0;
+/** record() itself, or nothing (the baseline). */
+let recording = true;
 function make(n: number, executedAt: string): void {
+  if (!recording) {
+    baseline(n, executedAt);
+    return;
+  }
   for (let i = 0; i < n; i++) {
     const k = ++made;
     // A call's target, as savedRun() makes one per call.
@@ -52,6 +61,20 @@ function make(n: number, executedAt: string): void {
       error ? failure : null,
     );
   }
+}
+
+/** The loop of make() without record(): the same targets and arguments, handed to nothing. */
+let sink = 0;
+function baseline(n: number, executedAt: string): void {
+  for (let i = 0; i < n; i++) {
+    const k = ++made;
+    const t = { query: queries[k % 50], version: 1 + (k % 4), connectionName: 'warehouse', executedAt, transport: 'rest' as const };
+    const error = k % 50 === 0;
+    sink += noop(t, keys[k % 200], requestIds[k & 4095], error ? null : k % 500, error ? failure : null);
+  }
+}
+function noop(t: object, key: string, id: string, rows: number | null, failure: object | null): number {
+  return t && key && id && (rows ?? 0) >= 0 && failure === null ? 1 : 0;
 }
 
 /** Makes runs at `rate` a second for `seconds`, a few milliseconds' worth at a time. */
@@ -75,10 +98,15 @@ async function paced(seconds: number): Promise<number> {
 }
 
 await paced(data.warmupS);
+recording = false;
+const b0 = threadCpuNs();
+const baselineRuns = await paced(data.seconds);
+const baselineNs = threadCpuNs() - b0;
+recording = true;
 port.postMessage({ kind: 'measuring' } satisfies ExecutorReport);
 const c0 = threadCpuNs();
 const n = await paced(data.seconds);
 const cpuNs = threadCpuNs() - c0;
 runs.flush();
-port.postMessage({ kind: 'done', runs: n, made, cpuNs } satisfies ExecutorReport);
+port.postMessage({ kind: 'done', runs: n, made: made - baselineRuns, cpuNs, baselineRuns, baselineNs, sink } as ExecutorReport);
 // Stays up to answer the harness's flush (DrainMessage 'flush') and the final drain; ended by the harness.
