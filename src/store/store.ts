@@ -648,30 +648,19 @@ async function upsertRows(t: SqlDb, cols: unknown[][]): Promise<void> {
 }
 
 /**
- * SQLite: the counters advanced a few hundred versions per statement (UPDATE ... FROM VALUES), then the
- * kept runs upserted. Run j of a group of g is number (counter - g + j) of its version, in slot number % keep.
- * Runs of a version deleted meanwhile find no counter and are skipped.
+ * SQLite: one counter update per version (in-process, so a statement each costs little: a few hundred
+ * at once in UPDATE ... FROM VALUES measured no better), then the kept runs upserted. Run j of a group
+ * of g is number (counter - g + j) of its version, in slot number % keep.
  */
 async function savedRunsSqlite(t: SqlDb, groups: EventRow[][], keep: number): Promise<number> {
-  const totals = new Map<string, number>();
-  for (let at = 0; at < groups.length; ) {
-    const n = nextPiece(groups.length - at, SQLITE_COUNTER_PIECE);
-    const params = new Array<unknown>(n * 3);
-    for (let i = 0, p = 0; i < n; i++) {
-      const g = groups[at + i];
-      params[p++] = g[0].query;
-      params[p++] = g[0].version;
-      params[p++] = g.length;
-    }
-    const rows = await t.all<{ q: string; v: number; total: number }>(countersSqlite(n), params);
-    for (const r of rows) totals.set(`${r.q}\u0000${r.v}`, Number(r.total));
-    at += n;
-  }
   const cols: unknown[][] = [[], [], [], [], [], [], [], []];
   for (const g of groups) {
-    const total = totals.get(`${g[0].query}\u0000${g[0].version}`);
-    if (total === undefined) continue; // the query was deleted meanwhile
-    const first = total - g.length;
+    const [c] = await t.all<{ n: number }>(
+      'UPDATE saved_query_versions SET runs_recorded = runs_recorded + ? WHERE query_name = ? AND version = ? RETURNING runs_recorded AS n',
+      [g.length, g[0].query, g[0].version],
+    );
+    if (!c) continue; // the query was deleted meanwhile
+    const first = Number(c.n) - g.length;
     for (let j = Math.max(0, g.length - keep); j < g.length; j++) pushRow(cols, g[j].query!, g[j].version!, (first + j) % keep, g[j]);
   }
   if (cols[0].length) await upsertRows(t, cols);
@@ -728,20 +717,6 @@ const SAVED_RUNS_PG = `WITH g AS (SELECT * FROM unnest(?::text[], ?::int[], ?::i
     ${HISTORY_ON_CONFLICT}
     RETURNING 1)
   SELECT count(*)::int AS n FROM w`;
-/** SQLite: versions per counter update (3 markers each: 900, under the classic 999), in a few piece sizes. */
-const SQLITE_COUNTER_PIECE = 300;
-const sqliteCounters = new Map<number, string>();
-function countersSqlite(versions: number): string {
-  let text = sqliteCounters.get(versions);
-  if (!text) {
-    text = `UPDATE saved_query_versions SET runs_recorded = runs_recorded + g.n
-      FROM (SELECT column1 AS q, column2 AS v, column3 AS n FROM (VALUES ${valuesList(versions, 3)})) AS g
-      WHERE query_name = g.q AND version = g.v
-      RETURNING query_name AS q, version AS v, runs_recorded AS total`;
-    sqliteCounters.set(versions, text);
-  }
-  return text; // bounded: one text per piece size nextPiece makes
-}
 /** SQLite: multi-row VALUES, at most 120 rows (960 markers, under the classic 999) in a few piece sizes. */
 const SQLITE_HISTORY_PIECE = 120;
 const sqliteUpserts = new Map<number, string>();
