@@ -6,10 +6,19 @@
 //
 //   node dist/bench/recorder.js [--seconds 10] [--rounds 3] [--scale 40] [--pg postgres://postgres@127.0.0.1:5432/postgres] [--no-pg]
 //
-// Results go to bench/results/recorder-<date>/ (results.jsonl + README.md).
-import { mkdtempSync, rmSync, statSync, existsSync } from 'node:fs';
+// --path measures the whole way instead, per run and per thread: an executor thread (bench/recorderExecutor.ts) makes
+// runs at --rate a second through record() and a RunBatcher, the batches cross a BroadcastChannel to a real recorder
+// thread (src/recorder/client.ts) writing the store with the history rings at limit 50, and each thread's CPU is read
+// from /proc (schedstat). --dist a,b measures several builds (each a copy of dist/ inside this worktree, so its
+// imports resolve), in interleaved rounds:
+//
+//   node dist/bench/recorder.js --path --dist dist-before,dist [--rate 20000] [--seconds 10] [--rounds 3] [--no-pg]
+//
+// Results go to bench/results/recorder-<date>/ (results.jsonl + README.md), or recorder-<date>-<suffix>/ (--suffix).
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, existsSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { EventLog } from '../src/store/events.js';
@@ -27,6 +36,13 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     pg: { type: 'string', default: process.env.QUERYAPIGATE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
     'no-pg': { type: 'boolean', default: false },
+    'no-sqlite': { type: 'boolean', default: false },
+    /** Only the settings that write the history rings, and no hour of events (a quicker look at writeRuns). */
+    'history-only': { type: 'boolean', default: false },
+    path: { type: 'boolean', default: false },
+    dist: { type: 'string', default: 'dist' },
+    rate: { type: 'string', default: '20000' },
+    suffix: { type: 'string' },
   },
 });
 const SECONDS = Number(args.seconds);
@@ -71,6 +87,9 @@ function batchOf(n: number): RunRecord[] {
 interface Store {
   engine: 'sqlite' | 'postgres';
   db: SqlDb;
+  /** Where a recorder thread finds this store (its home folder, or its URL). */
+  home: string;
+  databaseUrl: string | null;
   another(): SqlDb;
   /** Bytes the event tables take (tables + indexes), and the whole store's size. */
   size(): Promise<{ events: number; store: number }>;
@@ -89,6 +108,8 @@ function sqliteStore(): Store {
   return {
     engine: 'sqlite',
     db,
+    home: dir,
+    databaseUrl: null,
     another() {
       const d = openSqlite(file);
       extra.push(d);
@@ -126,6 +147,8 @@ async function postgresStore(adminUrl: string): Promise<Store> {
   return {
     engine: 'postgres',
     db,
+    home: mkdtempSync(join(tmpdir(), 'qag-bench-events-')),
+    databaseUrl: url,
     another() {
       const d = openPostgres(url, { max: 2 });
       extra.push(d);
@@ -424,14 +447,195 @@ const round = (n: number, d: number) => Math.round(n * 10 ** d) / 10 ** d;
 const gb = (b: number) => `${fmt(b / 1e9, 1)} GB`;
 const mb = (b: number) => `${fmt(b / 1e6, 0)} MB`;
 
+// ── the whole way: executor thread → BroadcastChannel → recorder thread → store ──────────────
+interface PathRow {
+  bench: 'path';
+  round: number;
+  build: string;
+  engine: string;
+  history_limit: number;
+  rate: number;
+  seconds: number;
+  /** Runs made by the executor while measured; made in all (warm-up included), and in the event log at the end. */
+  runs: number;
+  made: number;
+  logged: number;
+  dropped: number;
+  /** CPU per run made: the executor thread (record() + batcher + posting), the recorder thread (receipt, coalescing,
+   *  store writes, the events reply), the acceptor (this thread: the events replies it receives), the process's other
+   *  threads (V8 helpers, libuv), and the PostgreSQL backends. */
+  executor_us_per_run: number;
+  /** The executor thread running the same loop without record(), before the measured span: its own cost. */
+  executor_baseline_us_per_run: number;
+  recorder_us_per_run: number;
+  acceptor_us_per_run: number;
+  other_us_per_run: number;
+  server_us_per_run: number | null;
+  load_before: number;
+  load_after: number;
+}
+
+const PATH_KEEP = 50;
+
+function taskCpuNs(tid: number | string): number {
+  return Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+}
+const tasks = () => new Set(readdirSync('/proc/self/task'));
+/** The threads started since `before`: the recorder's (and, under --cpu-prof, the profiler's, then counted with it). */
+const newTasks = (before: Set<string>) => [...tasks()].filter((t) => !before.has(t));
+const tasksCpuNs = (tids: string[]) => tids.reduce((sum, t) => sum + taskCpuNs(t), 0);
+
+async function pathRound(store: Store, build: string, roundNo: number): Promise<PathRow> {
+  await withVersions(store, PATH_KEEP);
+  const dist = resolve(build);
+  const { startRecorder } = await import(`${dist}/src/recorder/client.js`);
+  const settings = {
+    home: store.home,
+    databaseUrl: store.databaseUrl,
+    logLevel: 'warning',
+    jsonLogs: false,
+    historyLimit: PATH_KEEP,
+    eventRetention: RETENTION_S,
+    historyFlushInterval: 1,
+    historyMaxPending: 1_000_000, // nothing dropped when the machine is busy: the CPU per run then compares like with like
+  };
+  let dropped = 0;
+  const before = tasks();
+  const recorder = await startRecorder(
+    settings,
+    () => undefined,
+    (n: number) => {
+      dropped += n;
+    },
+    () => false, // nobody follows /events (a build before this argument ignores it)
+  );
+  const recorderTids = newTasks(before);
+  const executor = new Worker(new URL('./recorderExecutor.js', import.meta.url), {
+    workerData: { dist, home: store.home, rate: Number(args.rate), warmupS: 2, seconds: SECONDS, max: 10_000 },
+  });
+  const reports: Array<(m: unknown) => void> = [];
+  executor.on('message', (m) => reports.shift()?.(m));
+  const next = () => new Promise<unknown>((r) => reports.push(r));
+  executor.on('error', (e) => console.error(e));
+  const measuring = next();
+  await measuring;
+  await store.refreshPids();
+  const load = loadavg()[0];
+  const s0 = store.serverCpu();
+  const r0 = tasksCpuNs(recorderTids);
+  const a0 = taskCpuNs(process.pid);
+  const p0 = process.cpuUsage();
+  const done = (await next()) as { runs: number; made: number; cpuNs: number; baselineRuns: number; baselineNs: number };
+  await recorder.flush(1); // every run made is in the store before the clocks stop
+  const recorderNs = tasksCpuNs(recorderTids) - r0;
+  const acceptorNs = taskCpuNs(process.pid) - a0;
+  const p = process.cpuUsage(p0);
+  const s1 = store.serverCpu();
+  const drain = new BroadcastChannel(`queryapigate:drain:${store.home}`);
+  drain.postMessage({ kind: 'drain' });
+  await recorder.stop(1);
+  drain.close();
+  await executor.terminate();
+  const [l] = await store.db.all<{ n: number | null }>('SELECT sum(last_id - first_id + 1) AS n FROM event_segments');
+  const per = (ns: number) => round(ns / 1000 / done.runs, 2);
+  const processNs = (p.user + p.system) * 1000;
+  return {
+    bench: 'path',
+    round: roundNo,
+    build,
+    engine: store.engine,
+    history_limit: PATH_KEEP,
+    rate: Number(args.rate),
+    seconds: SECONDS,
+    runs: done.runs,
+    made: done.made,
+    logged: Number(l.n ?? 0),
+    dropped,
+    executor_us_per_run: per(done.cpuNs),
+    executor_baseline_us_per_run: round(done.baselineNs / 1000 / done.baselineRuns, 2),
+    recorder_us_per_run: per(recorderNs),
+    acceptor_us_per_run: per(acceptorNs),
+    // The executor's measured span is a little shorter than the rest (it stops first), so this is an upper bound.
+    other_us_per_run: per(Math.max(0, processNs - done.cpuNs - recorderNs - acceptorNs)),
+    server_us_per_run: s0 === null || s1 === null ? null : round(((s1 - s0) * 1e6) / done.runs, 2),
+    load_before: round(load, 2),
+    load_after: round(loadavg()[0], 2),
+  };
+}
+
+async function pathMain() {
+  const builds = args.dist!.split(',');
+  const engines: Array<() => Promise<Store>> = args['no-sqlite'] ? [] : [async () => sqliteStore()];
+  if (!args['no-pg']) engines.push(() => postgresStore(args.pg!));
+  const rows: PathRow[] = [];
+  // Rounds interleaved (builds alternate within a round, their order flipped each round), each on a fresh store.
+  for (let r = 1; r <= ROUNDS; r++) {
+    for (const make of engines) {
+      for (const build of r % 2 ? builds : [...builds].reverse()) {
+        const store = await make();
+        try {
+          const row = await pathRound(store, build, r);
+          console.log(JSON.stringify(row));
+          rows.push(row);
+        } finally {
+          await store.close();
+        }
+      }
+    }
+  }
+  let dir = writeResults('recorder', rows, pathReport(rows));
+  if (args.suffix) {
+    rmSync(`${dir}-${args.suffix}`, { recursive: true, force: true }); // a run again replaces its results
+    renameSync(dir, `${dir}-${args.suffix}`);
+    dir = `${dir}-${args.suffix}`;
+  }
+  console.log(`results in ${dir}`);
+}
+
+function pathReport(rows: PathRow[]): string {
+  const keys = [...new Set(rows.map((r) => `${r.engine}\u0000${r.build}`))];
+  const m = (g: PathRow[], f: (r: PathRow) => number | null) => {
+    const xs = g.map(f).filter((x): x is number => x !== null);
+    return xs.length ? `${round(median(xs), 2)} (${round(Math.min(...xs), 2)}-${round(Math.max(...xs), 2)})` : 'n/a';
+  };
+  return [
+    '# Recording, the whole way: CPU per run on each thread (bench/recorder.ts --path)',
+    '',
+    `Run on ${new Date().toISOString()} with \`node dist/bench/recorder.js --path --dist ${args.dist} --rate ${args.rate} --seconds ${SECONDS} --rounds ${ROUNDS}${args['no-pg'] ? ' --no-pg' : ''}${args['no-sqlite'] ? ' --no-sqlite' : ''}\`: ` +
+      `${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}; the machine is shared (load average below).`,
+    '',
+    `An executor thread makes ${fmt(Number(args.rate))} runs a second (2 s warm-up, then ${SECONDS} s measured) through record() and a RunBatcher, ` +
+      `after ${SECONDS} s of the same loop without record() (its CPU per run in brackets: the pacing, timers and arguments, to subtract), ` +
+      'as calls ending in an executor do (50 queries × 4 versions, 200 keys, one run in 50 failing); its batches cross the runs BroadcastChannel to ' +
+      `a recorder thread started as the server starts it (src/recorder/client.ts), which writes the event log and the history rings (limit ${PATH_KEEP}) ` +
+      'and posts each written batch back as events. CPU per run made, from /proc/self/task/<tid>/schedstat: the executor thread, the recorder ' +
+      "thread, the acceptor (this thread: receiving the events replies; nobody listens on /events), the process's other threads, and the " +
+      'PostgreSQL backends. Median (range) over rounds; builds interleaved on a fresh store each.',
+    '',
+    '| store | build | rounds | runs logged / made (warm-up included) | dropped | executor µs/run (loop alone) | recorder thread µs/run | acceptor µs/run | other threads µs/run | PostgreSQL µs/run | load avg |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...keys.map((k) => {
+      const g = rows.filter((r) => `${r.engine}\u0000${r.build}` === k);
+      return (
+        `| ${g[0].engine} | ${g[0].build} | ${g.length} | ${fmt(median(g.map((r) => r.logged)))} / ${fmt(median(g.map((r) => r.made)))} | ${fmt(Math.max(...g.map((r) => r.dropped)))} | ` +
+        `${m(g, (r) => r.executor_us_per_run)} (${m(g, (r) => r.executor_baseline_us_per_run)}) | ${m(g, (r) => r.recorder_us_per_run)} | ${m(g, (r) => r.acceptor_us_per_run)} | ${m(g, (r) => r.other_us_per_run)} | ` +
+        `${m(g, (r) => r.server_us_per_run)} | ${fmt(Math.min(...g.map((r) => r.load_before)), 1)}-${fmt(Math.max(...g.map((r) => r.load_after)), 1)} |`
+      );
+    }),
+    '',
+  ].join('\n');
+}
+
 async function main() {
-  const engines: Array<() => Promise<Store>> = [async () => sqliteStore()];
+  if (args.path) return pathMain();
+  const engines: Array<() => Promise<Store>> = args['no-sqlite'] ? [] : [async () => sqliteStore()];
   if (!args['no-pg']) engines.push(() => postgresStore(args.pg!));
   const rows: Array<ThroughputRow | SizeRow> = [];
   for (const make of engines) {
     // Rounds interleaved (each on a fresh store), so a busy spell on the machine does not land on one setting only.
     for (let round = 1; round <= ROUNDS; round++) {
       for (const [batch, writers, keep] of SETTINGS) {
+        if (args['history-only'] && keep === null) continue;
         const store = await make();
         try {
           if (writers > 1 && store.engine === 'sqlite') continue; // one writer on SQLite: the recorder thread
@@ -443,6 +647,7 @@ async function main() {
         }
       }
     }
+    if (args['history-only']) continue;
     const store = await make();
     try {
       const r = await hour(store);

@@ -78,6 +78,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     config,
     (rows) => hub.publish(rows),
     (runs) => signals.dropped.note('runs', runs),
+    () => hub.size > 0,
   );
   // Rate-limit buckets live in shared memory, so every thread of the process counts in the same ones.
   const limiterMemory = createLimiterMemory();

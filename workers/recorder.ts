@@ -1,6 +1,7 @@
 // The recorder thread's entry: wires a Recorder to the acceptor's requests (src/recorder/client.ts).
 import { parentPort, workerData } from 'node:worker_threads';
 import type { RecorderReply, RecorderRequest } from '../src/contract/messages.js';
+import { packRuns } from '../src/contract/runs.js';
 import { configureLogs, SERVER_LOG_FD } from '../src/log.js';
 import { Recorder, type RecorderSettings } from '../src/recorder/recorder.js';
 
@@ -9,7 +10,7 @@ const port = parentPort!;
 const reply = (m: RecorderReply) => port.postMessage(m);
 const recorder = new Recorder(
   workerData as RecorderSettings,
-  (rows) => reply({ kind: 'events', rows }),
+  (rows) => reply({ kind: 'events', events: packRuns(rows) }),
   (runs) => reply({ kind: 'dropped', runs }),
 );
 // Listening now: the acceptor starts executors only after this, so no early run is missed.

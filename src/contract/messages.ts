@@ -73,9 +73,23 @@ export interface EventRow extends RunRecord {
   id: number;
 }
 
+/**
+ * Runs (or events, with `ids`) packed column by column for the crossing (contract/runs.ts packs and
+ * unpacks them): `cells` holds a fixed count of numbers per run, text cells an index into `texts`.
+ */
+export interface PackedRuns {
+  n: number;
+  /** Each distinct text of the batch once (request ids as they come); text cells hold its index, -1 for null. */
+  texts: string[];
+  cells: Float64Array;
+  /** Events only: each run's event id. */
+  ids?: Float64Array;
+}
+
 /** What an executor posts on 'runs'; `final` marks its last batch before shutdown. */
 export interface RunBatch {
-  runs: RunRecord[];
+  /** The runs, packed (contract/runs.ts): one typed array and the batch's distinct texts clone far cheaper than objects. */
+  runs: PackedRuns;
   /** Runs the executor could not hold (its batch was full), counted as dropped. */
   dropped: number;
   final?: boolean;
@@ -97,8 +111,8 @@ export type RecorderRequest =
 export type RecorderReply =
   | { kind: 'ready' }
   | { kind: 'done'; id: number }
-  /** Runs written to the event log, for the live /events streams. */
-  | { kind: 'events'; rows: EventRow[] }
+  /** Runs written to the event log (packed, with their ids), for the live /events streams. */
+  | { kind: 'events'; events: PackedRuns }
   /** Runs dropped (a batch beyond the bound), for GET /api/v1/alerts (history_dropped); rare by nature. */
   | { kind: 'dropped'; runs: number };
 

@@ -2,8 +2,10 @@
 // to the recorder thread every few milliseconds (or sooner when it is large), never on the call's
 // path: one message carries many runs. A history read asks every executor for its batch at once
 // (DrainMessage 'flush'), so it still sees every run made before it. The batch is bounded; runs
-// beyond it are dropped and counted, never lost silently.
+// beyond it are dropped and counted, never lost silently. Runs are packed as they come (contract/runs.ts),
+// so a post clones one typed array and a few texts rather than an object per run.
 import { channel, type DrainMessage, type RunBatch, type RunRecord } from '../contract/messages.js';
+import { RunPacker } from '../contract/runs.js';
 
 const KEY_USE_EVERY_MS = 60_000;
 /**
@@ -20,7 +22,7 @@ export class RunBatcher {
   #channel: BroadcastChannel;
   /** The acceptor asks every executor, over this channel, for its batch now or its last one. */
   #drain: BroadcastChannel;
-  #batch: RunRecord[] = [];
+  #batch: RunPacker;
   #dropped = 0;
   #timer: NodeJS.Timeout | null = null;
   #used: string[] = [];
@@ -29,6 +31,7 @@ export class RunBatcher {
 
   constructor(max: number, scope: string) {
     this.#max = max;
+    this.#batch = new RunPacker(Math.min(max, POST_AT));
     this.#channel = channel('runs', scope);
     this.#drain = channel('drain', scope);
     // These batches travel on the same channel as the others, so they arrive after them.
@@ -40,9 +43,9 @@ export class RunBatcher {
   }
 
   add(run: RunRecord): void {
-    if (this.#batch.length >= this.#max) this.#dropped++;
-    else this.#batch.push(run);
-    if (this.#batch.length >= POST_AT) this.flush();
+    if (this.#batch.size >= this.#max) this.#dropped++;
+    else this.#batch.add(run);
+    if (this.#batch.size >= POST_AT) this.flush();
     else this.#schedule();
   }
 
@@ -66,14 +69,13 @@ export class RunBatcher {
       clearTimeout(this.#timer);
       this.#timer = null;
     }
-    if (!this.#batch.length && !this.#dropped && !this.#used.length && !final && flushed === undefined) return;
-    const message: RunBatch = { runs: this.#batch, dropped: this.#dropped, final };
+    if (!this.#batch.size && !this.#dropped && !this.#used.length && !final && flushed === undefined) return;
+    const message: RunBatch = { runs: this.#batch.take(), dropped: this.#dropped, final };
     if (flushed !== undefined) message.flushed = flushed;
     if (this.#used.length) {
       message.used = this.#used;
       this.#used = [];
     }
-    this.#batch = [];
     this.#dropped = 0;
     this.#channel.postMessage(message);
   }

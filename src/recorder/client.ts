@@ -3,6 +3,7 @@
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { channel, type DrainMessage, type EventRow, type RecorderReply, type RecorderRequest } from '../contract/messages.js';
+import { unpackEvents } from '../contract/runs.js';
 import type { RecorderSettings } from './recorder.js';
 import { logger } from '../log.js';
 
@@ -15,11 +16,16 @@ export interface RecorderClient {
   stop(executors: number): Promise<void>;
 }
 
-/** Starts the recorder thread; resolves once it listens, so executors started after it miss no run. */
+/**
+ * Starts the recorder thread; resolves once it listens, so executors started after it miss no run.
+ * Written events come packed; they are unpacked for `onEvents` only while `listening()` (someone
+ * follows /events), so the acceptor spends nothing on them otherwise.
+ */
 export async function startRecorder(
   settings: RecorderSettings,
   onEvents: (rows: EventRow[]) => void,
   onDropped: (runs: number) => void = () => undefined,
+  listening: () => boolean = () => true,
 ): Promise<RecorderClient> {
   const worker = new Worker(ENTRY, { workerData: settings });
   let next = 0;
@@ -27,8 +33,9 @@ export async function startRecorder(
   const ready = new Promise<void>((resolve, reject) => {
     worker.once('error', reject);
     worker.on('message', (m: RecorderReply) => {
-      if (m.kind === 'events') onEvents(m.rows);
-      else if (m.kind === 'dropped') onDropped(m.runs);
+      if (m.kind === 'events') {
+        if (listening()) onEvents(unpackEvents(m.events));
+      } else if (m.kind === 'dropped') onDropped(m.runs);
       else if (m.kind === 'ready') resolve();
       else {
         pending.get(m.id)?.();

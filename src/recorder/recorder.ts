@@ -5,6 +5,7 @@
 // HTTP or executors beyond the batch message.
 import { attachStore, localTimestamp, type Store, type StoreLocation } from '../store/store.js';
 import { channel, type EventRow, type RunBatch, type RunRecord } from '../contract/messages.js';
+import { unpackRuns } from '../contract/runs.js';
 import { threadMetrics } from '../metrics/metrics.js';
 import { EventLog } from '../store/events.js';
 import { causeOf, isUnavailable } from '../store/sql.js';
@@ -20,6 +21,13 @@ export interface RecorderSettings extends StoreLocation, LogSettings {
 }
 
 const BATCH = 500;
+/**
+ * History is written once this many runs wait for it (at most half the pending bound), at each flush
+ * interval, and whenever asked (a history read, the last flush): fewer, larger transactions. On SQLite
+ * a batch of 500 spread over the rings rewrites a page of them for almost every run; one of 5,000
+ * rewrites each page once. The event log is still written a batch at a time, for /events.
+ */
+const HISTORY_BATCH = 5000;
 /** While the store is unavailable, writes are tried again this often (or at the next flush interval, if longer). */
 const RETRY_MS = 500;
 
@@ -27,8 +35,9 @@ export class Recorder {
   #store: Store;
   /** Runs taken from executors, oldest first, not yet in the event log. */
   #queue: RunRecord[] = [];
-  /** Runs already in the event log whose history write has not succeeded yet; written before anything newer. */
+  /** Runs already in the event log whose history is not written yet, oldest first; written before anything newer. */
   #unhistoried: EventRow[] = [];
+  readonly #historyBatch: number;
   #channel: BroadcastChannel;
   #timer: NodeJS.Timeout;
   #writing: Promise<void> = Promise.resolve();
@@ -59,7 +68,8 @@ export class Recorder {
     this.#metrics = threadMetrics(true, settings.home, { historyPending: () => this.pending });
     this.#store = attachStore(settings, { readonly: false, max: 2 });
     this.#channel.onmessage = (e: MessageEvent) => this.take(e.data as RunBatch);
-    this.#timer = setInterval(() => void this.flush(), settings.historyFlushInterval * 1000);
+    this.#historyBatch = Math.max(1, Math.min(HISTORY_BATCH, Math.floor(settings.historyMaxPending / 2)));
+    this.#timer = setInterval(() => void this.flush(false, true), settings.historyFlushInterval * 1000);
     this.#eventLog().catch((e: Error) => logger('recorder').error(`the event log could not be opened: ${e.message}`));
     // A changed QUERYAPIGATE_HISTORY_LIMIT re-slots the rings once, before the first write.
     this.#writing = this.#store.resizeRings(settings.historyLimit).then(
@@ -93,9 +103,10 @@ export class Recorder {
         this.#used.add(name);
       }
     }
+    const runs = m.runs.n ? unpackRuns(m.runs) : [];
     const room = Math.max(0, this.settings.historyMaxPending - this.pending);
-    this.#dropped(m.dropped + Math.max(0, m.runs.length - room));
-    for (let i = 0; i < m.runs.length && i < room; i++) this.#queue.push(m.runs[i]);
+    this.#dropped(m.dropped + Math.max(0, runs.length - room));
+    for (let i = 0; i < runs.length && i < room; i++) this.#queue.push(runs[i]);
     if (this.#queue.length >= BATCH) void this.flush();
   }
 
@@ -115,16 +126,16 @@ export class Recorder {
   /**
    * Writes everything queued so far; batches are written one after another. While the store is
    * unavailable, a write is tried at most every RETRY_MS unless `now` (a history read, the last flush).
+   * History is written too when `history` (or enough runs wait for it).
    */
-  flush(now = false): Promise<void> {
-    this.#writing = this.#writing.then(() => (now || Date.now() >= this.#retryAt ? this.#write() : undefined));
+  flush(now = false, history = now): Promise<void> {
+    this.#writing = this.#writing.then(() => (now || Date.now() >= this.#retryAt ? this.#write(history) : undefined));
     return this.#writing;
   }
 
-  async #write(): Promise<void> {
+  async #write(history: boolean): Promise<void> {
     try {
       await this.#touchKeys();
-      if (this.#unhistoried.length) await this.#writeHistory();
       while (this.#queue.length) {
         const batch = this.#queue.slice(0, BATCH * 10);
         let events: EventRow[];
@@ -139,9 +150,10 @@ export class Recorder {
         }
         this.#queue.splice(0, batch.length);
         this.onEvents(events);
-        this.#unhistoried = events;
-        await this.#writeHistory();
+        for (const e of events) this.#unhistoried.push(e);
+        if (this.#unhistoried.length >= this.#historyBatch) await this.#writeHistory();
       }
+      if (this.#unhistoried.length && history) await this.#writeHistory();
     } catch (e) {
       // Only an unavailable store gets here: everything stays queued for the next try.
       this.#retryAt = Date.now() + RETRY_MS;

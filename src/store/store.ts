@@ -485,54 +485,23 @@ export class Store {
       else byVersion.set(k, [r]);
     }
     if (!byVersion.size && !adhoc.length) return 0;
+    const groups = [...byVersion.values()];
     return this.db.tx(async (t) => {
-      // One counter update per version, sent together (pipelined on PostgreSQL), in key order so two
-      // instances sharing a store lock the counters in the same order and cannot deadlock.
-      const groups = [...byVersion.entries()].sort((x, y) => (x[0] < y[0] ? -1 : 1)).map((e) => e[1]);
-      const counters = await Promise.all(
-        groups.map((g) =>
-          t.all<{ n: number }>(
-            'UPDATE saved_query_versions SET runs_recorded = runs_recorded + ? WHERE query_name = ? AND version = ? RETURNING runs_recorded AS n',
-            [g.length, g[0].query, g[0].version],
-          ),
-        ),
-      );
-      // The kept runs as columns: query, version, slot, event id, executed_at, status, key, entry.
-      const cols: unknown[][] = [[], [], [], [], [], [], [], []];
-      groups.forEach((g, i) => {
-        if (!counters[i].length) return;
-        const first = Number(counters[i][0].n) - g.length; // the number of g[0] within its version
-        for (let j = Math.max(0, g.length - keep); j < g.length; j++) {
-          const { id, ...run } = g[j];
-          const row = [run.query, run.version, (first + j) % keep, id, run.executed_at, run.status, run.key_name, JSON.stringify(run)];
-          for (let c = 0; c < HISTORY_COLUMNS; c++) cols[c].push(row[c]);
-        }
-      });
+      let n = 0;
+      if (groups.length) n += t.dialect === 'postgres' ? await savedRunsPg(t, groups, keep) : await savedRunsSqlite(t, groups, keep);
       // Ad-hoc runs share one list under the name '' (no query's): the event id split over version and
       // slot (slot is 32-bit on PostgreSQL), so the key's own order is the runs' order and the newest
       // `adhocKeep` are found by walking its end.
-      for (let j = Math.max(0, adhoc.length - adhocKeep); j < adhoc.length; j++) {
-        const { id, ...run } = adhoc[j];
-        const row = [ADHOC, Math.floor(id / ADHOC_SPLIT), id % ADHOC_SPLIT, id, run.executed_at, run.status, run.key_name, JSON.stringify(run)];
-        for (let c = 0; c < HISTORY_COLUMNS; c++) cols[c].push(row[c]);
-      }
-      const n = cols[0].length;
-      if (n === 0) return 0;
-      if (t.dialect === 'postgres') {
-        // One statement text whatever the count; the entries as one newline-joined text (JSON holds no raw newline).
-        await t.run(UPSERT_HISTORY_PG, [...cols.slice(0, 7), cols[7].join('\n')]);
-      } else {
-        const writes: Promise<number>[] = [];
-        for (let at = 0; at < n; ) {
-          const rows = nextPiece(n - at, SQLITE_HISTORY_PIECE);
-          const params = new Array<unknown>(rows * HISTORY_COLUMNS);
-          for (let r = 0, p = 0; r < rows; r++) for (let c = 0; c < HISTORY_COLUMNS; c++) params[p++] = cols[c][at + r];
-          writes.push(t.run(upsertHistorySqlite(rows), params));
-          at += rows;
+      if (adhoc.length) {
+        const cols: unknown[][] = [[], [], [], [], [], [], [], []];
+        for (let j = Math.max(0, adhoc.length - adhocKeep); j < adhoc.length; j++) {
+          const r = adhoc[j];
+          pushRow(cols, ADHOC, Math.floor(r.id / ADHOC_SPLIT), r.id % ADHOC_SPLIT, r);
         }
-        await Promise.all(writes);
+        await upsertRows(t, cols);
+        await trimAdhoc(t, adhocKeep);
+        n += cols[0].length;
       }
-      if (adhoc.length) await trimAdhoc(t, adhocKeep);
       return n;
     });
   }
@@ -636,6 +605,89 @@ async function trimAdhoc(t: SqlDb, keep: number): Promise<void> {
     edge.slot,
   ]);
 }
+/** One kept run as a row of the ring's columns: query, version, slot, event id, executed_at, status, key, entry. */
+function pushRow(cols: unknown[][], query: string, version: number, slot: number, r: EventRow): void {
+  cols[0].push(query);
+  cols[1].push(version);
+  cols[2].push(slot);
+  cols[3].push(r.id);
+  cols[4].push(r.executed_at);
+  cols[5].push(r.status);
+  cols[6].push(r.key_name);
+  cols[7].push(entryJson(r));
+}
+
+/**
+ * The run's JSON without its id. The event log's rows have the id first, so it is cut off the text: half
+ * the CPU of copying the run without it (`{ id, ...run }`: ~1.9 against ~1.0 µs a run, measured).
+ */
+function entryJson(r: EventRow): string {
+  const json = JSON.stringify(r);
+  if (json.startsWith(`{"id":${r.id},`)) return `{${json.slice(json.indexOf(',') + 1)}`;
+  const { id, ...run } = r;
+  return JSON.stringify(run);
+}
+
+/** Upserts rows given as columns (pushRow's). */
+async function upsertRows(t: SqlDb, cols: unknown[][]): Promise<void> {
+  const n = cols[0].length;
+  if (t.dialect === 'postgres') {
+    // One statement text whatever the count; the entries as one newline-joined text (JSON holds no raw newline).
+    await t.run(UPSERT_HISTORY_PG, [...cols.slice(0, 7), cols[7].join('\n')]);
+    return;
+  }
+  const writes: Promise<number>[] = [];
+  for (let at = 0; at < n; ) {
+    const rows = nextPiece(n - at, SQLITE_HISTORY_PIECE);
+    const params = new Array<unknown>(rows * HISTORY_COLUMNS);
+    for (let r = 0, p = 0; r < rows; r++) for (let c = 0; c < HISTORY_COLUMNS; c++) params[p++] = cols[c][at + r];
+    writes.push(t.run(upsertHistorySqlite(rows), params));
+    at += rows;
+  }
+  await Promise.all(writes);
+}
+
+/**
+ * SQLite: one counter update per version (in-process, so a statement each costs little: a few hundred
+ * at once in UPDATE ... FROM VALUES measured no better), then the kept runs upserted. Run j of a group
+ * of g is number (counter - g + j) of its version, in slot number % keep.
+ */
+async function savedRunsSqlite(t: SqlDb, groups: EventRow[][], keep: number): Promise<number> {
+  const cols: unknown[][] = [[], [], [], [], [], [], [], []];
+  for (const g of groups) {
+    const [c] = await t.all<{ n: number }>(
+      'UPDATE saved_query_versions SET runs_recorded = runs_recorded + ? WHERE query_name = ? AND version = ? RETURNING runs_recorded AS n',
+      [g.length, g[0].query, g[0].version],
+    );
+    if (!c) continue; // the query was deleted meanwhile
+    const first = Number(c.n) - g.length;
+    for (let j = Math.max(0, g.length - keep); j < g.length; j++) pushRow(cols, g[j].query!, g[j].version!, (first + j) % keep, g[j]);
+  }
+  if (cols[0].length) await upsertRows(t, cols);
+  return cols[0].length;
+}
+
+/**
+ * PostgreSQL: one statement for the whole batch, whatever the number of versions: the counters are locked in
+ * key order (so two instances sharing a store cannot deadlock), advanced by each version's count, and the kept
+ * runs upserted into the slots their new numbers give. Runs of a version deleted meanwhile find no counter and
+ * are skipped. Returns the rows written.
+ */
+async function savedRunsPg(t: SqlDb, groups: EventRow[][], keep: number): Promise<number> {
+  const gq: string[] = [];
+  const gv: number[] = [];
+  const gn: number[] = [];
+  // The kept runs as columns: query, version, j (the run's place in its group), event id, executed_at, status, key, entry.
+  const cols: unknown[][] = [[], [], [], [], [], [], [], []];
+  for (const g of groups) {
+    gq.push(g[0].query!);
+    gv.push(g[0].version!);
+    gn.push(g.length);
+    for (let j = Math.max(0, g.length - keep); j < g.length; j++) pushRow(cols, g[j].query!, g[j].version!, j, g[j]);
+  }
+  const [r] = await t.all<{ n: number }>(SAVED_RUNS_PG, [gq, gv, gn, keep, ...cols.slice(0, 7), cols[7].join('\n')]);
+  return Number(r.n);
+}
 const HISTORY_UPSERT = `INSERT INTO run_history (query_name, version, slot, event_id, executed_at, status, key_name, entry_json)`;
 const HISTORY_ON_CONFLICT = `ON CONFLICT (query_name, version, slot) DO UPDATE SET event_id = excluded.event_id,
   executed_at = excluded.executed_at, status = excluded.status, key_name = excluded.key_name, entry_json = excluded.entry_json`;
@@ -646,6 +698,25 @@ const UPSERT_HISTORY_PG = `${HISTORY_UPSERT}
            AS u(q, v, s, id, at, st, k, e),
          (SELECT set_config('synchronous_commit', 'off', true)) AS cfg
   ${HISTORY_ON_CONFLICT}`;
+/**
+ * PostgreSQL: the counters and the rings in one statement (savedRunsPg). `locked` takes the counters' row locks in
+ * key order before the UPDATE touches them; `c` gives each version the number its first run of the batch gets.
+ */
+const SAVED_RUNS_PG = `WITH g AS (SELECT * FROM unnest(?::text[], ?::int[], ?::int[]) AS g(q, v, n)),
+  locked AS MATERIALIZED (SELECT s.query_name, s.version FROM saved_query_versions s JOIN g ON s.query_name = g.q AND s.version = g.v
+             ORDER BY s.query_name, s.version FOR UPDATE OF s),
+  c AS (UPDATE saved_query_versions s SET runs_recorded = s.runs_recorded + g.n FROM g, locked
+        WHERE s.query_name = g.q AND s.version = g.v AND locked.query_name = g.q AND locked.version = g.v
+        RETURNING s.query_name AS q, s.version AS v, s.runs_recorded - g.n AS first),
+  w AS (${HISTORY_UPSERT}
+    SELECT u.q, u.v, ((c.first + u.j) % ?::int)::int, u.id, u.at, u.st, u.k, u.e
+      FROM unnest(?::text[], ?::int[], ?::int[], ?::bigint[], ?::text[], ?::text[], ?::text[], string_to_array(?::text, E'\\n'))
+             AS u(q, v, j, id, at, st, k, e)
+      JOIN c ON c.q = u.q AND c.v = u.v,
+           (SELECT set_config('synchronous_commit', 'off', true)) AS cfg
+    ${HISTORY_ON_CONFLICT}
+    RETURNING 1)
+  SELECT count(*)::int AS n FROM w`;
 /** SQLite: multi-row VALUES, at most 120 rows (960 markers, under the classic 999) in a few piece sizes. */
 const SQLITE_HISTORY_PIECE = 120;
 const sqliteUpserts = new Map<number, string>();

@@ -1,0 +1,107 @@
+// The recorder thread's writes, driven as the thread drives them (src/recorder/recorder.ts) on a SQLite
+// store: packed batches taken off the runs channel, every run in the event log at once, and history
+// written in larger batches: once enough runs wait, at each flush interval, and whenever asked.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { channel, type EventRow, type RunBatch, type RunRecord } from '../../src/contract/messages.js';
+import { packRuns } from '../../src/contract/runs.js';
+import { Recorder, type RecorderSettings } from '../../src/recorder/recorder.js';
+import { openStore, type Store } from '../../src/store/store.js';
+
+const NOW = '2026-12-02 10:00:00';
+
+function run(i: number): RunRecord {
+  return {
+    query: 'films',
+    version: 1,
+    kind: 'saved',
+    executed_at: NOW,
+    status: 'success',
+    connection_name: 'main',
+    key_name: 'reader',
+    request_id: `r${i}`,
+    rows: i,
+    duration_ms: 1,
+    serialization_ms: 0,
+    transport: 'rest',
+  };
+}
+
+async function withRecorder(
+  settings: Partial<RecorderSettings>,
+  fn: (r: { recorder: Recorder; store: Store; post: (runs: RunRecord[]) => void; events: EventRow[] }) => Promise<void>,
+) {
+  const home = mkdtempSync(join(tmpdir(), 'qag-recorder-'));
+  const store = await openStore({ home, databaseUrl: null });
+  const fields = { sql: 'SELECT 1', connection_name: 'main', parameters: {}, description: '', author: null, tags: [], cache_ttl: null, uuid: 'films-1' };
+  await store.createQuery({ name: 'films', collection: null, example: false }, fields, true, NOW);
+  const events: EventRow[] = [];
+  const recorder = new Recorder(
+    {
+      home,
+      databaseUrl: null,
+      logLevel: 'off',
+      jsonLogs: false,
+      historyLimit: 50,
+      eventRetention: 3600,
+      historyFlushInterval: 60,
+      historyMaxPending: 10_000,
+      ...settings,
+    },
+    (rows) => events.push(...rows),
+  );
+  const runs = channel('runs', home);
+  const post = (list: RunRecord[]) => runs.postMessage({ runs: packRuns(list), dropped: 0 } satisfies RunBatch);
+  try {
+    await fn({ recorder, store, post, events });
+  } finally {
+    runs.close();
+    await recorder.close(0);
+    await store.close();
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+
+async function until(check: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
+  for (const end = Date.now() + ms; !(await check()); ) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const history = async (store: Store) => (await store.listHistory({ limit: 100 })).map((e) => e.request_id).sort();
+
+test('runs reach the event log at once; history waits for enough of them, or for a flush that asks', async () => {
+  // A pending bound of 10 makes history batches of 5.
+  await withRecorder({ historyMaxPending: 10 }, async ({ recorder, store, post, events }) => {
+    post([run(1), run(2), run(3)]);
+    await until(() => recorder.pending === 3);
+    await recorder.flush();
+    assert.deepEqual(
+      events.map((e) => e.request_id),
+      ['r1', 'r2', 'r3'],
+    );
+    assert.deepEqual(await history(store), []); // 3 waiting: fewer than a history batch
+    assert.equal(recorder.pending, 3); // still held, so still within the bound
+    post([run(4), run(5)]);
+    await until(() => recorder.pending === 5);
+    await recorder.flush();
+    assert.deepEqual(await history(store), ['r1', 'r2', 'r3', 'r4', 'r5']);
+    post([run(6)]);
+    await until(() => recorder.pending === 1);
+    await recorder.flush(true); // a history read
+    assert.equal((await history(store)).length, 6);
+    assert.equal(recorder.pending, 0);
+  });
+});
+
+test('history is written at the flush interval without being asked', async () => {
+  await withRecorder({ historyFlushInterval: 0.1 }, async ({ store, post }) => {
+    post([run(1), run(2)]);
+    await until(async () => (await history(store)).length === 2);
+    assert.deepEqual(await history(store), ['r1', 'r2']);
+  });
+});

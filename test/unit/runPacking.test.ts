@@ -1,0 +1,94 @@
+// Tests for runs as they cross to the recorder thread: packed (contract/runs.ts) and unpacked to the
+// same records, field order included (history and the event log keep their JSON), through a real
+// BroadcastChannel from a RunBatcher that stays bounded and counts what it refuses.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { channel, type EventRow, type RunBatch, type RunRecord } from '../../src/contract/messages.js';
+import { packRuns, unpackEvents, unpackRuns } from '../../src/contract/runs.js';
+import { RunBatcher } from '../../src/recorder/batcher.js';
+
+const saved: RunRecord = {
+  query: 'films',
+  version: 3,
+  kind: 'saved',
+  executed_at: '2026-12-02 09:30:00',
+  status: 'success',
+  connection_name: 'warehouse',
+  key_name: 'reader',
+  request_id: 'r-1',
+  rows: 12,
+  duration_ms: 4.25,
+  serialization_ms: 0.5,
+  transport: 'rest',
+};
+const failed: RunRecord = {
+  ...saved,
+  status: 'error',
+  request_id: 'r-2',
+  rows: null,
+  duration_ms: null,
+  serialization_ms: null,
+  error: 'canceling statement due to statement timeout',
+  code: 'query_timeout',
+  masked: [{ column: 'email', action: 'hash' }],
+};
+const adhoc: RunRecord = {
+  query: null,
+  version: null,
+  kind: 'adhoc',
+  executed_at: '2026-12-02 09:30:01',
+  status: 'success',
+  connection_name: null,
+  key_name: null,
+  request_id: 'r-3',
+  rows: 0,
+  duration_ms: 0,
+  serialization_ms: 0,
+  transport: 'mcp',
+  params: ['a', 'b'],
+  sql: 'SELECT $a, $b -- "quoted"\n',
+  sql_truncated: true,
+};
+
+test('packed runs unpack to the same records, nulls, zeros and optional fields included, in the same field order', () => {
+  const runs = [saved, failed, adhoc, { ...saved, request_id: 'r-4' }];
+  const back = unpackRuns(structuredClone(packRuns(runs)));
+  assert.deepEqual(back, runs);
+  for (let i = 0; i < runs.length; i++) assert.equal(JSON.stringify(back[i]), JSON.stringify(runs[i]));
+});
+
+test('a batch keeps each repeated text once', () => {
+  const runs = Array.from({ length: 100 }, (_, i) => ({ ...saved, request_id: `r-${i}` }));
+  const packed = packRuns(runs);
+  // query, executed_at, connection, key, transport once each, and the 100 request ids
+  assert.equal(packed.texts.length, 5 + 100);
+});
+
+test('events unpack with their ids first, as the event log returns them', () => {
+  const events: EventRow[] = [Object.assign({ id: 41 }, saved), Object.assign({ id: 2 ** 40 }, adhoc)];
+  const back = unpackEvents(structuredClone(packRuns(events)));
+  assert.deepEqual(back, events);
+  assert.deepEqual(Object.keys(back[0]), Object.keys(events[0]));
+});
+
+test('the batcher posts its runs packed, holds at most its bound and counts the runs it refused', async () => {
+  const scope = `test-${process.pid}-${Date.now()}`;
+  const runs = channel('runs', scope);
+  const got: RunBatch[] = [];
+  runs.onmessage = (e: MessageEvent) => got.push(e.data as RunBatch);
+  const batcher = new RunBatcher(3, scope);
+  const made = Array.from({ length: 5 }, (_, i) => ({ ...saved, request_id: `r-${i}` }));
+  for (const r of made) batcher.add(r);
+  batcher.flush(true);
+  batcher.add(failed); // a new batch starts empty
+  batcher.flush();
+  for (let waited = 0; got.length < 2 && waited < 5000; waited += 10) await new Promise((r) => setTimeout(r, 10));
+  batcher.close();
+  runs.close();
+  assert.equal(got.length, 2);
+  assert.deepEqual(unpackRuns(got[0].runs), made.slice(0, 3));
+  assert.equal(got[0].dropped, 2);
+  assert.equal(got[0].final, true);
+  assert.deepEqual(unpackRuns(got[1].runs), [failed]);
+  assert.equal(got[1].dropped, 0);
+});
