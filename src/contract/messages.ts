@@ -28,8 +28,11 @@ export function channel(name: ChannelName, scope: string): BroadcastChannel {
 
 /**
  * An export's frames: the head (status and headers), chunks of rendered rows, then end (or fail,
- * after the first byte, which drops the connection). Each data frame waits for the acceptor's
- * credit, so a slow client holds the database cursor back instead of filling memory.
+ * after the first byte, which drops the connection). A binary chunk's buffer is transferred, not
+ * cloned: a text stream's rows travel as bytes in frame buffers of a fixed size, which the acceptor
+ * hands back with the chunk's credit. The executor posts data only while the bytes not yet credited
+ * (counted by the buffers that carry them) are within its window, so a slow client holds the database
+ * cursor back instead of filling memory.
  */
 export type StreamFrame =
   | { t: 'head'; status: number; headers: string[]; key: string }
@@ -37,8 +40,12 @@ export type StreamFrame =
   | { t: 'end' }
   | { t: 'fail' };
 
-/** The acceptor's answers: 'more' when a chunk is written, 'cancel' when the client went away. */
-export type StreamCredit = { t: 'more' } | { t: 'cancel' };
+/**
+ * The acceptor's answers: 'more' once a data chunk is written (at once, or when the socket drained),
+ * one per chunk and in their order, with a binary chunk's buffer moved back (`buf`) for the executor
+ * to fill again; 'cancel' when the client went away.
+ */
+export type StreamCredit = { t: 'more'; buf?: ArrayBuffer } | { t: 'cancel' };
 
 // ---- Executors → recorder: runs.
 

@@ -1,6 +1,7 @@
 // In charge of the acceptor's side of a streamed export: it hands the call a MessagePort, turns the
 // executor's head frame into a streamed answer, writes each chunk to the socket and returns a
-// credit once the socket took it (at once, or on drain), and cancels the export if the client leaves.
+// credit once the socket took it (at once, or on drain), with the chunk's buffer for the executor to
+// fill again (uWS has copied what it could not send), and cancels the export if the client leaves.
 import { MessageChannel } from 'node:worker_threads';
 import type { Answer, Request } from '../contract/exchange.js';
 import type { StreamCredit, StreamFrame } from '../contract/messages.js';
@@ -18,8 +19,13 @@ export function relayStream(req: Request, dispatcher: Dispatcher, task: CallTask
     const apply = (f: StreamFrame) => {
       const o = out!;
       if (f.t === 'data') {
-        if (o.write(f.chunk)) credit({ t: 'more' });
-        else o.onDrain(() => credit({ t: 'more' }));
+        const chunk = f.chunk;
+        const more = () => {
+          if (typeof chunk === 'string') credit({ t: 'more' });
+          else port1.postMessage({ t: 'more', buf: chunk.buffer as ArrayBuffer } satisfies StreamCredit, [chunk.buffer as ArrayBuffer]);
+        };
+        if (o.write(chunk)) more();
+        else o.onDrain(more);
       } else if (f.t === 'end' || f.t === 'fail') {
         finished = true;
         port1.close();

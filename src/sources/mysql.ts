@@ -20,6 +20,7 @@ import {
   type Source,
   type SourceSettings,
   type StreamOptions,
+  batchRowsOf,
 } from './types.js';
 import { connectionFailed, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams } from './errors.js';
 
@@ -62,7 +63,7 @@ let mysql: typeof mysqlModule | null = null;
  *   TRANSACTION, CALL, ...) run in the write pool and their connection is then closed, not pooled.
  * - Streams (`stream()`): the same prepared statement (`execute`, binary protocol, so the values are
  *   run()'s) without a callback, so mysql2 hands rows over one by one as they are read (unbuffered;
- *   the server does not materialise the result). Every `batchRows` rows the connection is paused
+ *   the server does not materialise the result). Every `batchRows` rows (read again after each batch) the connection is paused
  *   (mysql2 stops reading its socket; TCP then stops the server), and resumed once onBatch's
  *   promise resolved, so about one batch plus the socket buffers is in the app per stream. A stream
  *   holds a read-pool connection to itself; at most max(1, poolSize - 1) run at once per source
@@ -310,7 +311,6 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     }
     breaker.admit();
     const ms = toMs(opts.timeoutMs);
-    const batchRows = Math.max(1, Math.floor(opts.batchRows) || 0);
     streams++;
     try {
       const c = await connect(readPool);
@@ -336,7 +336,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
           keep = false;
           throw connectionFailed(detailOf(err, password));
         }
-        out = await pump(c, text, bindable(values), ms, batchRows, onBatch);
+        out = await pump(c, text, bindable(values), ms, opts, onBatch);
         keep = out.clean && !opts.resetSession;
       } finally {
         if (keep) c.release();
@@ -362,11 +362,12 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
    * Runs the prepared statement unbuffered and hands its rows to onBatch in batches (see Decisions).
    * Never rejects: the outcome says how it ended and whether the connection may be reused.
    */
-  function pump(c: PoolConnection, text: string, values: unknown[], ms: number, batchRows: number, onBatch: BatchHandler): Promise<Pumped> {
+  function pump(c: PoolConnection, text: string, values: unknown[], ms: number, opts: StreamOptions, onBatch: BatchHandler): Promise<Pumped> {
     return new Promise((resolve) => {
       let shape: Shape | null = null;
       let resultIndex = -1;
       let batch: unknown[][] = [];
+      let batchRows = batchRowsOf(opts);
       let handed = 0;
       let batches = 0;
       let handing = false;
@@ -409,6 +410,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
         handing = false;
         if (settled) return;
         if (ended) return finish({ clean: true });
+        batchRows = batchRowsOf(opts);
         arm();
         paused = false;
         c.resume(); // may hand the next batch over at once, from rows mysql2 had already read

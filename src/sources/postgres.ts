@@ -16,7 +16,9 @@ import {
   type RunOptions,
   type Source,
   type SourceSettings,
+  type RawColumn,
   type StreamOptions,
+  batchRowsOf,
 } from './types.js';
 import { connectionFailed, parameterRejected, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams } from './errors.js';
 
@@ -51,7 +53,7 @@ interface Client {
 /**
  * Streams (`stream()`), decisions:
  * - A stream runs on a read-pool client, as a postgres.js cursor: an unnamed portal fetched
- *   `batchRows` rows per Execute; the next Execute is sent only when onBatch's promise resolved
+ *   `batchRows` rows per Execute (read again for each one); the next Execute is sent only when onBatch's promise resolved
  *   (STYLE §9), so at most one batch is in the app per stream. The portal lives until the stream
  *   ends, and postgres.js sends nothing else on that connection meanwhile (calls given to it would
  *   wait in its queue), so the client is marked `streaming` and pick() passes over it while any
@@ -269,8 +271,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     breaker.admit();
     const client = pickForStream();
     const ms = toMs(opts.timeoutMs);
-    const batchRows = Math.max(1, Math.floor(opts.batchRows) || 0);
-    const st: StreamState = { columns: null, types: null, handed: 0, batches: 0, failure: null, timedOut: false };
+    const st: StreamState = { columns: null, types: null, raw: null, handed: 0, batches: 0, failure: null, timedOut: false };
     let timer: NodeJS.Timeout | undefined;
     let backstop: NodeJS.Timeout | undefined;
     /** The batch being handed over; postgres.js does not wait for the last one (CommandComplete). */
@@ -279,7 +280,8 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     client.streaming = true;
     try {
       prime(client, 0); // see "Time limit" above
-      const query = client.sql.unsafe(text, values as never[], { prepare: true }).values();
+      const statement = client.sql.unsafe(text, values as never[], { prepare: true });
+      const query = opts.raw ? statement.raw() : statement.values();
       if (opts.resetSession) reset(client);
       const arm = (): void => {
         if (ms > 0 && !st.timedOut) timer = setTimeout(onTimeout, ms);
@@ -293,23 +295,29 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       const deliver = async (rows: unknown[][], names: ColumnsLike): Promise<void> => {
         st.columns ??= namesOf(names ?? undefined);
         st.types ??= typesOf(names ?? undefined);
+        if (opts.raw) st.raw ??= rawColumnsOf(names);
         st.batches++;
         st.handed += rows.length;
         try {
-          await onBatch(st.columns, rows, st.types);
+          await onBatch(st.columns, rows, st.types, st.raw ?? undefined);
         } catch (error) {
           st.failure = { error };
           return;
         }
         arm();
       };
-      const cursor = query.cursor(batchRows, (batch) => {
+      const cursor = query.cursor(batchRowsOf(opts), (batch) => {
         clearTimeout(timer);
         if (st.failure || st.timedOut) return client.sql.CLOSE;
         // A plain Array; postgres.js's Result subclass carries the columns on the first batch only.
         const rows = batch as unknown as unknown[][] & { columns?: ColumnsLike };
-        pending = deliver(rows.slice(), rows.columns);
-        return pending.then(() => (st.failure || st.timedOut ? client.sql.CLOSE : undefined));
+        pending = deliver(plainArray(rows), rows.columns);
+        return pending.then(() => {
+          if (st.failure || st.timedOut) return client.sql.CLOSE;
+          // postgres.js reads the query's cursorRows for every Execute it sends: the next batch's size.
+          (query as unknown as { cursorRows: number }).cursorRows = batchRowsOf(opts);
+          return undefined;
+        });
       }) as unknown as Promise<{ columns?: ColumnsLike }>;
       arm();
       let res: { columns?: ColumnsLike };
@@ -326,7 +334,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
         // No rows: one call with the columns, so an export can still write its header.
         try {
           st.columns = namesOf(res.columns ?? undefined);
-          await onBatch(st.columns, [], typesOf(res.columns ?? undefined));
+          await onBatch(st.columns, [], typesOf(res.columns ?? undefined), opts.raw ? rawColumnsOf(res.columns) : undefined);
         } catch (error) {
           st.failure = { error };
         }
@@ -494,11 +502,13 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
   }
 }
 
-type ColumnsLike = readonly { name: string; type?: number }[] | null | undefined;
+type ColumnsLike = readonly { name: string; type?: number; parser?: ((x: string) => unknown) & { array?: boolean } }[] | null | undefined;
 
 interface StreamState {
   columns: string[] | null;
   types: ColumnTypes | null;
+  /** How to take each column's values, for a raw stream. */
+  raw: RawColumn[] | null;
   /** Rows and batches handed to onBatch so far. */
   handed: number;
   batches: number;
@@ -506,6 +516,17 @@ interface StreamState {
   failure: { error: unknown } | null;
   /** Set when a wait for the database outlasted the limit and a cancel was sent. */
   timedOut: boolean;
+}
+
+/**
+ * The batch's rows in a plain Array. Not slice(): on postgres.js's Result, an Array subclass, it
+ * builds the copy through the subclass element by element (measured: a quarter of a millisecond for
+ * 3,000 rows).
+ */
+function plainArray<T>(rows: readonly T[]): T[] {
+  const out = new Array<T>(rows.length);
+  for (let i = 0; i < rows.length; i++) out[i] = rows[i]!;
+  return out;
 }
 
 function load(c: Client): number {
@@ -556,6 +577,37 @@ function typesOf(columns: readonly { type?: number }[] | undefined): ColumnTypes
     columnTypes.set(columns, types);
   }
   return types;
+}
+
+/**
+ * A raw stream's columns (StreamOptions.raw): postgres.js hands each value as the bytes of its text
+ * form, and `read` parses them as postgres.js would have (the column's parser from the statement's
+ * description: PG_TYPES or postgres.js's own; none means the text itself). The kinds follow PostgreSQL's
+ * text output for the types whose parsers are known here: integers print their plain digits,
+ * booleans 't'/'f', a timestamp without a zone 'YYYY-MM-DD HH:MM:SS[.ffffff]' (DateStyle ISO, which
+ * postgres.js sets) or another shape parseTimestamp takes care of.
+ */
+function rawColumnsOf(columns: ColumnsLike): RawColumn[] {
+  return (columns ?? []).map((c) => {
+    const parser = c.parser;
+    const read: (bytes: Uint8Array) => unknown =
+      parser === undefined
+        ? (b) => textOf(b, 0)
+        : parser.array === true
+          ? (b) => parser(textOf(b, 1)) // as postgres.js reads an array whose parser it made
+          : (b) => parser(textOf(b, 0));
+    let kind: RawColumn['kind'] = 'other';
+    if (parser === undefined || parser === PG_TYPES.date!.parse) kind = 'text';
+    else if (parser === PG_TYPES.boolean!.parse) kind = 'boolean';
+    else if (parser === PG_TYPES.int8!.parse) kind = 'integer';
+    else if (parser === PG_TYPES.timestamp!.parse) kind = 'timestamp';
+    else if (c.type === 21 || c.type === 23 || c.type === 26) kind = 'integer'; // int2, int4, oid: postgres.js's +x
+    return { kind, read };
+  });
+}
+
+function textOf(bytes: Uint8Array, from: number): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset + from, bytes.byteLength - from).toString('utf8');
 }
 
 function parseInt8(x: string): number | string {

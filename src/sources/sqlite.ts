@@ -18,6 +18,7 @@ import {
   type Source,
   type SourceSettings,
   type StreamOptions,
+  batchRowsOf,
 } from './types.js';
 import { connectionFailed, queryFailed, timeoutError, tooManyStreams } from './errors.js';
 
@@ -149,7 +150,6 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
     if (streams >= MAX_STREAMS) {
       throw tooManyStreams(MAX_STREAMS);
     }
-    const batchRows = Math.max(1, Math.floor(opts.batchRows) || 0);
     streams++;
     let handle: Database.Database | null = null;
     let it: IterableIterator<unknown[]> | null = null;
@@ -175,6 +175,7 @@ export function openSqlite(conn: ConnectionConfig, settings: SourceSettings): So
       for (let first = true; ; first = false) {
         const started = opts.timeoutMs > 0 ? performance.now() : 0;
         const rows: unknown[][] = [];
+        const batchRows = batchRowsOf(opts);
         let done = false;
         try {
           while (rows.length < batchRows) {

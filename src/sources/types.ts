@@ -50,15 +50,50 @@ export interface RunOptions {
 }
 
 export interface StreamOptions extends RunOptions {
-  /** Rows per batch handed to onBatch (the last batch may be shorter). Values below 1 count as 1. */
+  /**
+   * Rows per batch handed to onBatch (the last batch may be shorter). Values below 1 count as 1.
+   * Read again for every batch, so the caller may change it between batches (a stream sizes its
+   * batches by the bytes its rows take); the batch being fetched keeps the size it was asked with.
+   */
   batchRows: number;
+  /**
+   * Asks for the values as the database's own text where the source has it (PostgreSQL): onBatch
+   * then gets `raw`, and each value in `rows` is the bytes of its text form (a Uint8Array; null for
+   * NULL), to copy as they are or read with its column's RawColumn. A source without it hands the
+   * values as always (no `raw`).
+   */
+  raw?: boolean;
+}
+
+/**
+ * How to take a column's values when they come raw (StreamOptions.raw). `kind` says what the bytes
+ * are, for a writer that copies them instead of building the value; `read` gives the value run()
+ * would have given, for everything else.
+ * - 'text': the value is the bytes, as UTF-8 text;
+ * - 'integer': an integer's decimal digits, '-' before a negative one (no '+', no leading zeros); the
+ *   value is that integer, a number when it is a safe integer;
+ * - 'boolean': 't' or 'f', the value true or false;
+ * - 'timestamp': a timestamp without a time zone; when the bytes are 'YYYY-MM-DD HH:MM:SS' with up to 6
+ *   fraction digits (years 1000 to 9999), the value is the Date of that wall-clock time in UTC, to the
+ *   millisecond (the fraction cut, not rounded);
+ * - 'other': nothing more is said: read it.
+ */
+export interface RawColumn {
+  kind: 'text' | 'integer' | 'boolean' | 'timestamp' | 'other';
+  read(bytes: Uint8Array): unknown;
+}
+
+/** StreamOptions.batchRows as a count of rows. */
+export function batchRowsOf(opts: StreamOptions): number {
+  return Math.max(1, Math.floor(opts.batchRows) || 0);
 }
 
 /**
  * Receives one batch of a stream. The next batch is not fetched until the returned promise has
- * resolved; throwing (or rejecting) ends the stream. `rows` belongs to the callee.
+ * resolved; throwing (or rejecting) ends the stream. `rows` belongs to the callee. `raw` is given when
+ * the values are raw (StreamOptions.raw), one per column.
  */
-export type BatchHandler = (columns: string[], rows: unknown[][], types?: ColumnTypes) => void | Promise<void>;
+export type BatchHandler = (columns: string[], rows: unknown[][], types?: ColumnTypes, raw?: readonly RawColumn[]) => void | Promise<void>;
 
 /**
  * What the database says a result column holds, for the formats that type their columns (xlsx,

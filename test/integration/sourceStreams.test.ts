@@ -71,6 +71,21 @@ function streamSuite(h: () => Harness): void {
     assert.deepEqual(sizes2, [...Array(7).fill(7000), ROWS - 49_000]);
   });
 
+  test('batchRows is read for every batch: the caller may resize them as it goes', async () => {
+    const src = h().open();
+    const opts = stream(1000);
+    const plan = [3000, 17, 12_000, 500];
+    const sizes: number[] = [];
+    const n = await src.stream(h().all, [], opts, (_c, rows) => {
+      sizes.push(rows.length);
+      opts.batchRows = plan[sizes.length - 1] ?? 500;
+    });
+    assert.equal(n, ROWS);
+    const expected = [1000, 3000, 17, 12_000];
+    for (let left = ROWS - 16_017; left > 0; left -= 500) expected.push(Math.min(500, left));
+    assert.deepEqual(sizes, expected);
+  });
+
   test('backpressure: one batch at a time, and the server is still producing while the reader waits', async () => {
     const src = h().open();
     const marker = `qag_bp_${Date.now()}`;
@@ -291,6 +306,48 @@ describe('stream: postgres', () => {
     },
     maxStreams: 1,
   }));
+
+  test('raw: each value as the bytes of its text, read by its column into the value run() gives', async () => {
+    const src = openSource(conn(), settings());
+    opened.push(src);
+    const sql = "select *, ts + id * interval '1.000123 second' as frac, (id % 30000)::int2 as small, id::float8 / 3 as f from big order by id";
+    const whole = await src.run(sql, [], READ);
+    const got: unknown[][] = [];
+    const kinds = new Set<string>();
+    let sawRaw = false;
+    const n = await src.stream(sql, [], { ...stream(), raw: true }, (cols, rows, _types, raw) => {
+      assert.deepEqual(cols, whole.columns);
+      assert.ok(raw && raw.length === cols.length);
+      sawRaw = true;
+      for (const r of rows) {
+        got.push(
+          r.map((v, c) => {
+            if (v === null) return null;
+            assert.ok(v instanceof Uint8Array);
+            kinds.add(`${cols[c]}:${raw[c]!.kind}`);
+            return raw[c]!.read(v);
+          }),
+        );
+      }
+    });
+    assert.ok(sawRaw);
+    assert.equal(n, ROWS);
+    assert.deepStrictEqual(got, whole.rows);
+    assert.deepEqual([...kinds].sort(), [
+      'b:other',
+      'big:integer',
+      'd:text',
+      'f:other',
+      'frac:timestamp',
+      'id:integer',
+      'j:other',
+      'label:text',
+      'n:other',
+      'ok:boolean',
+      'small:integer',
+      'ts:timestamp',
+    ]);
+  });
 
   test('a cursor occupies its client: calls on a source of 2 go to the other one', { timeout: 30_000 }, async () => {
     const src = openSource(conn(), settings(2));
