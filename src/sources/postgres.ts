@@ -585,7 +585,8 @@ function typesOf(columns: readonly { type?: number }[] | undefined): ColumnTypes
  * description: PG_TYPES or postgres.js's own; none means the text itself). The kinds follow PostgreSQL's
  * text output for the types whose parsers are known here: integers print their plain digits,
  * booleans 't'/'f', a timestamp without a zone 'YYYY-MM-DD HH:MM:SS[.ffffff]' (DateStyle ISO, which
- * postgres.js sets) or another shape parseTimestamp takes care of.
+ * postgres.js sets) or another shape parseTimestamp takes care of; numeric and float columns are
+ * read with +x, postgres.js's and PG_TYPES's parser.
  */
 function rawColumnsOf(columns: ColumnsLike): RawColumn[] {
   return (columns ?? []).map((c) => {
@@ -596,18 +597,21 @@ function rawColumnsOf(columns: ColumnsLike): RawColumn[] {
         : parser.array === true
           ? (b) => parser(textOf(b, 1)) // as postgres.js reads an array whose parser it made
           : (b) => parser(textOf(b, 0));
-    let kind: RawColumn['kind'] = 'other';
+    // int2, int4, oid, float4, float8: postgres.js's own parser, +x.
+    const number = c.type === 21 || c.type === 23 || c.type === 26 ? 'integer' : c.type === 700 || c.type === 701 ? 'decimal' : 'other';
+    let kind: RawColumn['kind'] = number;
     if (parser === undefined || parser === PG_TYPES.date!.parse) kind = 'text';
     else if (parser === PG_TYPES.boolean!.parse) kind = 'boolean';
     else if (parser === PG_TYPES.int8!.parse) kind = 'integer';
     else if (parser === PG_TYPES.timestamp!.parse) kind = 'timestamp';
-    else if (c.type === 21 || c.type === 23 || c.type === 26) kind = 'integer'; // int2, int4, oid: postgres.js's +x
+    else if (parser === PG_TYPES.numeric!.parse) kind = 'decimal';
     return { kind, read };
   });
 }
 
 function textOf(bytes: Uint8Array, from: number): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset + from, bytes.byteLength - from).toString('utf8');
+  // postgres.js hands Buffers: read in place.
+  return (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)).toString('utf8', from);
 }
 
 function parseInt8(x: string): number | string {

@@ -72,6 +72,8 @@ export interface StreamOptions extends RunOptions {
  * - 'text': the value is the bytes, as UTF-8 text;
  * - 'integer': an integer's decimal digits, '-' before a negative one (no '+', no leading zeros); the
  *   value is that integer, a number when it is a safe integer;
+ * - 'decimal': a number as the database prints it (digits with a point, an exponent, 'NaN', ...); the
+ *   value is the number JavaScript reads from that text (`+text`);
  * - 'boolean': 't' or 'f', the value true or false;
  * - 'timestamp': a timestamp without a time zone; when the bytes are 'YYYY-MM-DD HH:MM:SS' with up to 6
  *   fraction digits (years 1000 to 9999), the value is the Date of that wall-clock time in UTC, to the
@@ -79,7 +81,7 @@ export interface StreamOptions extends RunOptions {
  * - 'other': nothing more is said: read it.
  */
 export interface RawColumn {
-  kind: 'text' | 'integer' | 'boolean' | 'timestamp' | 'other';
+  kind: 'text' | 'integer' | 'decimal' | 'boolean' | 'timestamp' | 'other';
   read(bytes: Uint8Array): unknown;
 }
 

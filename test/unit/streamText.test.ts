@@ -184,6 +184,35 @@ const RAW: Record<string, { column: RawColumn; forms: fc.Arbitrary<string | Buff
       ),
     ),
   },
+  // numeric and float texts: PostgreSQL's (trailing zeros, exponents, NaN, Infinity) and JavaScript's.
+  numeric: {
+    column: { kind: 'decimal', read: (b) => +text(b) },
+    forms: fc.oneof(
+      fc.double().map(String),
+      fc
+        .tuple(fc.boolean(), fc.stringMatching(/^(0|[1-9]\d{0,19})$/), fc.stringMatching(/^\d{0,12}$/))
+        .map(([neg, int, frac]) => `${neg ? '-' : ''}${int}${frac ? `.${frac}` : ''}`),
+      fc.constantFrom(
+        '0',
+        '-0',
+        '-0.0',
+        '007',
+        '00.5',
+        '-012',
+        '0.000001',
+        '0.0000001',
+        '0.0000010',
+        '1.50',
+        '100',
+        '1e+100',
+        '1.5e-07',
+        'NaN',
+        'Infinity',
+        '-Infinity',
+      ),
+      fc.constantFrom('123456789012345', '1234567890123456', '12345678901234.5', '1234567890123.45', '0.123456789012345', '0.1234567890123456'),
+    ),
+  },
   float8: { column: { kind: 'other', read: (b) => +text(b) }, forms: fc.double({ noNaN: true }).map(String) },
   // A server that does not check its text (SQL_ASCII) can send bytes that are not UTF-8.
   bytes: { column: { kind: 'text', read: text }, forms: fc.uint8Array({ maxLength: 6 }).map((b) => Buffer.from(b)) },

@@ -10,9 +10,9 @@
 // a lone surrogate as its 3-byte form), so a stream has exactly the bytes of the paged answer.
 //
 // Raw rows (a source's values as the bytes of their text, StreamOptions.raw) are copied where the
-// column's kind says the bytes are already the text the writer would give (plain ASCII text and
-// integers, booleans, timestamps of the usual shape), and read into values for the rest: no string,
-// number or Date is made for the common columns at all.
+// column's kind says the bytes are already the text the writer would give (plain ASCII text,
+// integers, decimals in their shortest form, booleans, timestamps of the usual shape), and read into
+// values for the rest: no string, number or Date is made for the common columns at all.
 import type { RawColumn } from '../../sources/types.js';
 import { formatDateTime, jsonValue, textValue, uniqueColumnNames } from '../formats.js';
 
@@ -52,7 +52,8 @@ const TEXT = 1;
 const INTEGER = 2;
 const BOOLEAN = 3;
 const TIMESTAMP = 4;
-const KINDS: Record<RawColumn['kind'], number> = { other: OTHER, text: TEXT, integer: INTEGER, boolean: BOOLEAN, timestamp: TIMESTAMP };
+const DECIMAL = 5;
+const KINDS: Record<RawColumn['kind'], number> = { other: OTHER, text: TEXT, integer: INTEGER, decimal: DECIMAL, boolean: BOOLEAN, timestamp: TIMESTAMP };
 
 /** The encoder of rows of these columns; with `raw`, of raw rows (see RawColumn), one per column. */
 export function compileTextRowEncoder(columns: readonly string[], format: 'csv' | 'tsv' | 'ndjson', raw?: readonly RawColumn[]): TextRowEncoder {
@@ -339,6 +340,38 @@ function copyInteger(buf: Uint8Array, p: number, v: Uint8Array): number {
   return p + n;
 }
 
+/**
+ * Copies a number's text that is already what String() gives for the number read from it: '-'?, an
+ * integer part without leading zeros, and a fraction without trailing zeros, at most 15 significant
+ * digits in all (so the number's shortest text has those very digits), not '-0', and not below 1e-6
+ * (where String() turns to an exponent). NOT_PLAIN for any other text.
+ */
+function copyDecimal(buf: Uint8Array, p: number, v: Uint8Array): number {
+  const n = v.length;
+  let i = v[0] === 45 ? 1 : 0; // -
+  const intStart = i;
+  while (i < n && v[i]! >= 48 && v[i]! <= 57) i++;
+  const intDigits = i - intStart;
+  if (intDigits === 0 || (intDigits > 1 && v[intStart] === 48)) return NOT_PLAIN;
+  let significant = v[intStart] === 48 ? 0 : intDigits;
+  if (i < n) {
+    if (v[i] !== 46 || i === n - 1 || v[n - 1] === 48) return NOT_PLAIN; // a point, then digits not ending in 0
+    let zeros = 0;
+    for (let j = i + 1; j < n; j++) {
+      const d = v[j]!;
+      if (d < 48 || d > 57) return NOT_PLAIN;
+      if (significant > 0) significant++;
+      else if (d === 48) zeros++;
+      else significant = 1;
+    }
+    if (intDigits === 1 && v[intStart] === 48 && zeros > 5) return NOT_PLAIN;
+  } else if (intStart === 1 && intDigits === 1 && v[1] === 48) return NOT_PLAIN; // -0
+  if (significant > 15) return NOT_PLAIN;
+  if (p + n > buf.length) return FULL;
+  for (let j = 0; j < n; j++) buf[p + j] = v[j]!;
+  return p + n;
+}
+
 /** True when the bytes are 'YYYY-MM-DD HH:MM:SS' with up to 6 fraction digits and a year of 1000 or later. */
 function usualTimestamp(v: Uint8Array): boolean {
   const n = v.length;
@@ -368,6 +401,9 @@ function putRawField(
       break;
     case INTEGER:
       q = copyInteger(buf, p, v);
+      break;
+    case DECIMAL:
+      q = copyDecimal(buf, p, v);
       break;
     case BOOLEAN:
       if (v.length === 1) return putBytes(buf, p, v[0] === 116 ? TRUE_TEXT : FALSE_TEXT);
@@ -400,6 +436,9 @@ function putRawJson(buf: Uint8Array, p: number, v: Uint8Array, kind: number, rea
       break;
     case INTEGER:
       q = copyInteger(buf, p, v);
+      break;
+    case DECIMAL:
+      q = copyDecimal(buf, p, v);
       break;
     case BOOLEAN:
       if (v.length === 1) return putBytes(buf, p, v[0] === 116 ? TRUE_JSON : FALSE_JSON);
