@@ -8,21 +8,30 @@
 // information_schema.PROCESSLIST).
 //
 //   npx tsc -p . && node dist/bench/streams.js [--rows 5000000] [--quick] [--slow-seconds 20]
+//     [--columns 4|3] [--repeat 1] [--only postgres:csv,...] [--out <name>] [--cpu-prof <dir>]
 //
-// --quick is 200,000 rows and a 5 s slow reader. Each export runs on a fresh gateway process
-// (SQLite store in a temp home, default executor threads), warmed by one paged call so its pools
-// exist, so every baseline is the same idle process. RSS is VmRSS from /proc/<pid>/status sampled
-// every 100 ms, plus VmHWM after the high-water mark was reset (clear_refs 5) just before the
-// export. Results accumulate per row count in bench/results/streams-<date>/ (a quick run and a full
-// run on the same day share the folder, one table per row count).
+// --quick is 200,000 rows and a 5 s slow reader (--slow-seconds 0: no slow reader). --columns 3
+// exports a table of an int, a text and a timestamp (issue 14's shape) instead of the 4-column one.
+// --repeat runs each export that many times (each on its own process); --only picks the exports
+// (source:format). Each export runs on a fresh gateway process (SQLite store in a temp home, default
+// executor threads), warmed by one paged call so its pools exist, so every baseline is the same idle
+// process. RSS is VmRSS from /proc/<pid>/status sampled every 100 ms, plus VmHWM after the
+// high-water mark was reset (clear_refs 5) just before the export. CPU is split by side: the
+// gateway's main thread (the acceptor), its busiest other thread (the executor running the export),
+// its other threads (GC helpers, the recorder); the database's (PostgreSQL: the backends connected to
+// the bench database; MariaDB: the whole server); and this process, the reader. Results accumulate
+// per row count and column count in bench/results/streams-<date>[-<out>]/ (a quick run and a full
+// run on the same day share the folder, one table per row count). --cpu-prof writes the gateway's
+// CPU profiles (one per thread) to <dir>, one folder per export.
+import { execFileSync } from 'node:child_process';
 import { request, type IncomingMessage } from 'node:http';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import mysql, { type RowDataPacket } from 'mysql2/promise';
 import postgres from 'postgres';
-import { fmt, RESULTS, startGateway, today, writeResults, type Gateway } from './gateway.js';
+import { fmt, median, RESULTS, startGateway, today, type Gateway } from './gateway.js';
 import { processCpuSeconds } from './load.js';
 
 const { values } = parseArgs({
@@ -30,18 +39,32 @@ const { values } = parseArgs({
     rows: { type: 'string' },
     quick: { type: 'boolean', default: false },
     'slow-seconds': { type: 'string' },
+    columns: { type: 'string', default: '4' },
+    repeat: { type: 'string', default: '1' },
+    only: { type: 'string' },
+    out: { type: 'string' },
+    'cpu-prof': { type: 'string' },
   },
 });
 const quick = values.quick!;
 const N = Number(values.rows ?? (quick ? 200_000 : 5_000_000));
 const slowSeconds = Number(values['slow-seconds'] ?? (quick ? 5 : 20));
 if (!(Number.isInteger(N) && N >= 1)) throw new Error('--rows: a whole number >= 1 expected');
-if (!(slowSeconds > 0)) throw new Error('--slow-seconds: a positive number expected');
+if (!(slowSeconds >= 0)) throw new Error('--slow-seconds: a number >= 0 expected');
+const COLUMNS = Number(values.columns);
+if (COLUMNS !== 3 && COLUMNS !== 4) throw new Error('--columns: 3 or 4 expected');
+const REPEAT = Number(values.repeat);
+if (!(Number.isInteger(REPEAT) && REPEAT >= 1)) throw new Error('--repeat: a whole number >= 1 expected');
+const ONLY = values.only ? new Set(values.only.split(',')) : null;
+const OUT = values.out ? `streams-${today()}-${values.out.replace(/[^\w.-]/g, '-')}` : `streams-${today()}`;
+const CPU_PROF = values['cpu-prof'];
 
 const DB = 'qag_stream_bench';
 const PG = 'postgres://postgres@127.0.0.1:5432';
 const MY = { host: '127.0.0.1', port: 3306, user: 'root' };
-const SQL = 'SELECT id, name, amount, at FROM export ORDER BY id';
+/** The 4-column table is `export`, the 3-column one (int, text, timestamp) `export3`. */
+const TABLE = COLUMNS === 4 ? 'export' : 'export3';
+const SQL = COLUMNS === 4 ? 'SELECT id, name, amount, at FROM export ORDER BY id' : 'SELECT id, name, at FROM export3 ORDER BY id';
 const ADMIN = 'bench-admin';
 const TARGET_RSS_MB = 150;
 const SLOW_CHUNK = 64 * 1024;
@@ -58,17 +81,18 @@ async function preparePostgres(): Promise<{ created: boolean; seconds: number }>
   await admin.end();
   const sql = postgres(`${PG}/${DB}`, { max: 1, onnotice: () => {} });
   try {
-    const [{ t }] = await sql`SELECT to_regclass('public.export') IS NOT NULL AS t`;
+    const [{ t }] = await sql`SELECT to_regclass(${`public.${TABLE}`}) IS NOT NULL AS t`;
     if (t) {
-      const [{ n }] = await sql`SELECT count(*)::int8 AS n FROM export`;
+      const [{ n }] = await sql.unsafe(`SELECT count(*)::int8 AS n FROM ${TABLE}`);
       if (Number(n) === N) return { created: false, seconds: 0 };
-      await sql`DROP TABLE export`;
+      await sql.unsafe(`DROP TABLE ${TABLE}`);
     }
     const t0 = performance.now();
-    await sql.unsafe(`CREATE TABLE export AS SELECT i AS id, md5(i::text) AS name, i * 0.01 AS amount,
+    const amount = COLUMNS === 4 ? 'i * 0.01 AS amount,' : '';
+    await sql.unsafe(`CREATE TABLE ${TABLE} AS SELECT i AS id, md5(i::text) AS name, ${amount}
       timestamp '2026-01-01' + i * interval '1 second' AS at FROM generate_series(1, ${N}) i`);
-    await sql`ALTER TABLE export ADD PRIMARY KEY (id)`;
-    await sql`VACUUM ANALYZE export`;
+    await sql.unsafe(`ALTER TABLE ${TABLE} ADD PRIMARY KEY (id)`);
+    await sql.unsafe(`VACUUM ANALYZE ${TABLE}`);
     return { created: true, seconds: (performance.now() - t0) / 1000 };
   } finally {
     await sql.end();
@@ -81,23 +105,24 @@ async function prepareMariaDB(): Promise<{ created: boolean; seconds: number }> 
   try {
     await c.query(`CREATE DATABASE IF NOT EXISTS ${DB}`);
     await c.query(`USE ${DB}`);
-    const [t] = await c.query<RowDataPacket[]>(`SELECT COUNT(*) AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'export'`, [DB]);
+    const [t] = await c.query<RowDataPacket[]>(`SELECT COUNT(*) AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, [DB, TABLE]);
     if (Number(t[0].t) > 0) {
-      const [r] = await c.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM export');
+      const [r] = await c.query<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM ${TABLE}`);
       if (Number(r[0].n) === N) return { created: false, seconds: 0 };
-      await c.query('DROP TABLE export');
+      await c.query(`DROP TABLE ${TABLE}`);
     }
     const t0 = performance.now();
-    await c.query(`CREATE TABLE export (id INT NOT NULL PRIMARY KEY, name CHAR(32) NOT NULL, amount DECIMAL(14,2) NOT NULL,
+    const amount = COLUMNS === 4 ? 'amount DECIMAL(14,2) NOT NULL,' : '';
+    await c.query(`CREATE TABLE ${TABLE} (id INT NOT NULL PRIMARY KEY, name CHAR(32) NOT NULL, ${amount}
       at DATETIME NOT NULL) ENGINE=InnoDB`);
     // In slices of a million so no single transaction's undo log gets large.
     const SLICE = 1_000_000;
     for (let lo = 1; lo <= N; lo += SLICE) {
       const hi = Math.min(N, lo + SLICE - 1);
-      await c.query(`INSERT INTO export SELECT seq, MD5(seq), seq * 0.01, TIMESTAMP'2026-01-01 00:00:00' + INTERVAL seq SECOND
-        FROM seq_${lo}_to_${hi}`);
+      await c.query(`INSERT INTO ${TABLE} SELECT seq, MD5(seq), ${COLUMNS === 4 ? 'seq * 0.01,' : ''}
+        TIMESTAMP'2026-01-01 00:00:00' + INTERVAL seq SECOND FROM seq_${lo}_to_${hi}`);
     }
-    await c.query('ANALYZE TABLE export');
+    await c.query(`ANALYZE TABLE ${TABLE}`);
     return { created: true, seconds: (performance.now() - t0) / 1000 };
   } finally {
     await c.end();
@@ -112,9 +137,9 @@ const SOURCES = {
 } as const;
 type SourceName = keyof typeof SOURCES;
 
-async function freshGateway(source: SourceName): Promise<{ g: Gateway; home: string; startupRss: number }> {
+async function freshGateway(source: SourceName, profileDir?: string): Promise<{ g: Gateway; home: string; startupRss: number }> {
   const home = mkdtempSync(join(tmpdir(), 'qag-streams-'));
-  const g = await startGateway({ QUERYAPIGATE_HOME: home }, ADMIN);
+  const g = await startGateway({ QUERYAPIGATE_HOME: home }, ADMIN, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
   await sleep(1500);
   const startupRss = await baselineRss(g.pid); // started, nothing called yet
   const s = SOURCES[source];
@@ -190,6 +215,82 @@ async function baselineRss(pid: number): Promise<number> {
   return mb(xs[2]);
 }
 
+// ---------------------------------------------------------------- CPU by side
+
+/** CPU seconds of each of the process's threads (by thread id). */
+function threadCpu(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      out.set(Number(tid), statCpu(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')));
+    } catch {
+      /* the thread ended */
+    }
+  }
+  return out;
+}
+
+const TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+const ticksPerSecond = () => TICKS;
+
+/** utime + stime of a /proc stat line, in seconds. */
+function statCpu(stat: string): number {
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / ticksPerSecond();
+}
+
+/**
+ * CPU seconds the database spent so far: PostgreSQL's backends connected to the bench database (their
+ * process title names it); MariaDB's whole server (one process, so other clients count too).
+ */
+function databaseCpu(source: SourceName): number {
+  let total = 0;
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      if (source === 'postgres') {
+        if (!stat.includes('(postgres)') || !readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(DB)) continue;
+      } else if (!stat.includes('(mariadbd)') && !stat.includes('(mysqld)')) continue;
+      total += statCpu(stat);
+    } catch {
+      /* the process ended */
+    }
+  }
+  return total;
+}
+
+interface CpuSplit {
+  acceptor: number;
+  executor: number;
+  other: number;
+  database: number;
+  reader: number;
+}
+
+/** Starts counting; the function it answers gives the CPU seconds spent since, by side. */
+function cpuSince(pid: number, source: SourceName): () => CpuSplit {
+  const threads = threadCpu(pid);
+  const db = databaseCpu(source);
+  const reader = process.cpuUsage();
+  return () => {
+    const now = threadCpu(pid);
+    const spent = [...now].map(([tid, s]) => ({ tid, s: s - (threads.get(tid) ?? 0) }));
+    const acceptor = spent.find((t) => t.tid === pid)?.s ?? 0;
+    const others = spent.filter((t) => t.tid !== pid).sort((a, b) => b.s - a.s);
+    const executor = others[0]?.s ?? 0;
+    const other = others.slice(1).reduce((a, t) => a + t.s, 0);
+    const r = process.cpuUsage(reader);
+    return { acceptor, executor, other, database: databaseCpu(source) - db, reader: (r.user + r.system) / 1e6 };
+  };
+}
+
 // ---------------------------------------------------------------- the HTTP reader
 
 interface Read {
@@ -252,9 +353,12 @@ function readExport(url: string, slow?: { seconds: number; during: () => Promise
       res.on('data', (b: Buffer) => {
         if (r.bytes === 0) r.ttfbMs = performance.now() - t0;
         r.bytes += b.length;
-        for (let i = b.indexOf(10); i !== -1; i = b.indexOf(10, i + 1)) r.lines++;
+        let lines = 0;
+        for (let i = 0; i < b.length; i++) if (b[i] === 10) lines++; // a byte loop: no native call per line
+        r.lines += lines;
         if (head.length < 200) head += b.subarray(0, 200).toString('utf8');
-        tail = tail.length + b.length > 4096 ? Buffer.concat([tail, b]).subarray(-4096) : Buffer.concat([tail, b]);
+        // The last 4 KB only: copying each chunk whole would make the reader cost more than it measures.
+        tail = Buffer.concat([tail, b.length > 4096 ? b.subarray(-4096) : b]).subarray(-4096);
         if (slow) {
           budget -= b.length;
           if (budget <= 0) res.pause();
@@ -316,7 +420,7 @@ async function statementActivity(source: SourceName): Promise<Activity[]> {
     const sql = postgres(`${PG}/postgres`, { max: 1, onnotice: () => {} });
     try {
       const rows = await sql<{ pid: number; state: string }[]>`SELECT pid, coalesce(state, '') AS state FROM pg_stat_activity
-        WHERE datname = ${DB} AND pid <> pg_backend_pid() AND query LIKE ${'%FROM export ORDER BY id%'}`;
+        WHERE datname = ${DB} AND pid <> pg_backend_pid() AND query LIKE ${`%FROM ${TABLE} ORDER BY id%`}`;
       return rows.map((r) => ({ pid: r.pid, state: r.state }));
     } finally {
       await sql.end();
@@ -326,8 +430,8 @@ async function statementActivity(source: SourceName): Promise<Activity[]> {
   try {
     const [rows] = await c.query<RowDataPacket[]>(
       `SELECT ID AS pid, COMMAND AS command, STATE AS state FROM information_schema.PROCESSLIST
-      WHERE DB = ? AND ID <> CONNECTION_ID() AND INFO LIKE '%FROM export ORDER BY id%'`,
-      [DB],
+      WHERE DB = ? AND ID <> CONNECTION_ID() AND INFO LIKE ?`,
+      [DB, `%FROM ${TABLE} ORDER BY id%`],
     );
     return rows.map((r) => ({ pid: Number(r.pid), state: `${r.command}${r.state ? ` / ${r.state}` : ''}` }));
   } finally {
@@ -342,6 +446,10 @@ const running = (a: Activity[]) => a.filter((x) => x.state !== 'idle');
 type ExportRow = {
   kind: 'export';
   rows_target: number;
+  /** Absent in results from before --columns: 4. */
+  columns?: number;
+  /** Which of --repeat's runs (1, 2, ...). */
+  run?: number;
   source: SourceName;
   format: string;
   status: number;
@@ -359,6 +467,8 @@ type ExportRow = {
   peak_hwm_mb: number | null;
   end_rss_mb: number;
   gateway_cpu_s: number;
+  /** CPU seconds by side during the export (see cpuSince); absent in older results. */
+  cpu?: CpuSplit;
   samples: number;
   error: string | null;
   gateway_errors: string[];
@@ -366,6 +476,7 @@ type ExportRow = {
 type SlowRow = {
   kind: 'slow';
   rows_target: number;
+  columns?: number;
   source: SourceName;
   format: string;
   seconds: number;
@@ -394,16 +505,19 @@ const gatewayErrors = (g: Gateway) =>
     .filter((l) => /error|fail|warn/i.test(l))
     .slice(0, 10);
 
-async function runExport(source: SourceName, format: string): Promise<ExportRow> {
-  const { g, home, startupRss } = await freshGateway(source);
+async function runExport(source: SourceName, format: string, run: number): Promise<ExportRow> {
+  const profileDir = CPU_PROF ? join(CPU_PROF, `${source}-${format}-${N}x${COLUMNS}-${run}`) : undefined;
+  const { g, home, startupRss } = await freshGateway(source, profileDir);
   try {
     const baseline = await baselineRss(g.pid);
     const hwm = resetPeak(g.pid);
     const cpu0 = processCpuSeconds(g.pid);
+    const split = cpuSince(g.pid, source);
     const sampler = new RssSampler(g.pid);
     const r = await readExport(`${g.url}/q/${SOURCES[source].query}?stream=true&format=${format}`);
     const samples = sampler.stop();
     const cpu = processCpuSeconds(g.pid) - cpu0;
+    const bySide = split();
     const st = procStatus(g.pid);
     // An xlsx file has no lines to count: its rows are the run's, as the gateway recorded them.
     const xlsx = format === 'xlsx';
@@ -411,6 +525,8 @@ async function runExport(source: SourceName, format: string): Promise<ExportRow>
     const row: ExportRow = {
       kind: 'export',
       rows_target: N,
+      columns: COLUMNS,
+      run,
       source,
       format,
       status: r.status,
@@ -428,6 +544,13 @@ async function runExport(source: SourceName, format: string): Promise<ExportRow>
       peak_hwm_mb: hwm ? round(mb(st.hwmKb)) : null,
       end_rss_mb: round(mb(st.rssKb)),
       gateway_cpu_s: round(cpu, 2),
+      cpu: {
+        acceptor: round(bySide.acceptor, 2),
+        executor: round(bySide.executor, 2),
+        other: round(bySide.other, 2),
+        database: round(bySide.database, 2),
+        reader: round(bySide.reader, 2),
+      },
       samples: samples.length,
       error: r.error,
       gateway_errors: gatewayErrors(g),
@@ -485,6 +608,7 @@ async function runSlow(source: SourceName, format: string): Promise<SlowRow> {
     return {
       kind: 'slow',
       rows_target: N,
+      columns: COLUMNS,
       source,
       format,
       seconds: round(r.seconds, 2),
@@ -513,22 +637,24 @@ async function runSlow(source: SourceName, format: string): Promise<SlowRow> {
 
 // ---------------------------------------------------------------- main
 
-console.log(`tables: ${N} rows`);
+console.log(`tables: ${N} rows, ${COLUMNS} columns`);
 const prep = { postgres: await preparePostgres(), mariadb: await prepareMariaDB() };
 console.log(JSON.stringify(prep));
 
-const CASES: [SourceName, string][] = [
-  ['postgres', 'csv'],
-  ['postgres', 'ndjson'],
-  ['mariadb', 'csv'],
-  ...(N <= 1_000_000 ? [['postgres', 'xlsx'] as [SourceName, string]] : []),
-];
-const SLOW: [SourceName, string][] = [['postgres', 'csv'], ['mariadb', 'csv'], ...(N <= 1_000_000 ? [['postgres', 'xlsx'] as [SourceName, string]] : [])];
+const picked = ([source, format]: [SourceName, string]) => ONLY === null || ONLY.has(`${source}:${format}`);
+const CASES = (
+  [['postgres', 'csv'], ['postgres', 'ndjson'], ['mariadb', 'csv'], ...(N <= 1_000_000 ? [['postgres', 'xlsx']] : [])] as [SourceName, string][]
+).filter(picked);
+const SLOW = (slowSeconds > 0 ? [['postgres', 'csv'], ['mariadb', 'csv'], ...(N <= 1_000_000 ? [['postgres', 'xlsx']] : [])] : ([] as string[][])).filter((c) =>
+  picked(c as [SourceName, string]),
+) as [SourceName, string][];
 const fresh: (ExportRow | SlowRow)[] = [];
 for (const [source, format] of CASES) {
-  const row = await runExport(source, format);
-  fresh.push(row);
-  console.log(JSON.stringify(row));
+  for (let run = 1; run <= REPEAT; run++) {
+    const row = await runExport(source, format, run);
+    fresh.push(row);
+    console.log(JSON.stringify(row));
+  }
 }
 for (const [source, format] of SLOW) {
   const row = await runSlow(source, format);
@@ -537,12 +663,15 @@ for (const [source, format] of SLOW) {
 }
 const loadAfter = loadavg();
 
-// Results of other row counts run today stay in the folder (a quick and a full run side by side).
-const resultsFile = join(RESULTS, `streams-${today()}`, 'results.jsonl');
+// Results of other row and column counts run today stay in the folder (a quick and a full run side by side).
+const resultsDir = join(RESULTS, OUT);
+const resultsFile = join(resultsDir, 'results.jsonl');
 type MetaRow = {
   kind: 'meta';
   rows_target: number;
+  columns?: number;
   slow_seconds: number;
+  repeat?: number;
   at: string;
   loadavg_before: number[];
   loadavg_after: number[];
@@ -550,49 +679,78 @@ type MetaRow = {
   node: string;
 };
 type ResultRow = ExportRow | SlowRow | MetaRow;
+const shapeOf = (r: ResultRow) => `${r.rows_target}x${r.columns ?? 4}`;
+const shape = `${N}x${COLUMNS}`;
 const kept: ResultRow[] = existsSync(resultsFile)
   ? readFileSync(resultsFile, 'utf8')
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as ResultRow)
-      .filter((r) => r.rows_target !== N)
+      .filter((r) => shapeOf(r) !== shape)
   : [];
 const meta: MetaRow = {
   kind: 'meta',
   rows_target: N,
+  columns: COLUMNS,
   slow_seconds: slowSeconds,
+  repeat: REPEAT,
   at: new Date().toISOString(),
   loadavg_before: loadBefore.map((x) => round(x, 2)),
   loadavg_after: loadAfter.map((x) => round(x, 2)),
   tables: prep,
   node: process.version,
 };
-const all: ResultRow[] = [...kept, meta, ...fresh].sort((a, b) => a.rows_target - b.rows_target);
+const all: ResultRow[] = [...kept, meta, ...fresh].sort((a, b) => a.rows_target - b.rows_target || (a.columns ?? 4) - (b.columns ?? 4));
 
 const yes = (b: boolean) => (b ? 'yes' : '**no**');
-function section(n: number): string {
-  const m = all.find((r): r is MetaRow => r.kind === 'meta' && r.rows_target === n);
-  const ex = all.filter((r): r is ExportRow => r.kind === 'export' && r.rows_target === n);
-  const sl = all.filter((r): r is SlowRow => r.kind === 'slow' && r.rows_target === n);
-  let s = `## ${fmt(n)} rows (${
+/** Microseconds of CPU per row. */
+const perRow = (s: number, rows: number) => fmt((s * 1e6) / rows, 2);
+function section(key: string): string {
+  const [n, columns] = key.split('x').map(Number);
+  const m = all.find((r): r is MetaRow => r.kind === 'meta' && shapeOf(r) === key);
+  const ex = all.filter((r): r is ExportRow => r.kind === 'export' && shapeOf(r) === key);
+  const sl = all.filter((r): r is SlowRow => r.kind === 'slow' && shapeOf(r) === key);
+  let s = `## ${fmt(n)} rows, ${columns} columns (${
     m
       ? `${m.at.slice(0, 16).replace('T', ' ')} UTC, load average ${m.loadavg_before.join(' / ')} before, ` + `${m.loadavg_after.join(' / ')} after`
       : 'no metadata'
   })\n\n`;
   s +=
-    '| Source | Format | Rows | Complete | TTFB ms | Seconds | rows/s | MB/s | Baseline RSS MB | Peak RSS MB (sampled / VmHWM) | Peak - baseline MB | Gateway CPU s |\n';
-  s += '|---|---|---|---|---|---|---|---|---|---|---|---|\n';
+    '| Source | Format | Run | Rows | Complete | TTFB ms | Seconds | rows/s | MB/s | Baseline RSS MB | Peak RSS MB (sampled / VmHWM) | Peak - baseline MB | Gateway CPU s | Gateway CPU s per 1M rows |\n';
+  s += '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
   for (const r of ex) {
     s +=
-      `| ${r.source} | ${r.format} | ${fmt(r.rows)} | ${yes(r.complete && r.rows === n && (r.format === 'xlsx' || r.last_id === n))} | ${fmt(r.ttfb_ms)} | ${fmt(r.seconds, 1)} | ` +
+      `| ${r.source} | ${r.format} | ${r.run ?? 1} | ${fmt(r.rows)} | ${yes(r.complete && r.rows === n && (r.format === 'xlsx' || r.last_id === n))} | ${fmt(r.ttfb_ms)} | ${fmt(r.seconds, 1)} | ` +
       `${fmt(r.rows_per_s)} | ${fmt(r.mb_per_s, 1)} | ${fmt(r.baseline_rss_mb, 1)} | ${fmt(r.peak_rss_mb, 1)} / ${r.peak_hwm_mb === null ? '-' : fmt(r.peak_hwm_mb, 1)} | ` +
-      `${fmt(Math.max(r.peak_rss_mb, r.peak_hwm_mb ?? 0) - r.baseline_rss_mb, 1)} | ${fmt(r.gateway_cpu_s, 1)} |\n`;
+      `${fmt(Math.max(r.peak_rss_mb, r.peak_hwm_mb ?? 0) - r.baseline_rss_mb, 1)} | ${fmt(r.gateway_cpu_s, 2)} | ${fmt((r.gateway_cpu_s * 1e6) / n, 2)} |\n`;
+  }
+  const split = ex.filter((r) => r.cpu);
+  if (split.length) {
+    s +=
+      '\nCPU by side, microseconds per row (medians over the runs; the database: PostgreSQL backends of the bench database, or the whole MariaDB server):\n\n';
+    s += '| Source | Format | Runs | rows/s | Acceptor | Executor | Gateway other threads | Gateway total | Database | Reader (this script) | All |\n';
+    s += '|---|---|---|---|---|---|---|---|---|---|---|\n';
+    for (const [source, format] of [...new Set(split.map((r) => `${r.source}:${r.format}`))].map((k) => k.split(':'))) {
+      const rs = split.filter((r) => r.source === source && r.format === format);
+      const med = (f: (c: CpuSplit) => number) => perRow(median(rs.map((r) => f(r.cpu!))), n);
+      const cells = [
+        med((c) => c.acceptor),
+        med((c) => c.executor),
+        med((c) => c.other),
+        med((c) => c.acceptor + c.executor + c.other),
+        med((c) => c.database),
+        med((c) => c.reader),
+        med((c) => c.acceptor + c.executor + c.other + c.database + c.reader),
+      ];
+      s += `| ${source} | ${format} | ${rs.length} | ${fmt(median(rs.map((r) => r.rows_per_s)))} | ${cells.join(' | ')} |\n`;
+    }
   }
   const st = [...ex, ...sl].map((r) => r.startup_rss_mb);
   if (st.length)
     s += `\nThe same processes just started (1.5 s after "listening", nothing called yet): ${fmt(Math.min(...st), 1)}-${fmt(Math.max(...st), 1)} MB RSS.\n`;
   const errs = ex.filter((r) => r.error || r.gateway_errors.length);
   for (const r of errs) s += `\n${r.source} ${r.format}: ${r.error ?? ''} ${r.gateway_errors.join(' | ')}\n`;
+  if (!sl.length) return s;
   s += `\nSlow reader (${SLOW_CHUNK / 1024} KB every ${SLOW_EVERY_MS} ms, aborted after ${m?.slow_seconds ?? '?'} s):\n\n`;
   s +=
     '| Source | Format | Seconds | Read MB | Rows read | KB/s | Baseline RSS MB | RSS at 1 s / last MB | RSS min / max from 1 s MB | Drift MB/min | VmHWM MB | Statement halfway | After abort | Gone after ms |\n';
@@ -607,17 +765,17 @@ function section(n: number): string {
   for (const r of sl) s += `\n${r.source} ${r.format} RSS MB by second (max of the 100 ms samples): ${r.rss_by_second.join(', ')}\n`;
   return s;
 }
-const counts = [...new Set(all.filter((r) => r.kind === 'meta').map((r) => r.rows_target))];
+const shapes = [...new Set(all.filter((r) => r.kind === 'meta').map(shapeOf))];
 const md = `# Streaming exports: PostgreSQL and MariaDB through ?stream=true (${today()})
 
-Made with \`npx tsc -p . && node dist/bench/streams.js [--rows N] [--quick]\` on this project's machine: 2 cores shared by
+Made with \`npx tsc -p . && node dist/bench/streams.js [--rows N] [--quick] [--columns 3|4] [--repeat R] [--out NAME]\` on this project's machine: 2 cores shared by
 the gateway, the reader (this script, node:http), PostgreSQL 15, MariaDB 10.11 and other agents' work, so the load
 average (os.loadavg(), 1/5/15 min) is given with each run and the throughput figures are this machine's, not a ceiling.
 
-The table (\`qag_stream_bench.export\`, same in both databases): \`id\` (int, primary key), \`name\` (md5 of id, 32
+The tables (in \`qag_stream_bench\`, same in both databases): \`export\`, 4 columns: \`id\` (int, primary key), \`name\` (md5 of id, 32
 characters), \`amount\` (id * 0.01, numeric / DECIMAL(14,2)), \`at\` (2026-01-01 + id seconds, timestamp / DATETIME);
-PostgreSQL from \`generate_series\`, MariaDB from its SEQUENCE engine (\`seq_1_to_N\`). The saved query is
-\`${SQL}\`, called as \`/q/<name>?stream=true&format=csv|ndjson|xlsx\` with the admin key.
+\`export3\`, 3 columns (issue 14's shape): the same without \`amount\`. PostgreSQL from \`generate_series\`, MariaDB from its SEQUENCE
+engine (\`seq_1_to_N\`). The saved query is \`SELECT <columns> FROM <table> ORDER BY id\`, called as \`/q/<name>?stream=true&format=csv|ndjson|xlsx\` with the admin key.
 
 Each export runs on its own fresh gateway process (\`startGateway\`: SQLite store in a temp home, default executor
 threads, i.e. 1 on 2 cores), warmed by one paged call. TTFB is to the first body byte. Rows are the lines received
@@ -627,11 +785,16 @@ history (for the slow reader, the rows sent before it left), and "complete" mean
 end-of-central-directory record and the row count matches. The first xlsx call of a process loads exceljs (part of its
 TTFB and about 27 MB of its RSS). MB is 10^6 bytes; RSS MB is MiB of the gateway process (all its threads): "baseline" is the idle warmed process
 just before the export, "peak" the max of VmRSS sampled every 100 ms during the export and VmHWM (reset with clear_refs
-just before). Target: peak under ${TARGET_RSS_MB} MB. The slow reader pauses the response and lets ~64 KB through every
+just before). Target: peak under ${TARGET_RSS_MB} MB. CPU by side is from /proc: the gateway's main thread (the acceptor), its
+busiest other thread (the executor running the export), its other threads (V8's GC helpers, the recorder); the database;
+this script's own process (the HTTP reader). The slow reader pauses the response and lets ~64 KB through every
 50 ms, samples RSS the same way (the first second is the climb from the baseline as buffers fill; min, max and
 drift, (last - first) / time, are from 1 s on), asks the database about the statement halfway, then destroys the request and polls
 (every 100 ms, up to 10 s) until the statement is no longer running (PostgreSQL: no non-idle backend in pg_stat_activity
 with the export's text; MariaDB: no PROCESSLIST row with it).
 
-${counts.map(section).join('\n')}`;
-console.log(`\n${md}\nwritten to ${writeResults('streams', all, md)}`);
+${shapes.map(section).join('\n')}`;
+mkdirSync(resultsDir, { recursive: true });
+writeFileSync(resultsFile, `${all.map((r) => JSON.stringify(r)).join('\n')}\n`);
+writeFileSync(join(resultsDir, 'README.md'), md);
+console.log(`\n${md}\nwritten to ${resultsDir}`);
