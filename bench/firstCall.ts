@@ -14,7 +14,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { exampleQueries } from '../src/examples/catalog.js';
-import { adminApi, fmt, median, spawnListening, today, writeResults } from './gateway.js';
+import { adminApi, fmt, median, oltpConnection, spawnListening, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -103,15 +103,7 @@ async function cell(build: { name: string; main: string }, round: number): Promi
   });
   const api = adminApi(l.url, 'bench-admin');
   try {
-    const u = new URL(values.pg!);
-    await api('POST', '/api/v1/connections', {
-      name: 'oltp',
-      db: 'postgres',
-      host: u.hostname,
-      port: Number(u.port || 5432),
-      database: u.pathname.slice(1),
-      user: u.username || 'postgres',
-    });
+    await oltpConnection(api, values.pg!);
     const { secret } = await api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'first', queries: '*', connections: [] });
     let n = 0;
     for (let v = 0; v < VERSIONS; v++) {

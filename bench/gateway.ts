@@ -70,13 +70,10 @@ export async function startGateway(env: Record<string, string>, adminKey = 'benc
   return { ...g, api: adminApi(g.url, adminKey) };
 }
 
-/**
- * The seeds' lookup on a gateway: the connection `oltp` to the pgbench database at `pgUrl`, the saved
- * query `account` and a plain key `p` for it; the wrk URL pattern (a random aid) and the key's secret.
- */
-export async function accountLookup(g: Pick<Gateway, 'url' | 'api'>, pgUrl: string): Promise<{ url: string; key: string }> {
+/** The connection `oltp` on a gateway, to the PostgreSQL database at `pgUrl` (the pgbench tables). */
+export async function oltpConnection(api: Gateway['api'], pgUrl: string): Promise<void> {
   const u = new URL(pgUrl);
-  await g.api('POST', '/api/v1/connections', {
+  await api('POST', '/api/v1/connections', {
     name: 'oltp',
     db: 'postgres',
     host: u.hostname,
@@ -84,6 +81,14 @@ export async function accountLookup(g: Pick<Gateway, 'url' | 'api'>, pgUrl: stri
     database: u.pathname.slice(1),
     user: u.username || 'postgres',
   });
+}
+
+/**
+ * The seeds' lookup on a gateway: the connection `oltp` to the pgbench database at `pgUrl`, the saved
+ * query `account` and a plain key `p` for it; the wrk URL pattern (a random aid) and the key's secret.
+ */
+export async function accountLookup(g: Pick<Gateway, 'url' | 'api'>, pgUrl: string): Promise<{ url: string; key: string }> {
+  await oltpConnection(g.api, pgUrl);
   await g.api('POST', '/api/v1/queries', {
     name: 'account',
     connection_name: 'oltp',
