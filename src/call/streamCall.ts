@@ -77,6 +77,9 @@ export async function streamCall(
   requestId: string,
 ): Promise<Answer> {
   const post = (f: StreamFrame) => port.postMessage(f);
+  // A binary chunk owns its buffer (parquet.ts, or a frame): it is moved to the acceptor, not copied.
+  const postData = (chunk: string | Uint8Array) =>
+    typeof chunk === 'string' ? post({ t: 'data', chunk }) : port.postMessage({ t: 'data', chunk } satisfies StreamFrame, [chunk.buffer as ArrayBuffer]);
   // The window: the byte size of every data frame posted and not yet credited, oldest first (the
   // acceptor credits them in order), and the frame buffers it handed back.
   const posted: number[] = [];
@@ -99,9 +102,7 @@ export async function streamCall(
     if (gone) throw new ClientGone();
     posted.push(bytes);
     inFlight += bytes;
-    // A binary chunk owns its buffer (parquet.ts, or a frame): it is moved to the acceptor, not copied.
-    if (typeof chunk === 'string') post({ t: 'data', chunk });
-    else port.postMessage({ t: 'data', chunk } satisfies StreamFrame, [chunk.buffer as ArrayBuffer]);
+    postData(chunk);
   };
 
   const max = ctx.config.streamMaxRows;
@@ -228,10 +229,7 @@ export async function streamCall(
     try {
       const last = await (encoder as StreamEncoder).end(truncated ? sent : null);
       // The window is not waited on: the export's last bytes go out whatever the client reads.
-      if (last.length) {
-        if (typeof last === 'string') post({ t: 'data', chunk: last });
-        else port.postMessage({ t: 'data', chunk: last } satisfies StreamFrame, [last.buffer as ArrayBuffer]);
-      }
+      if (last.length) postData(last);
     } catch (e) {
       failed = { code: e instanceof GatewayError ? e.code : 'internal_error', message: 'The stream failed' };
       logger('call').error({ request_id: requestId, key: caller, err: e }, 'stream failed');
