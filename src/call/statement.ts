@@ -12,7 +12,7 @@ import type { ConnectionRow } from '../store/types.js';
 import type { CallContext } from './context.js';
 import { execute } from './execute.js';
 import { governCall, mayWrite } from './govern.js';
-import { type CallPlan, fillValues, namedParamError } from './plan.js';
+import { type CallPlan, fillValues, namedParamError, pagedStatement } from './plan.js';
 import { record, type RunTarget, type Transport } from './record.js';
 import { type CallRequest, type Paging, parsePaging } from './request.js';
 import { cacheAnswer, cacheKey, type CachedAnswer, etagOf, policyFingerprint } from './resultCache.js';
@@ -75,8 +75,9 @@ export async function runStatement(ctx: CallContext, caller: Caller, call: CallR
 
   const counters = ctx.statements(connection.name, source.dialect, metricKey(caller));
   const started = performance.now();
-  const values = fillValues(plan, bound, paging.pageSize + 1, (paging.page - 1) * paging.pageSize);
-  const text = plan.pageable ? plan.pagedText : plan.text;
+  const offset = (paging.page - 1) * paging.pageSize;
+  const values = fillValues(plan, bound, paging.pageSize + 1, offset);
+  const text = pagedStatement(plan, offset);
   // The database refuses writes too unless this caller may write (governance already refused them).
   const readOnly = !plan.write || o.readOnly || !mayWrite(caller, s.queryName, ctx.config.allowWrites);
   let result: Awaited<ReturnType<typeof execute>>;

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import Database from 'better-sqlite3';
+import { fillValues, pagedStatement, planCall } from '../../src/call/plan.js';
 import { GatewayError, statusOf } from '../../src/contract/errors.js';
 import { openSource, resolveEnvRefs } from '../../src/sources/index.js';
 import type { ConnectionConfig, Source } from '../../src/sources/index.js';
@@ -168,6 +169,28 @@ describe('postgres source', () => {
     await rejectsWith(one.run('update items set qty = 0 where id = 2', [], READ), 'read_only');
     const r = await one.run('select qty from items where id = 2', [], READ);
     assert.notEqual(r.rows[0]![0], 0);
+  });
+
+  test("a saved read's first page settles on a generic plan (with OFFSET $n it was planned on every call)", async () => {
+    // The page windows of call/plan.ts, in the one session of a poolSize 1 source.
+    const one = open(pgConn(), { ...settings, poolSize: 1 });
+    const plan = planCall('generic', { sql: 'SELECT id, name FROM items WHERE id = :id /* qag_generic_marker */', parameters: null }, 'postgres');
+    for (let id = 1; id <= 10; id++) {
+      const first = await one.run(pagedStatement(plan, 0), fillValues(plan, [id], 11, 0), READ);
+      assert.deepEqual(first.rows, [[id, `item ${id}`]]);
+      // The first page as it was sent before: the window with OFFSET $n and 0 for it.
+      const before = await one.run(plan.pagedText, [id, 11, 0], READ);
+      assert.deepEqual(before.rows, first.rows);
+    }
+    const plans = await one.run(
+      "SELECT statement LIKE '%OFFSET%' AS offset, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%qag_generic_marker%' ORDER BY 1",
+      [],
+      READ,
+    );
+    assert.deepEqual(plans.rows, [
+      [false, 5, 5], // five custom plans, then the generic one for every call after
+      [true, 0, 10], // OFFSET $n with 0: a custom plan every time (the generic one counts a row more)
+    ]);
   });
 
   test('a statement past its limit is query_timeout and no longer runs on the server', async () => {

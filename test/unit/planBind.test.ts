@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import type { ParamSource } from '../../src/call/binder.js';
 import { normalizeParameters } from '../../src/call/paramRules.js';
-import { fillValues, planCall, planFor, type CallPlan } from '../../src/call/plan.js';
+import { fillValues, pagedStatement, planCall, planFor, type CallPlan } from '../../src/call/plan.js';
 import { GatewayError } from '../../src/contract/errors.js';
 import { scanMarkers } from '../../src/governance/markers.js';
 import type { Dialect } from '../../src/sources/types.js';
@@ -149,6 +149,9 @@ test('planCall: the paging window wraps the statement and numbers past its own v
   assert.equal(pg.pagedText, 'SELECT * FROM (\nSELECT id FROM t WHERE a = $1 AND b = $2 AND c = $1 ORDER BY id LIMIT 50\n) AS _qag_page LIMIT $3 OFFSET $4');
   const my = planCall('id', version(sql), 'mysql');
   assert.equal(my.pagedText, 'SELECT * FROM (\nSELECT id FROM t WHERE a = ? AND b = ? AND c = ? ORDER BY id LIMIT 50\n) AS _qag_page LIMIT ? OFFSET ?');
+  // the first page has no OFFSET (PostgreSQL then keeps a generic plan for the prepared statement)
+  assert.equal(pg.firstPageText, 'SELECT * FROM (\nSELECT id FROM t WHERE a = $1 AND b = $2 AND c = $1 ORDER BY id LIMIT 50\n) AS _qag_page LIMIT $3');
+  assert.equal(my.firstPageText, 'SELECT * FROM (\nSELECT id FROM t WHERE a = ? AND b = ? AND c = ? ORDER BY id LIMIT 50\n) AS _qag_page LIMIT ?');
   // the window starts on its own line, so a trailing -- comment cannot swallow it
   const commented = planCall('id', version('SELECT 1 AS one -- the end'), 'sqlite');
   assert.match(commented.pagedText, /-- the end\n\) AS _qag_page LIMIT \? OFFSET \?$/);
@@ -173,10 +176,13 @@ test('fillValues: limit and offset are appended only when the call is paged', as
       const plan = planCall('id', version(sql), dialect);
       assert.deepEqual(fillValues(plan, bound, 11, 20), paged);
       assert.deepEqual(fillValues(plan, bound, 11, 20, false), unpaged);
-      // as many values as the text has placeholders
-      const text = plan.pageable ? plan.pagedText : plan.text;
-      const slots = dialect === 'postgres' ? new Set(text.match(/\$\d+/g) ?? []).size : (text.match(/\?/g) ?? []).length;
-      assert.equal(paged.length, slots);
+      // the first page: the limit without the offset, when paged
+      const first = fillValues(plan, bound, 11, 0);
+      assert.deepEqual(first, plan.pageable ? paged.slice(0, -1) : paged);
+      // as many values as the text they go with has placeholders
+      const slots = (text: string) => (dialect === 'postgres' ? new Set(text.match(/\$\d+/g) ?? []).size : (text.match(/\?/g) ?? []).length);
+      assert.equal(paged.length, slots(pagedStatement(plan, 20)));
+      assert.equal(first.length, slots(pagedStatement(plan, 0)));
     });
   }
 });
@@ -394,7 +400,7 @@ test('plan and bind against a real SQLite database: text and values line up, pag
   const page = (n: number, size: number) =>
     (
       db
-        .prepare(plan.pagedText)
+        .prepare(pagedStatement(plan, (n - 1) * size))
         .raw()
         .all(...fillValues(plan, bound, size + 1, (n - 1) * size)) as number[][]
     ).map((r) => r[0]);

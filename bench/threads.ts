@@ -1,0 +1,174 @@
+// Where a call's CPU goes, thread by thread: the gateway (inline or pooled) and the floor under the
+// same lookup, each server thread's CPU and voluntary context switches per call (from
+// /proc/<pid>/task/<tid>), next to the database's (its server processes, store and data apart). A
+// profiler shows what a thread does; this shows which thread does it, and how often each one sleeps
+// and wakes (at one caller every wake-up is on the call's latency).
+//   npm run build && node dist/bench/threads.js [--seconds 10] [--callers 1,32] [--cells floor,inline,pooled] [--store pg|sqlite]
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import postgres from 'postgres';
+import { accountLookup, fmt, spawnListening, startGateway, today, writeResults } from './gateway.js';
+import { ensureWrk, runLoad } from './load.js';
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '10' },
+    callers: { type: 'string', default: '1,32' },
+    cells: { type: 'string', default: 'floor,inline,pooled' },
+    store: { type: 'string', default: 'pg' },
+    pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/qag_oltp_bench' },
+    name: { type: 'string', default: 'threads' },
+  },
+});
+ensureWrk();
+const SECONDS = Number(values.seconds);
+const CALLERS = values.callers!.split(',').map(Number);
+const STORE_DB = 'qag_threads_store';
+const TICK = 100; // USER_HZ on Linux
+
+interface ThreadSample {
+  name: string;
+  ticks: number;
+  voluntary: number;
+}
+
+/** Every thread of `pid`, by tid: its name, CPU ticks and voluntary context switches so far. */
+function threads(pid: number): Map<string, ThreadSample> {
+  const out = new Map<string, ThreadSample>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      out.set(tid, { name, ticks: Number(f[11]) + Number(f[12]), voluntary: Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0) });
+    } catch {
+      // the thread ended while listed
+    }
+  }
+  return out;
+}
+
+/** The database's server processes by what they serve (the database in their title), CPU ticks so far. */
+function postgresTicks(): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8');
+      if (!cmd.startsWith('postgres')) continue;
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const what = cmd.includes(STORE_DB) ? 'store' : cmd.includes('qag_oltp_bench') ? 'data' : 'other';
+      out.set(`${what}:${d}`, Number(f[11]) + Number(f[12]));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+/** Thread groups by name: main, the executor and recorder workers, V8's helpers, libuv's pool. */
+function group(name: string, tid: string, pid: number): string {
+  if (tid === String(pid)) return 'main';
+  return name;
+}
+
+interface Row {
+  cell: string;
+  callers: number;
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  calls: number;
+  /** µs of CPU per call by thread group, and voluntary switches per call. */
+  threads: Record<string, { us: number; wakes: number }>;
+  db: Record<string, number>;
+}
+
+async function measure(cell: string, pid: number, url: string, headers: string[]): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const callers of CALLERS) {
+    await runLoad({ randRegexUrl: url, connections: callers, duration: 2, headers });
+    const t0 = threads(pid);
+    const d0 = postgresTicks();
+    const r = await runLoad({ randRegexUrl: url, connections: callers, duration: SECONDS, headers });
+    const t1 = threads(pid);
+    const d1 = postgresTicks();
+    const calls = r.requests;
+    const byGroup: Record<string, { us: number; wakes: number }> = {};
+    for (const [tid, s] of t1) {
+      const before = t0.get(tid) ?? { ticks: 0, voluntary: 0 };
+      const g = (byGroup[group(s.name, tid, pid)] ??= { us: 0, wakes: 0 });
+      g.us += (((s.ticks - before.ticks) / TICK) * 1e6) / calls;
+      g.wakes += (s.voluntary - before.voluntary) / calls;
+    }
+    const db: Record<string, number> = {};
+    for (const [k, v] of d1) {
+      const what = k.slice(0, k.indexOf(':'));
+      db[what] = (db[what] ?? 0) + (((v - (d0.get(k) ?? 0)) / TICK) * 1e6) / calls;
+    }
+    const row = { cell, callers, rps: r.rps, p50_ms: r.p50_ms, p99_ms: r.p99_ms, calls, threads: byGroup, db };
+    console.log(JSON.stringify(row));
+    rows.push(row);
+  }
+  return rows;
+}
+
+const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url));
+const all: Row[] = [];
+const storeEnv: Record<string, string> = {};
+if (values.store === 'pg') {
+  const admin = postgres('postgres://postgres@127.0.0.1:5432/postgres', { max: 1, onnotice: () => undefined });
+  await admin.unsafe(`DROP DATABASE IF EXISTS ${STORE_DB} WITH (FORCE)`);
+  await admin.unsafe(`CREATE DATABASE ${STORE_DB}`);
+  await admin.end();
+  storeEnv.QUERYAPIGATE_DATABASE_URL = `postgres://postgres@127.0.0.1:5432/${STORE_DB}`;
+}
+for (const cell of values.cells!.split(',')) {
+  if (cell === 'floor') {
+    const f = await spawnListening([FLOOR, values.pg!]);
+    all.push(...(await measure(cell, f.pid, `${f.url}/q/account\\?aid=[1-9][0-9]{0,5}`, [])));
+    await f.stop();
+    continue;
+  }
+  const home = mkdtempSync(join(tmpdir(), 'qag-threads-'));
+  const g = await startGateway({
+    ...storeEnv,
+    QUERYAPIGATE_HOME: home,
+    QUERYAPIGATE_METADATA_CACHE_TTL: '5',
+    QUERYAPIGATE_HISTORY_LIMIT: '1000000',
+    QUERYAPIGATE_WORKERS: cell === 'pooled' ? '1' : '0',
+  });
+  const { url, key } = await accountLookup(g, values.pg!);
+  all.push(...(await measure(cell, g.pid, url, [`X-API-Key: ${key}`])));
+  await g.stop();
+  if (values.store === 'pg') {
+    // The next cell starts from an empty store.
+    const admin = postgres('postgres://postgres@127.0.0.1:5432/postgres', { max: 1, onnotice: () => undefined });
+    await admin.unsafe(`DROP DATABASE IF EXISTS ${STORE_DB} WITH (FORCE)`);
+    await admin.unsafe(`CREATE DATABASE ${STORE_DB}`);
+    await admin.end();
+  }
+  rmSync(home, { recursive: true, force: true });
+}
+
+const names = [...new Set(all.flatMap((r) => Object.keys(r.threads)))].sort((a, b) => (a === 'main' ? -1 : b === 'main' ? 1 : a < b ? -1 : 1));
+const lines = [
+  `# Where a call's CPU goes, thread by thread (${today()})`,
+  '',
+  `Made with \`node dist/bench/threads.js --seconds ${SECONDS} --callers ${values.callers} --cells ${values.cells} --store ${values.store}\`. Each cell: a 2 s warm-up, then ${SECONDS} s measured with wrk; µs of CPU per call of each server thread (grouped by name; main is the process's first thread) and voluntary context switches per call (wake-ups), from /proc. The database's CPU per call is split by what its server process serves: the data (qag_oltp_bench) or the gateway's store.`,
+  '',
+  `| Cell | Callers | req/s | p50 ms | p99 ms | ${names.map((n) => `${n} µs (wakes)`).join(' | ')} | database: data µs | store µs |`,
+  `|---|---|---|---|---|${names.map(() => '---|').join('')}---|---|`,
+  ...all.map(
+    (r) =>
+      `| ${r.cell} | ${r.callers} | ${fmt(r.rps)} | ${r.p50_ms} | ${r.p99_ms} | ${names
+        .map((n) => (r.threads[n] ? `${fmt(r.threads[n].us, 1)} (${fmt(r.threads[n].wakes, 2)})` : '-'))
+        .join(' | ')} | ${fmt(r.db.data ?? 0, 1)} | ${fmt(r.db.store ?? 0, 1)} |`,
+  ),
+];
+console.log(`written to ${writeResults(values.name!, all, lines.join('\n'))}`);
