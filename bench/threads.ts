@@ -30,7 +30,6 @@ const STORE_DB = 'qag_threads_store';
 const TICK = 100; // USER_HZ on Linux
 
 interface ThreadSample {
-  name: string;
   ticks: number;
   voluntary: number;
 }
@@ -43,8 +42,7 @@ function threads(pid: number): Map<string, ThreadSample> {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      out.set(tid, { name, ticks: Number(f[11]) + Number(f[12]), voluntary: Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0) });
+      out.set(tid, { ticks: Number(f[11]) + Number(f[12]), voluntary: Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0) });
     } catch {
       // the thread ended while listed
     }
@@ -71,10 +69,12 @@ function postgresTicks(): Map<string, number> {
   return out;
 }
 
-/** Thread groups by name: main, the executor and recorder workers, V8's helpers, libuv's pool. */
-function group(name: string, tid: string, pid: number): string {
-  if (tid === String(pid)) return 'main';
-  return name;
+/**
+ * Node names every thread "node" (executors, the recorder, V8's helpers, libuv's pool), so only the
+ * main thread (the process's first) is told apart from the rest.
+ */
+function group(tid: string, pid: number): string {
+  return tid === String(pid) ? 'main' : 'other threads';
 }
 
 interface Row {
@@ -102,7 +102,9 @@ async function measure(cell: string, pid: number, url: string, headers: string[]
     const byGroup: Record<string, { us: number; wakes: number }> = {};
     for (const [tid, s] of t1) {
       const before = t0.get(tid) ?? { ticks: 0, voluntary: 0 };
-      const g = (byGroup[group(s.name, tid, pid)] ??= { us: 0, wakes: 0 });
+      const name = group(tid, pid);
+      byGroup[name] ??= { us: 0, wakes: 0 };
+      const g = byGroup[name];
       g.us += (((s.ticks - before.ticks) / TICK) * 1e6) / calls;
       g.wakes += (s.voluntary - before.voluntary) / calls;
     }
@@ -160,7 +162,7 @@ const names = [...new Set(all.flatMap((r) => Object.keys(r.threads)))].sort((a, 
 const lines = [
   `# Where a call's CPU goes, thread by thread (${today()})`,
   '',
-  `Made with \`node dist/bench/threads.js --seconds ${SECONDS} --callers ${values.callers} --cells ${values.cells} --store ${values.store}\`. Each cell: a 2 s warm-up, then ${SECONDS} s measured with wrk; µs of CPU per call of each server thread (grouped by name; main is the process's first thread) and voluntary context switches per call (wake-ups), from /proc. The database's CPU per call is split by what its server process serves: the data (qag_oltp_bench) or the gateway's store.`,
+  `Made with \`node dist/bench/threads.js --seconds ${SECONDS} --callers ${values.callers} --cells ${values.cells} --store ${values.store}\`. Each cell: a 2 s warm-up, then ${SECONDS} s measured with wrk; µs of CPU per call of each server thread (the main thread, the process's first, and the others together: Node names them all "node") and voluntary context switches per call (wake-ups), from /proc. The database's CPU per call is split by what its server process serves: the data (qag_oltp_bench) or the gateway's store.`,
   '',
   `| Cell | Callers | req/s | p50 ms | p99 ms | ${names.map((n) => `${n} µs (wakes)`).join(' | ')} | database: data µs | store µs |`,
   `|---|---|---|---|---|${names.map(() => '---|').join('')}---|---|`,
