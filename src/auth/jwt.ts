@@ -6,12 +6,13 @@ import { createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtV
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../config.js';
 import type { Remote } from '../contract/exchange.js';
+import type { Lookup } from '../store/metadata.js';
 import type { KeyRow, RoleRow } from '../store/types.js';
 import { addressAllowed, type Caller } from './keys.js';
 
 /** Where roles are read: an executor's metadata cache (so a role's change reaches users at once). */
 export interface RoleLookup {
-  role(name: string): Promise<RoleRow | null>;
+  role(name: string): Lookup<RoleRow>;
 }
 
 /** The reference's bounds: a longer token is refused unread; `exp` may be 30 s past. */

@@ -58,7 +58,12 @@ export interface GovernOptions {
   readOnly?: boolean;
 }
 
-export async function governCall(
+/**
+ * The call governed: refused (thrown), or how it runs. Decided at once when the connection's schema is
+ * cached and the caller's trace is kept (nearly every call), else a promise: a schema to read first, or
+ * masks to trace.
+ */
+export function governCall(
   g: Governance,
   plan: CallPlan,
   caller: Caller,
@@ -66,7 +71,7 @@ export async function governCall(
   connection: ConnectionRow,
   source: Source,
   options: GovernOptions = {},
-): Promise<Governed> {
+): Governed | Promise<Governed> {
   const { scan, analysis } = plan.inspection;
   const key = caller.kind === 'key' ? caller.key : null;
   const writer = !options.readOnly && mayWrite(caller, queryName, g.allowWrites);
@@ -93,7 +98,9 @@ export async function governCall(
   const readsRelations = pooled && (analysis === null || analysis.tables.length > 0);
   if (!rules && !tables && !judgeCalls && !readsRelations) return resetAnyway ? UNMASKED_RESET : UNMASKED;
 
-  const known = await g.schemas.get(connection, source);
+  const known = g.schemas.get(connection, source);
+  // Once read, the schema is cached: the same checks again, at once.
+  if (known instanceof Promise) return known.then(() => governCall(g, plan, caller, queryName, connection, source, options));
   let reset = resetAnyway;
   if (judgeCalls && known.functions) {
     if (!writer && source.dialect === 'postgres') checkFunctions(scan.calls, known.functions);
@@ -103,14 +110,15 @@ export async function governCall(
   if (!rules && !tables) return reset ? UNMASKED_RESET : UNMASKED;
   // The caller's rules as the result cache fingerprints them (tables and masks): one string per key row.
   const slot = `${plan.id}\u0000${policyFingerprint(caller)}\u0000${known.fingerprint}`;
-  let traced = g.traces.get(slot);
-  if (!traced) {
-    // Refusals are not kept: thrown each time.
-    checkTables(analysis, tables, known.schema);
-    traced = rules ? await traceMasks(g, plan, key?.mask_predicates === 'refuse', rules, known, connection) : UNMASKED;
-    g.traces.set(slot, traced);
-  }
-  return reset ? { ...traced, resetSession: true } : traced;
+  const traced = g.traces.get(slot);
+  if (traced) return reset ? { ...traced, resetSession: true } : traced;
+  // Refusals are not kept: thrown each time.
+  checkTables(analysis, tables, known.schema);
+  const kept = (t: Governed): Governed => {
+    g.traces.set(slot, t);
+    return reset ? { ...t, resetSession: true } : t;
+  };
+  return rules ? traceMasks(g, plan, key?.mask_predicates === 'refuse', rules, known, connection).then(kept) : kept(UNMASKED);
 }
 
 async function traceMasks(

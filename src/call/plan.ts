@@ -42,6 +42,8 @@ export interface CallPlan {
    */
   firstPageText: string;
   writers: Map<string, AnyWriter>;
+  /** The writer writerFor gave last, with the column list (by identity) and format it was for. */
+  lastWriter: { columns: string[]; format: Format; writer: AnyWriter } | null;
 }
 
 /** What a plan is cached under: a version runs the same way on every connection of one dialect, but each is kept apart. */
@@ -87,17 +89,25 @@ export function planCall(id: string, version: VersionRow | { sql: string; parame
     pagedText: `SELECT * FROM (\n${text}\n) AS _qag_page LIMIT ${limit} OFFSET ${offset}`,
     firstPageText: `SELECT * FROM (\n${text}\n) AS _qag_page LIMIT ${limit}`,
     writers: new Map(),
+    lastWriter: null,
   };
 }
 
-/** The writer for these columns in this format, compiled once per plan. */
+/**
+ * The writer for these columns in this format, compiled once per plan. Sources hand the same column
+ * list (the same array) for every run of a statement, so the last one is found without a key.
+ */
 export function writerFor(plan: CallPlan, columns: string[], format: Format): AnyWriter {
+  const last = plan.lastWriter;
+  if (last !== null && last.columns === columns && last.format === format) return last.writer;
   const slot = `${format}\u0000${columns.join('\u0000')}`;
-  const have = plan.writers.get(slot);
-  if (have) return have;
-  if (plan.writers.size > 16) plan.writers.clear(); // columns change only when the schema does
-  const w = compileAnyWriter(columns, format);
-  plan.writers.set(slot, w);
+  let w = plan.writers.get(slot);
+  if (!w) {
+    if (plan.writers.size > 16) plan.writers.clear(); // columns change only when the schema does
+    w = compileAnyWriter(columns, format);
+    plan.writers.set(slot, w);
+  }
+  plan.lastWriter = { columns, format, writer: w };
   return w;
 }
 

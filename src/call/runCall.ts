@@ -9,7 +9,7 @@ import { identify } from '../auth/identify.js';
 import { type Caller, metricKey } from '../auth/keys.js';
 import { RATE_LIMIT_MESSAGES } from '../auth/rates.js';
 import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
-import type { QueryRow } from '../store/types.js';
+import type { KeyRow, QueryRow } from '../store/types.js';
 import { checkConnection, resolveTarget } from './authorize.js';
 import type { ParamSource } from './binder.js';
 import { bindClaims } from './claims.js';
@@ -26,11 +26,15 @@ export async function runCall(ctx: CallContext, req: Request): Promise<Answer> {
   let answer: Answer;
   try {
     const call = parseCall(req);
-    // The caller and the query are read in parallel: one store round trip instead of two.
-    const [who, query] = await Promise.all([identify(ctx.meta, ctx.adminKey, req.apiKey, req, ctx.jwt, req.authorization), ctx.meta.query(call.name)]);
+    // The caller and the query: at once from the metadata cache, else read in parallel (one store
+    // round trip instead of two). Each await skipped is a promise and a turn fewer on the hot path.
+    let who = identify(ctx.meta, ctx.adminKey, req.apiKey, req, ctx.jwt, req.authorization);
+    let query = ctx.meta.query(call.name);
+    if (who instanceof Promise || query instanceof Promise) [who, query] = await Promise.all([who, query]);
     caller = who;
     if (!caller) return finish(errorAnswer('unauthorized', 'Unauthorized', req.requestId), null, '-');
-    const admitted = await admit(ctx, caller, call.name, req.requestId);
+    let admitted = admit(ctx, caller, call.name, req.requestId);
+    if (admitted instanceof Promise) admitted = await admitted;
     limitHeaders = admitted.headers;
     answer = admitted.refused ?? (await savedCall(ctx, caller, query, call, restOptions(req)));
   } catch (e) {
@@ -45,7 +49,9 @@ export async function savedCall(ctx: CallContext, caller: Caller, query: QueryRo
   try {
     const target = resolveTarget(query, call, caller);
     run = savedRun(target, o.transport);
-    const connection = checkConnection(await ctx.meta.connection(target.connectionName), target.connectionName);
+    let row = ctx.meta.connection(target.connectionName);
+    if (row instanceof Promise) row = await row;
+    const connection = checkConnection(row, target.connectionName);
     const source = ctx.source(connection);
     const plan = planFor(ctx.plans, target.version, connection.name, source.dialect);
     const values: ParamSource = call.typed ? { kind: 'json', get: (n) => call.params[n] } : { kind: 'query', get: (n) => call.params[n] as string | undefined };
@@ -73,22 +79,32 @@ export async function savedCall(ctx: CallContext, caller: Caller, query: QueryRo
   }
 }
 
-/** A scoped key's use noted and its own limits counted (`limitName`: the query, '' for ad-hoc SQL). */
-export async function admit(
-  ctx: CallContext,
-  caller: Caller,
-  limitName: string,
-  requestId: string,
-): Promise<{ headers: string[] | null; refused: Answer | null }> {
-  if (caller.kind !== 'key') return { headers: null, refused: null };
+/** What admission decided: the key's limit headers for every answer, and the refusal when over a limit. */
+export interface Admitted {
+  headers: string[] | null;
+  refused: Answer | null;
+}
+const UNLIMITED: Admitted = { headers: null, refused: null };
+
+/**
+ * A scoped key's use noted and its own limits counted (`limitName`: the query, '' for ad-hoc SQL);
+ * decided at once for a caller without limits, else a promise.
+ */
+export function admit(ctx: CallContext, caller: Caller, limitName: string, requestId: string): Admitted | Promise<Admitted> {
+  if (caller.kind !== 'key') return UNLIMITED;
   // last_used_at, written by the recorder off the call's path (a signed-in user has no key row)
   if (!caller.claims) ctx.runs.noteKeyUse(caller.name);
+  if (!caller.key.rate_limit && !caller.key.rate_limits) return UNLIMITED;
+  return countLimits(ctx, caller.key, limitName, requestId);
+}
+
+async function countLimits(ctx: CallContext, key: KeyRow, limitName: string, requestId: string): Promise<Admitted> {
   if (ctx.limitsReady) {
     await ctx.limitsReady;
     ctx.limitsReady = null;
   }
-  const limit = await limitKey(ctx.limits, caller.key, limitName);
-  if (!limit) return { headers: null, refused: null };
+  const limit = await limitKey(ctx.limits, key, limitName);
+  if (!limit) return UNLIMITED;
   const refused = limit.refused ? errorAnswer('rate_limited', RATE_LIMIT_MESSAGES.key, requestId, { retry_after: limit.refused.retryAfterS }) : null;
   return { headers: limit.headers, refused };
 }

@@ -23,34 +23,44 @@ const MAX_AGE_MS = 60_000;
 const REFRESH_AFTER_MS = 45_000;
 
 interface Entry {
-  stamp: string;
+  /** The connection row it was read for: its type and its last change. */
+  db: string;
+  updatedAt: string;
   readAt: number;
   value: Promise<KnownSchema>;
+  /** The value once read: calls take it without a promise. */
+  known: KnownSchema | null;
   refreshing: boolean;
 }
 
 export class SchemaCache {
   #entries = new LRUCache<string, Entry>({ max: 1000 });
 
-  get(conn: ConnectionRow, source: Source, now = Date.now()): Promise<KnownSchema> {
-    const stamp = `${conn.db}|${conn.updated_at}`;
+  /** The schema itself once read (every call but the first few), else a promise of it. */
+  get(conn: ConnectionRow, source: Source, now = Date.now()): KnownSchema | Promise<KnownSchema> {
     const e = this.#entries.get(conn.name);
-    if (e && e.stamp === stamp && now - e.readAt < MAX_AGE_MS) {
+    if (e && e.db === conn.db && e.updatedAt === conn.updated_at && now - e.readAt < MAX_AGE_MS) {
       if (now - e.readAt >= REFRESH_AFTER_MS && !e.refreshing) {
         e.refreshing = true;
-        const next = read(source);
-        next.then(
-          () => this.#entries.set(conn.name, { stamp, readAt: Date.now(), value: next, refreshing: false }),
+        const next = this.#read(conn, source, Date.now());
+        next.value.then(
+          () => this.#entries.set(conn.name, next),
           () => (e.refreshing = false), // keep the cached copy until it is too old
         );
       }
-      return e.value;
+      return e.known ?? e.value;
     }
-    const value = read(source);
-    const entry: Entry = { stamp, readAt: now, value, refreshing: false };
+    const entry = this.#read(conn, source, now);
     this.#entries.set(conn.name, entry);
-    value.catch(() => this.#entries.get(conn.name) === entry && this.#entries.delete(conn.name));
-    return value;
+    entry.value.catch(() => this.#entries.get(conn.name) === entry && this.#entries.delete(conn.name));
+    return entry.value;
+  }
+
+  /** An entry for the schema read now, which holds the schema itself once read. */
+  #read(conn: ConnectionRow, source: Source, now: number): Entry {
+    const entry: Entry = { db: conn.db, updatedAt: conn.updated_at, readAt: now, value: read(source), known: null, refreshing: false };
+    entry.value.then((known) => (entry.known = known), noop);
+    return entry;
   }
 
   clear(name?: string): void {
@@ -58,6 +68,8 @@ export class SchemaCache {
     else this.#entries.delete(name);
   }
 }
+
+const noop = () => undefined;
 
 async function read(source: Source): Promise<KnownSchema> {
   const opts = { timeoutMs: 30_000, readOnly: true };

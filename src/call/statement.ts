@@ -50,10 +50,14 @@ export function restOptions(req: { requestId: string; ifNoneMatch: string; port?
   return { transport: 'rest', readOnly: false, requestId: req.requestId, ifNoneMatch: req.ifNoneMatch, port: req.port };
 }
 
+const READ_ONLY = { readOnly: true };
+const AS_GRANTED = { readOnly: false };
+
 export async function runStatement(ctx: CallContext, caller: Caller, call: CallRequest, s: StatementCall, o: CallOptions): Promise<Answer> {
   const { plan, bound, connection, source, run } = s;
   const timeout = effectiveTimeout(ctx.config.queryTimeout, call.timeout);
-  const governed = await governCall(ctx.governance, plan, caller, s.queryName, connection, source, { readOnly: o.readOnly });
+  let governed = governCall(ctx.governance, plan, caller, s.queryName, connection, source, o.readOnly ? READ_ONLY : AS_GRANTED);
+  if (governed instanceof Promise) governed = await governed;
   if (call.stream) {
     const port = checkStream(call, plan, o.port);
     return streamCall(ctx, port, call, plan, source, fillValues(plan, bound, 0, 0, false), timeout, governed, run, s.fileName, caller.name, o.requestId);

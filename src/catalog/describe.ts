@@ -61,7 +61,7 @@ export async function readConnection(ctx: CallContext, conn: ConnectionRow | und
     const row = checkConnection(conn ?? null, name);
     const source = ctx.source(row);
     // A schema that can't be read leaves the columns untyped; it does not refuse anything.
-    const schema = await within(ctx.governance.schemas.get(row, source), SCHEMA_WAIT_MS).catch(() => null);
+    const schema = await within(Promise.resolve(ctx.governance.schemas.get(row, source)), SCHEMA_WAIT_MS).catch(() => null);
     return { conn: row, dialect: source.dialect, source, schema, refused: null };
   } catch (e) {
     if (!(e instanceof GatewayError)) throw e;
@@ -95,7 +95,7 @@ export async function describeQuery(ctx: CallContext, caller: Caller, r: Reachab
     if (reading.refused) throw reading.refused;
     if (plan && reading.source) {
       facts.writes = plan.write;
-      const governed = await within(governCall(ctx.governance, plan, caller, query.name, reading.conn, reading.source), SCHEMA_WAIT_MS);
+      const governed = await within(Promise.resolve(governCall(ctx.governance, plan, caller, query.name, reading.conn, reading.source)), SCHEMA_WAIT_MS);
       facts.masked = governed?.masked ?? null;
     }
   } catch (e) {

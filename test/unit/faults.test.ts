@@ -113,6 +113,28 @@ function flakyStore(key: KeyRow) {
   return { store, state };
 }
 
+test('metadata cache: a cached row is answered at once, not as a promise; a miss and a row past its TTL are read', async () => {
+  const key = keyRow({ hash: 'h1' });
+  const { store, state } = flakyStore(key);
+  const meta = createMetadata(store, 0.05); // 50 ms
+  const first = meta.key('h1');
+  assert.ok(first instanceof Promise, 'the first lookup reads the store');
+  assert.equal((await first)?.name, 'k');
+  const reads = state.reads;
+  const again = meta.key('h1');
+  assert.ok(!(again instanceof Promise), 'a cached row comes back as it is');
+  assert.equal(again?.name, 'k');
+  const miss = meta.key('nobody');
+  assert.ok(miss instanceof Promise);
+  assert.equal(await miss, null);
+  assert.equal(meta.key('nobody'), null, 'a remembered miss, at once too');
+  assert.equal(state.reads, reads + 1);
+  await new Promise((r) => setTimeout(r, 80)); // past the TTL: read again
+  assert.ok(meta.key('h1') instanceof Promise);
+  // Without a TTL every lookup reads the store.
+  assert.ok(createMetadata(store, 0).key('h1') instanceof Promise);
+});
+
 test('metadata cache: while the store is unavailable, rows past their TTL are still used; rows never read fail with unavailable', async () => {
   const key = keyRow({ hash: 'h1' });
   const { store, state } = flakyStore(key);
@@ -125,10 +147,16 @@ test('metadata cache: while the store is unavailable, rows past their TTL are st
   assert.equal((await meta.key('h1'))?.name, 'k', 'the row kept past its TTL');
   assert.equal(await meta.key('nobody'), null, 'a remembered miss too');
   assert.equal(state.reads, reads + 2, 'the store was asked first');
-  await assert.rejects(meta.query('never-read'), (e) => e instanceof GatewayError && e.code === 'unavailable');
+  await assert.rejects(
+    async () => meta.query('never-read'),
+    (e: unknown) => e instanceof GatewayError && e.code === 'unavailable',
+  );
   // A change clears everything, stale rows included: nothing is answered from before it.
   meta.clear();
-  await assert.rejects(meta.key('h1'), (e) => e instanceof GatewayError && e.code === 'unavailable');
+  await assert.rejects(
+    async () => meta.key('h1'),
+    (e: unknown) => e instanceof GatewayError && e.code === 'unavailable',
+  );
   state.down = false;
   assert.equal((await meta.key('h1'))?.name, 'k');
 });
@@ -147,7 +175,10 @@ test('metadata cache: a notice that changes may have been missed (the feed subsc
   assert.equal((await meta.key('h1'))?.name, 'k', 'served from the expired row');
   assert.equal(await meta.anyKey(), true);
   assert.equal(state.reads, reads + 2, 'the store was asked first: the rows are expired, not fresh');
-  await assert.rejects(meta.query('never-read'), (e) => e instanceof GatewayError && e.code === 'unavailable');
+  await assert.rejects(
+    async () => meta.query('never-read'),
+    (e: unknown) => e instanceof GatewayError && e.code === 'unavailable',
+  );
   // Once the store answers, the row read is the one kept, and it is fresh again.
   state.down = false;
   assert.equal((await meta.key('h1'))?.name, 'k');
@@ -158,7 +189,10 @@ test('metadata cache: a notice that changes may have been missed (the feed subsc
   meta.expire();
   meta.clear();
   state.down = true;
-  await assert.rejects(meta.key('h1'), (e) => e instanceof GatewayError && e.code === 'unavailable');
+  await assert.rejects(
+    async () => meta.key('h1'),
+    (e: unknown) => e instanceof GatewayError && e.code === 'unavailable',
+  );
 });
 
 test('metadata without a cache: a store failure is unavailable, nothing is kept', async () => {
@@ -166,5 +200,8 @@ test('metadata without a cache: a store failure is unavailable, nothing is kept'
   const meta = createMetadata(store, 0);
   assert.equal((await meta.key('h1'))?.name, 'k');
   state.down = true;
-  await assert.rejects(meta.key('h1'), (e) => e instanceof GatewayError && e.code === 'unavailable');
+  await assert.rejects(
+    async () => meta.key('h1'),
+    (e: unknown) => e instanceof GatewayError && e.code === 'unavailable',
+  );
 });

@@ -289,6 +289,24 @@ describe('masking over a real SQLite connection', () => {
     return { governed, columns: out.columns, rows: out.rows, plan };
   }
 
+  test('once the schema is read and the trace kept, a call is governed at once (no promise), with the same masks', async () => {
+    const g = governance(false);
+    const caller = key({ mask: [{ column: 'customers.email', action: 'drop' }] });
+    const plan = planCall('plan:at-once', { ...version('SELECT id, email FROM customers'), uuid: 'at-once' }, 'sqlite');
+    const first = governCall(g, plan, caller, 'q', conn, source);
+    assert.ok(first instanceof Promise, 'the first call reads the schema and traces the masks');
+    const traced = await first;
+    const again = governCall(g, plan, caller, 'q', conn, source);
+    assert.ok(!(again instanceof Promise));
+    assert.equal(again, traced);
+    assert.deepEqual(again.masked, [{ column: 'email', action: 'drop' }]);
+    // A refusal is thrown at once too, not cached.
+    assert.throws(
+      () => governCall(g, planCall('plan:w', { ...version(UPDATE), uuid: 'w' }, 'sqlite'), caller, 'q', conn, source),
+      (e: unknown) => e instanceof GatewayError && e.code === 'read_only',
+    );
+  });
+
   test('hash: the column is replaced by its HMAC, the rest shown as is', async () => {
     const g = governance(false);
     const caller = key({ mask: [{ column: 'customers.email', action: 'hash' }] });
@@ -378,7 +396,7 @@ describe('masking over a real SQLite connection', () => {
         const plan = planCall(`untraced:${sql}`, version(sql), 'sqlite');
         for (let i = 0; i < 2; i++) {
           await assert.rejects(
-            governCall(g, plan, caller, 'q', conn, source),
+            async () => governCall(g, plan, caller, 'q', conn, source),
             (e: unknown) => e instanceof GatewayError && e.code === 'mask_unresolvable' && statusOf(e.code) === 403 && message.test(e.message),
           );
         }
@@ -391,7 +409,10 @@ describe('masking over a real SQLite connection', () => {
     const g = governance(false);
     const caller = key({ mask: [{ column: 'customers.email', action: 'hash' }], allowed_tables: ['orders'] });
     const plan = planCall('tables-first', version('SELECT email FROM customers'), 'sqlite');
-    await assert.rejects(governCall(g, plan, caller, 'q', conn, source), (e: unknown) => e instanceof GatewayError && e.code === 'table_not_allowed');
+    await assert.rejects(
+      async () => governCall(g, plan, caller, 'q', conn, source),
+      (e: unknown) => e instanceof GatewayError && e.code === 'table_not_allowed',
+    );
   });
 
   test('a schema change (a new connection row) is a new trace', async () => {

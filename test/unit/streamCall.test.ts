@@ -46,7 +46,7 @@ function harness(streamMaxRows = 0) {
     runs: { add: (r: RunRecord) => runs.push(r) },
     metrics: { streamExports: { inc() {} }, rows: { inc() {} } },
   } as unknown as CallContext;
-  const plan = { text: 'select', writers: new Map(), write: false } as unknown as CallPlan;
+  const plan = { text: 'select', writers: new Map(), lastWriter: null, write: false } as unknown as CallPlan;
   const req = { format: 'csv', page: null, pageSize: null } as unknown as CallRequest;
   const run: RunTarget = { query: 'q', version: 1, connectionName: 'c', executedAt: new Date().toISOString(), transport: 'rest' };
   return { runs, ctx, plan, req, run };
