@@ -122,14 +122,14 @@ async function measure(cell: string, pid: number, url: string, headers: string[]
 
 const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url));
 const all: Row[] = [];
-const storeEnv: Record<string, string> = {};
-if (values.store === 'pg') {
+/** An empty PostgreSQL database for the gateway's store, made again for each cell. */
+async function freshStore(): Promise<void> {
   const admin = postgres('postgres://postgres@127.0.0.1:5432/postgres', { max: 1, onnotice: () => undefined });
   await admin.unsafe(`DROP DATABASE IF EXISTS ${STORE_DB} WITH (FORCE)`);
   await admin.unsafe(`CREATE DATABASE ${STORE_DB}`);
   await admin.end();
-  storeEnv.QUERYAPIGATE_DATABASE_URL = `postgres://postgres@127.0.0.1:5432/${STORE_DB}`;
 }
+const storeEnv: Record<string, string> = values.store === 'pg' ? { QUERYAPIGATE_DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${STORE_DB}` } : {};
 for (const cell of values.cells!.split(',')) {
   if (cell === 'floor') {
     const f = await spawnListening([FLOOR, values.pg!]);
@@ -137,6 +137,7 @@ for (const cell of values.cells!.split(',')) {
     await f.stop();
     continue;
   }
+  if (values.store === 'pg') await freshStore();
   const home = mkdtempSync(join(tmpdir(), 'qag-threads-'));
   const g = await startGateway({
     ...storeEnv,
@@ -148,13 +149,6 @@ for (const cell of values.cells!.split(',')) {
   const { url, key } = await accountLookup(g, values.pg!);
   all.push(...(await measure(cell, g.pid, url, [`X-API-Key: ${key}`])));
   await g.stop();
-  if (values.store === 'pg') {
-    // The next cell starts from an empty store.
-    const admin = postgres('postgres://postgres@127.0.0.1:5432/postgres', { max: 1, onnotice: () => undefined });
-    await admin.unsafe(`DROP DATABASE IF EXISTS ${STORE_DB} WITH (FORCE)`);
-    await admin.unsafe(`CREATE DATABASE ${STORE_DB}`);
-    await admin.end();
-  }
   rmSync(home, { recursive: true, force: true });
 }
 
