@@ -3,19 +3,23 @@
 // /proc/<pid>/task/<tid>), next to the database's (its server processes, store and data apart). A
 // profiler shows what a thread does; this shows which thread does it, and how often each one sleeps
 // and wakes (at one caller every wake-up is on the call's latency).
-//   npm run build && node dist/bench/threads.js [--seconds 10] [--callers 1,32] [--cells floor,inline,pooled] [--store pg|sqlite]
+// The cells run in interleaved rounds (their order rotating from round to round); the table gives
+// each figure's median over the rounds. This machine's speed swings between minutes, so compare
+// cells within one run.
+//   npm run build && node dist/bench/threads.js [--seconds 10] [--rounds 1] [--callers 1,32] [--cells floor,inline,pooled] [--store pg|sqlite]
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
-import { accountLookup, fmt, spawnListening, startGateway, today, writeResults } from './gateway.js';
+import { accountLookup, fmt, median, spawnListening, startGateway, today, writeResults } from './gateway.js';
 import { ensureWrk, runLoad } from './load.js';
 
 const { values } = parseArgs({
   options: {
     seconds: { type: 'string', default: '10' },
+    rounds: { type: 'string', default: '1' },
     callers: { type: 'string', default: '1,32' },
     cells: { type: 'string', default: 'floor,inline,pooled' },
     store: { type: 'string', default: 'pg' },
@@ -25,6 +29,8 @@ const { values } = parseArgs({
 });
 ensureWrk();
 const SECONDS = Number(values.seconds);
+const ROUNDS = Number(values.rounds);
+const CELLS = values.cells!.split(',');
 const CALLERS = values.callers!.split(',').map(Number);
 const STORE_DB = 'qag_threads_store';
 const TICK = 100; // USER_HZ on Linux
@@ -78,6 +84,7 @@ function group(tid: string, pid: number): string {
 }
 
 interface Row {
+  round: number;
   cell: string;
   callers: number;
   rps: number;
@@ -89,7 +96,7 @@ interface Row {
   db: Record<string, number>;
 }
 
-async function measure(cell: string, pid: number, url: string, headers: string[]): Promise<Row[]> {
+async function measure(round: number, cell: string, pid: number, url: string, headers: string[]): Promise<Row[]> {
   const rows: Row[] = [];
   for (const callers of CALLERS) {
     await runLoad({ randRegexUrl: url, connections: callers, duration: 2, headers });
@@ -113,7 +120,7 @@ async function measure(cell: string, pid: number, url: string, headers: string[]
       const what = k.slice(0, k.indexOf(':'));
       db[what] = (db[what] ?? 0) + (((v - (d0.get(k) ?? 0)) / TICK) * 1e6) / calls;
     }
-    const row = { cell, callers, rps: r.rps, p50_ms: r.p50_ms, p99_ms: r.p99_ms, calls, threads: byGroup, db };
+    const row = { round, cell, callers, rps: r.rps, p50_ms: r.p50_ms, p99_ms: r.p99_ms, calls, threads: byGroup, db };
     console.log(JSON.stringify(row));
     rows.push(row);
   }
@@ -130,12 +137,13 @@ async function freshStore(): Promise<void> {
   await admin.end();
 }
 const storeEnv: Record<string, string> = values.store === 'pg' ? { QUERYAPIGATE_DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${STORE_DB}` } : {};
-for (const cell of values.cells!.split(',')) {
-  if (cell === 'floor') {
+/** One cell: its server started, measured at each caller count, stopped. */
+async function cell(round: number, name: string): Promise<Row[]> {
+  if (name === 'floor') {
     const f = await spawnListening([FLOOR, values.pg!]);
-    all.push(...(await measure(cell, f.pid, `${f.url}/q/account\\?aid=[1-9][0-9]{0,5}`, [])));
+    const rows = await measure(round, name, f.pid, `${f.url}/q/account\\?aid=[1-9][0-9]{0,5}`, []);
     await f.stop();
-    continue;
+    return rows;
   }
   if (values.store === 'pg') await freshStore();
   const home = mkdtempSync(join(tmpdir(), 'qag-threads-'));
@@ -144,25 +152,48 @@ for (const cell of values.cells!.split(',')) {
     QUERYAPIGATE_HOME: home,
     QUERYAPIGATE_METADATA_CACHE_TTL: '5',
     QUERYAPIGATE_HISTORY_LIMIT: '1000000',
-    QUERYAPIGATE_WORKERS: cell === 'pooled' ? '1' : '0',
+    QUERYAPIGATE_WORKERS: name === 'pooled' ? '1' : '0',
   });
   const { url, key } = await accountLookup(g, values.pg!);
-  all.push(...(await measure(cell, g.pid, url, [`X-API-Key: ${key}`])));
+  const rows = await measure(round, name, g.pid, url, [`X-API-Key: ${key}`]);
   await g.stop();
   rmSync(home, { recursive: true, force: true });
+  return rows;
 }
 
-const names = [...new Set(all.flatMap((r) => Object.keys(r.threads)))].sort((a, b) => (a === 'main' ? -1 : b === 'main' ? 1 : a < b ? -1 : 1));
+for (let round = 0; round < ROUNDS; round++) {
+  for (let i = 0; i < CELLS.length; i++) all.push(...(await cell(round, CELLS[(i + round) % CELLS.length]!)));
+}
+
+/** Each cell and caller count once, with every figure the median of its rounds. */
+const medians = CELLS.flatMap((c) =>
+  CALLERS.map((callers) => {
+    const rows = all.filter((r) => r.cell === c && r.callers === callers);
+    const m = (f: (r: Row) => number) => median(rows.map(f));
+    const groups = [...new Set(rows.flatMap((r) => Object.keys(r.threads)))];
+    return {
+      cell: c,
+      callers,
+      rps: m((r) => r.rps),
+      p50_ms: m((r) => r.p50_ms),
+      p99_ms: m((r) => r.p99_ms),
+      threads: Object.fromEntries(groups.map((g) => [g, { us: m((r) => r.threads[g]?.us ?? 0), wakes: m((r) => r.threads[g]?.wakes ?? 0) }])),
+      db: { data: m((r) => r.db.data ?? 0), store: m((r) => r.db.store ?? 0) },
+    };
+  }),
+);
+
+const names = [...new Set(medians.flatMap((r) => Object.keys(r.threads)))].sort((a, b) => (a === 'main' ? -1 : b === 'main' ? 1 : a < b ? -1 : 1));
 const lines = [
   `# Where a call's CPU goes, thread by thread (${today()})`,
   '',
-  `Made with \`node dist/bench/threads.js --seconds ${SECONDS} --callers ${values.callers} --cells ${values.cells} --store ${values.store}\`. Each cell: a 2 s warm-up, then ${SECONDS} s measured with wrk; µs of CPU per call of each server thread (the main thread, the process's first, and the others together: Node names them all "node") and voluntary context switches per call (wake-ups), from /proc. The database's CPU per call is split by what its server process serves: the data (qag_oltp_bench) or the gateway's store.`,
+  `Made with \`node dist/bench/threads.js --seconds ${SECONDS} --rounds ${ROUNDS} --callers ${values.callers} --cells ${values.cells} --store ${values.store}\`. Each cell: a 2 s warm-up, then ${SECONDS} s measured with wrk, in ${ROUNDS} interleaved round(s), the medians below; µs of CPU per call of each server thread (the main thread, the process's first, and the others together: Node names them all "node") and voluntary context switches per call (wake-ups), from /proc. The database's CPU per call is split by what its server process serves: the data (qag_oltp_bench) or the gateway's store.`,
   '',
   `| Cell | Callers | req/s | p50 ms | p99 ms | ${names.map((n) => `${n} µs (wakes)`).join(' | ')} | database: data µs | store µs |`,
   `|---|---|---|---|---|${names.map(() => '---|').join('')}---|---|`,
-  ...all.map(
+  ...medians.map(
     (r) =>
-      `| ${r.cell} | ${r.callers} | ${fmt(r.rps)} | ${r.p50_ms} | ${r.p99_ms} | ${names
+      `| ${r.cell} | ${r.callers} | ${fmt(r.rps)} | ${fmt(r.p50_ms, 3)} | ${fmt(r.p99_ms, 2)} | ${names
         .map((n) => (r.threads[n] ? `${fmt(r.threads[n].us, 1)} (${fmt(r.threads[n].wakes, 2)})` : '-'))
         .join(' | ')} | ${fmt(r.db.data ?? 0, 1)} | ${fmt(r.db.store ?? 0, 1)} |`,
   ),
