@@ -157,8 +157,9 @@ const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
  * The server as its own process (`node dist/src/main.js serve`), for signals and multi-instance tests;
  * `main` runs another build's entry instead (a bench comparing before and after).
  */
-export function startProcess(env: Record<string, string>, main = MAIN) {
-  const child = spawn(process.execPath, [main, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** `node [nodeArgs] <main> serve` with `env`, its output kept; `listening` resolves to its URL. */
+export function startProcess(env: Record<string, string>, main = MAIN, nodeArgs: string[] = []) {
+  const child = spawn(process.execPath, [...nodeArgs, main, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));

@@ -3,6 +3,7 @@
 // once (counted), and shutdown can wait for the tasks in flight.
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { type CallContext, createCallContext, type ExecutorData } from '../call/context.js';
 import { runAdhoc } from '../call/adhoc.js';
@@ -73,7 +74,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
       atomics: 'disabled',
       // piscina tries require(filename) before import(); Node 20's require(esm) can half-load our ESM
       // executor and then trip an internal assertion on the import. Make the require fail cleanly.
-      execArgv: [...process.execArgv, '--no-experimental-require-module'],
+      execArgv: workerExecArgv(['--no-experimental-require-module']),
     });
     const batcher = createCallBatcher(pool, answers, { running: config.workers * config.tasksPerWorker, queue: config.maxQueue });
     batches = batcher;
@@ -125,4 +126,27 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
     idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => waiters.push(r))),
     close: () => close(),
   };
+}
+
+/**
+ * Node's own command-line flags for a Worker, with `extra`: the parent's, less those a Worker refuses.
+ * A Worker given execArgv refuses V8's flags (`--max-old-space-size=512`: "Initiated Worker with
+ * invalid execArgv flags"), which are the whole process's already; a server started as `node
+ * --max-old-space-size=512 dist/src/main.js serve` did not start with executor threads. Node names
+ * the flags it refuses only in its error's message, so a probe Worker is asked (and stopped at once).
+ */
+export function workerExecArgv(extra: string[]): string[] {
+  let flags = [...process.execArgv];
+  while (flags.length) {
+    try {
+      void new Worker('', { eval: true, execArgv: [...flags, ...extra] }).terminate();
+      break;
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw e;
+      const refused = new Set((e as Error).message.slice((e as Error).message.indexOf(': ') + 2).split(', '));
+      const kept = flags.filter((f) => !refused.has(f));
+      flags = kept.length < flags.length ? kept : []; // a message not understood: none of the parent's
+    }
+  }
+  return [...flags, ...extra];
 }

@@ -48,6 +48,29 @@ test('SIGTERM: calls in flight finish, history is flushed, exit code 0', async (
   }
 });
 
+test("V8 flags on node's command line: the server starts with executor threads and answers calls", async () => {
+  const home = mkdtempSync(join(tmpdir(), 'qag-life-'));
+  try {
+    // A Worker refuses V8 flags in its execArgv; the executors get Node's own flags only.
+    const p = startProcess(
+      { QUERYAPIGATE_HOME: home, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: ADMIN_KEY, QUERYAPIGATE_WORKERS: '1', QUERYAPIGATE_LOAD_EXAMPLES: '1' },
+      undefined,
+      ['--max-old-space-size=512', '--no-warnings'],
+    );
+    const url = await p.listening;
+    try {
+      const r = await request(url, 'POST', '/execute_sql', { key: ADMIN_KEY, body: { sql: 'SELECT 1 AS one', connection_name: 'examples' } });
+      assert.equal(r.status, 200, r.text);
+      assert.deepEqual(r.json, [{ one: 1 }]);
+    } finally {
+      p.child.kill('SIGTERM');
+      assert.equal(await p.exited, 0);
+    }
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+});
+
 test('a store with a newer schema refuses to start, saying why', async () => {
   const home = mkdtempSync(join(tmpdir(), 'qag-newer-'));
   try {
