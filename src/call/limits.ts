@@ -11,9 +11,14 @@ export interface KeyLimit {
   refused: RateCheck | null;
 }
 
+/** Whether the key has limits of its own to count (rate_limit, or rate_limits per query). */
+export function hasOwnLimits(key: KeyRow): boolean {
+  return Boolean(key.rate_limit || key.rate_limits);
+}
+
 /** Null when the key has no limits. */
 export async function limitKey(limits: RateLimits, key: KeyRow, queryName: string): Promise<KeyLimit | null> {
-  if (!key.rate_limit && !key.rate_limits) return null;
+  if (!hasOwnLimits(key)) return null;
   let headers: string[] | null = null;
   const take = async (r: RateCheckResult): Promise<RateCheck | null> => {
     if (r === null) return null;

@@ -14,7 +14,7 @@ import { checkConnection, resolveTarget } from './authorize.js';
 import type { ParamSource } from './binder.js';
 import { bindClaims } from './claims.js';
 import type { CallContext } from './context.js';
-import { limitKey } from './limits.js';
+import { hasOwnLimits, limitKey } from './limits.js';
 import { planFor } from './plan.js';
 import { type RunTarget, savedRun } from './record.js';
 import { type CallRequest, parseCall } from './request.js';
@@ -94,7 +94,7 @@ export function admit(ctx: CallContext, caller: Caller, limitName: string, reque
   if (caller.kind !== 'key') return UNLIMITED;
   // last_used_at, written by the recorder off the call's path (a signed-in user has no key row)
   if (!caller.claims) ctx.runs.noteKeyUse(caller.name);
-  if (!caller.key.rate_limit && !caller.key.rate_limits) return UNLIMITED;
+  if (!hasOwnLimits(caller.key)) return UNLIMITED;
   return countLimits(ctx, caller.key, limitName, requestId);
 }
 
