@@ -5,8 +5,12 @@
 // and wakes (at one caller every wake-up is on the call's latency).
 // The cells run in interleaved rounds (their order rotating from round to round); the table gives
 // each figure's median over the rounds. This machine's speed swings between minutes, so compare
-// cells within one run.
-//   npm run build && node dist/bench/threads.js [--seconds 10] [--rounds 1] [--callers 1,32] [--cells floor,inline,pooled] [--store pg|sqlite]
+// cells within one run. Cells: floor (node:http + postgres.js), uws (the same floor on uWebSockets.js,
+// bench/floorUws.ts), inline and pooled (the gateway).
+// --gc starts every server with --trace-gc-nvp and adds its young-generation collections (scavenges)
+// in the measured window: how often and how long they stop the main thread, and how much of what
+// was allocated per call they kept (survived) or moved to the old generation (promoted).
+//   npm run build && node dist/bench/threads.js [--seconds 10] [--rounds 1] [--callers 1,32] [--cells floor,uws,inline,pooled] [--store pg|sqlite] [--gc]
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +29,7 @@ const { values } = parseArgs({
     store: { type: 'string', default: 'pg' },
     pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/qag_oltp_bench' },
     name: { type: 'string', default: 'threads' },
+    gc: { type: 'boolean', default: false },
   },
 });
 ensureWrk();
@@ -34,6 +39,7 @@ const CELLS = values.cells!.split(',');
 const CALLERS = values.callers!.split(',').map(Number);
 const STORE_DB = 'qag_threads_store';
 const TICK = 100; // USER_HZ on Linux
+const NODE_ARGS = values.gc ? ['--trace-gc-nvp'] : [];
 
 interface ThreadSample {
   ticks: number;
@@ -94,17 +100,72 @@ interface Row {
   /** µs of CPU per call by thread group, and voluntary switches per call. */
   threads: Record<string, { us: number; wakes: number }>;
   db: Record<string, number>;
+  gc?: GcFigures;
 }
 
-async function measure(round: number, cell: string, pid: number, url: string, headers: string[]): Promise<Row[]> {
+/** The main thread's scavenges in a window, per second and per call, and every isolate's GC pauses. */
+interface GcFigures {
+  scavenges_per_s: number;
+  pause_ms: number;
+  max_pause_ms: number;
+  allocated_b: number;
+  survived_b: number;
+  promoted_b: number;
+  /** Milliseconds a second that some isolate of the process was stopped for GC (scavenges and full GCs). */
+  all_pause_ms_per_s: number;
+}
+
+/** One --trace-gc-nvp line: "[pid:isolate] 1234 ms: pause=3.2 mutator=... gc=s ... allocated=... promoted=...". */
+const NVP = /^\[\d+:(0x[0-9a-f]+)\]\s+[\d.]+ ms: pause=([\d.]+) .*?gc=(\w+) .*?allocated=(\d+) promoted=(\d+) new_space_survived=(\d+)/;
+
+/**
+ * GC figures from the trace printed during a window of `seconds` and `calls`. The main thread's
+ * isolate is the first to report in the whole output: Workers' isolates start after it.
+ */
+function gcFigures(whole: string, window: string, seconds: number, calls: number): GcFigures {
+  const main = /^\[\d+:(0x[0-9a-f]+)\]/m.exec(whole)?.[1];
+  let scavenges = 0;
+  let pause = 0;
+  let maxPause = 0;
+  let allPause = 0;
+  let allocated = 0;
+  let survived = 0;
+  let promoted = 0;
+  for (const line of window.split('\n')) {
+    const m = NVP.exec(line);
+    if (!m) continue;
+    allPause += Number(m[2]);
+    if (m[1] !== main) continue;
+    allocated += Number(m[4]);
+    if (m[3] !== 's') continue;
+    scavenges++;
+    pause += Number(m[2]);
+    maxPause = Math.max(maxPause, Number(m[2]));
+    promoted += Number(m[5]);
+    survived += Number(m[6]);
+  }
+  return {
+    scavenges_per_s: scavenges / seconds,
+    pause_ms: scavenges ? pause / scavenges : 0,
+    max_pause_ms: maxPause,
+    allocated_b: allocated / calls,
+    survived_b: survived / calls,
+    promoted_b: promoted / calls,
+    all_pause_ms_per_s: allPause / seconds,
+  };
+}
+
+async function measure(round: number, cell: string, pid: number, url: string, headers: string[], output: () => string): Promise<Row[]> {
   const rows: Row[] = [];
   for (const callers of CALLERS) {
     await runLoad({ randRegexUrl: url, connections: callers, duration: 2, headers });
     const t0 = threads(pid);
     const d0 = postgresTicks();
+    const from = output().length;
     const r = await runLoad({ randRegexUrl: url, connections: callers, duration: SECONDS, headers });
     const t1 = threads(pid);
     const d1 = postgresTicks();
+    const log = output();
     const calls = r.requests;
     const byGroup: Record<string, { us: number; wakes: number }> = {};
     for (const [tid, s] of t1) {
@@ -120,14 +181,19 @@ async function measure(round: number, cell: string, pid: number, url: string, he
       const what = k.slice(0, k.indexOf(':'));
       db[what] = (db[what] ?? 0) + (((v - (d0.get(k) ?? 0)) / TICK) * 1e6) / calls;
     }
-    const row = { round, cell, callers, rps: r.rps, p50_ms: r.p50_ms, p99_ms: r.p99_ms, calls, threads: byGroup, db };
+    const gc = values.gc ? gcFigures(log, log.slice(from), SECONDS, calls) : undefined;
+    const row = { round, cell, callers, rps: r.rps, p50_ms: r.p50_ms, p99_ms: r.p99_ms, calls, threads: byGroup, db, gc };
     console.log(JSON.stringify(row));
     rows.push(row);
   }
   return rows;
 }
 
-const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url));
+const GC_FIELDS = ['scavenges_per_s', 'pause_ms', 'max_pause_ms', 'allocated_b', 'survived_b', 'promoted_b', 'all_pause_ms_per_s'] as const;
+const FLOORS: Record<string, string> = {
+  floor: fileURLToPath(new URL('./floor.js', import.meta.url)),
+  uws: fileURLToPath(new URL('./floorUws.js', import.meta.url)),
+};
 const all: Row[] = [];
 /** An empty PostgreSQL database for the gateway's store, made again for each cell. */
 async function freshStore(): Promise<void> {
@@ -139,23 +205,28 @@ async function freshStore(): Promise<void> {
 const storeEnv: Record<string, string> = values.store === 'pg' ? { QUERYAPIGATE_DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${STORE_DB}` } : {};
 /** One cell: its server started, measured at each caller count, stopped. */
 async function cell(round: number, name: string): Promise<Row[]> {
-  if (name === 'floor') {
-    const f = await spawnListening([FLOOR, values.pg!]);
-    const rows = await measure(round, name, f.pid, `${f.url}/q/account\\?aid=[1-9][0-9]{0,5}`, []);
+  const floor = FLOORS[name];
+  if (floor) {
+    const f = await spawnListening([...NODE_ARGS, floor, values.pg!]);
+    const rows = await measure(round, name, f.pid, `${f.url}/q/account\\?aid=[1-9][0-9]{0,5}`, [], f.output);
     await f.stop();
     return rows;
   }
   if (values.store === 'pg') await freshStore();
   const home = mkdtempSync(join(tmpdir(), 'qag-threads-'));
-  const g = await startGateway({
-    ...storeEnv,
-    QUERYAPIGATE_HOME: home,
-    QUERYAPIGATE_METADATA_CACHE_TTL: '5',
-    QUERYAPIGATE_HISTORY_LIMIT: '1000000',
-    QUERYAPIGATE_WORKERS: name === 'pooled' ? '1' : '0',
-  });
+  const g = await startGateway(
+    {
+      ...storeEnv,
+      QUERYAPIGATE_HOME: home,
+      QUERYAPIGATE_METADATA_CACHE_TTL: '5',
+      QUERYAPIGATE_HISTORY_LIMIT: '1000000',
+      QUERYAPIGATE_WORKERS: name === 'pooled' ? '1' : '0',
+    },
+    undefined,
+    NODE_ARGS,
+  );
   const { url, key } = await accountLookup(g, values.pg!);
-  const rows = await measure(round, name, g.pid, url, [`X-API-Key: ${key}`]);
+  const rows = await measure(round, name, g.pid, url, [`X-API-Key: ${key}`], g.output);
   await g.stop();
   rmSync(home, { recursive: true, force: true });
   return rows;
@@ -179,10 +250,17 @@ const medians = CELLS.flatMap((c) =>
       p99_ms: m((r) => r.p99_ms),
       threads: Object.fromEntries(groups.map((g) => [g, { us: m((r) => r.threads[g]?.us ?? 0), wakes: m((r) => r.threads[g]?.wakes ?? 0) }])),
       db: { data: m((r) => r.db.data ?? 0), store: m((r) => r.db.store ?? 0) },
+      gc: values.gc ? (Object.fromEntries(GC_FIELDS.map((f) => [f, m((r) => r.gc?.[f] ?? 0)])) as unknown as GcFigures) : undefined,
     };
   }),
 );
 
+const GC_HEAD =
+  '| Cell | Callers | req/s | p99 ms | main: scavenges/s | pause ms (max) | allocated B/call | survived B/call | promoted B/call | all isolates: GC pause ms/s |';
+const gcLine = (r: (typeof medians)[number]) => {
+  const g = r.gc!;
+  return `| ${r.cell} | ${r.callers} | ${fmt(r.rps)} | ${fmt(r.p99_ms, 2)} | ${fmt(g.scavenges_per_s, 1)} | ${fmt(g.pause_ms, 2)} (${fmt(g.max_pause_ms, 1)}) | ${fmt(g.allocated_b)} | ${fmt(g.survived_b)} | ${fmt(g.promoted_b)} | ${fmt(g.all_pause_ms_per_s, 1)} |`;
+};
 const names = [...new Set(medians.flatMap((r) => Object.keys(r.threads)))].sort((a, b) => (a === 'main' ? -1 : b === 'main' ? 1 : a < b ? -1 : 1));
 const lines = [
   `# Where a call's CPU goes, thread by thread (${today()})`,
@@ -197,5 +275,15 @@ const lines = [
         .map((n) => (r.threads[n] ? `${fmt(r.threads[n].us, 1)} (${fmt(r.threads[n].wakes, 2)})` : '-'))
         .join(' | ')} | ${fmt(r.db.data ?? 0, 1)} | ${fmt(r.db.store ?? 0, 1)} |`,
   ),
+  ...(values.gc
+    ? [
+        '',
+        "Garbage collection in the same windows (`--gc`: each server ran with `--trace-gc-nvp`). The main thread's scavenges: how many a second, their mean (and longest) pause, and per call the bytes it allocated, the bytes its scavenges kept (survived: copied within the young generation or promoted) and promoted to the old generation, where they stay until a full GC. The last column adds every isolate's pauses, full GCs included.",
+        '',
+        GC_HEAD,
+        '|---|---|---|---|---|---|---|---|---|---|',
+        ...medians.map(gcLine),
+      ]
+    : []),
 ];
 console.log(`written to ${writeResults(values.name!, all, lines.join('\n'))}`);
