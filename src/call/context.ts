@@ -100,7 +100,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: null });
   const schemas = new SchemaCache();
   let secret: Promise<Buffer> | null = null;
-  const warmer = planWarmer(store, plans);
+  const warmer = planWarmer(store, plans, meta);
   warmer.warm();
   const changes = channel('changes', config.home);
   changes.onmessage = (e: MessageEvent) => {

@@ -1,11 +1,14 @@
-// In charge of having each published version's plan ready before its first call. A plan is the
-// statement parsed and analysed, its markers made positional and its binder compiled: 0.5-5 ms
-// for the seeds' statements, which the first call would otherwise wait for. Plans are made when
-// the executor starts and after each change, off the calls' path: one statement per turn of the
-// event loop (calls go between them), never more than the plan cache holds. The SQL parser of each
-// dialect the connections use is loaded the same way, so a dialect nobody uses never costs memory.
+// In charge of having each published version ready before its first call: its plan, and the rows a
+// call reads. A plan is the statement parsed and analysed, its markers made positional and its
+// binder compiled: 0.5-5 ms for the seeds' statements, which the first call would otherwise wait
+// for. Plans are made when the executor starts and after each change, off the calls' path: one
+// statement per turn of the event loop (calls go between them), never more than the plan cache
+// holds. The SQL parser of each dialect the connections use is loaded the same way, so a dialect
+// nobody uses never costs memory. The keys, queries and connections read for this fill the metadata
+// cache a change has just cleared, so the calls after it find their rows (no store round trip each).
 import type { LRUCache } from 'lru-cache';
 import { type SqlDialect, warmParser } from '../governance/analysis.js';
+import type { Metadata } from '../store/metadata.js';
 import type { Store } from '../store/store.js';
 import { type CallPlan, planFor, planKey } from './plan.js';
 
@@ -22,14 +25,20 @@ export interface PlanWarmer {
   close(): void;
 }
 
-export function planWarmer(store: Pick<Store, 'listConnections' | 'listQueries'>, plans: LRUCache<string, CallPlan>): PlanWarmer {
+export function planWarmer(
+  store: Pick<Store, 'listConnections' | 'listQueries' | 'listKeysByHash'>,
+  plans: LRUCache<string, CallPlan>,
+  meta: Pick<Metadata, 'mark' | 'fill'>,
+): PlanWarmer {
   const parsed = new Set<SqlDialect>();
   let running: Promise<void> | null = null;
   let again = false;
   let closed = false;
 
   async function once(): Promise<void> {
-    const [connections, queries] = await Promise.all([store.listConnections(), store.listQueries()]);
+    const mark = meta.mark();
+    const [connections, queries, keys] = await Promise.all([store.listConnections(), store.listQueries(), store.listKeysByHash()]);
+    meta.fill(mark, { keys, queries, connections });
     const dialects = new Map<string, SqlDialect>();
     for (const c of connections) {
       const dialect = PARSED_AS[c.db];

@@ -2,6 +2,9 @@
 // callers of /api/v1 and /events): the key (by secret hash), the saved query, the connection and the key role. With QUERYAPIGATE_METADATA_CACHE_TTL set, rows are kept that long in bounded
 // caches; rows, never decisions, so every rule is still checked against the row on every call.
 // Any change anywhere clears the caches at once (see ChangeMessage); the TTL is the safety net.
+// After a change the executor's warmer reads the keys, queries and connections whole and fills the
+// caches with them (`fill`), so the calls right after a change (an administrator's publish) do not
+// each wait for the store.
 // While the store is unavailable, a row past its TTL is still used (no change can be made meanwhile,
 // and the first one after clears it); a row never read fails the call with 503 `unavailable`.
 // A notice that changes may have been missed (the change feed subscribing again, as it does when the
@@ -41,6 +44,17 @@ export interface Metadata {
   expire(): void;
   /** Rows held (0 without a TTL), for queryapigate_cache_entries. */
   size(): number;
+  /** A mark to hand `fill`, taken before the rows it is given are read. */
+  mark(): number;
+  /** Rows read whole since `mark`, kept as a call's read would be, unless a change came since (then they may be stale). */
+  fill(mark: number, rows: MetadataRows): void;
+}
+
+/** The rows a call reads, all of them, as the warmer lists them: keys under each hash they answer to. */
+export interface MetadataRows {
+  keys: Array<[hash: string, key: KeyRow]>;
+  queries: QueryRow[];
+  connections: ConnectionRow[];
 }
 
 const MAX_ROWS = 10_000;
@@ -59,6 +73,8 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
       clear: () => undefined,
       expire: () => undefined,
       size: () => 0,
+      mark: () => 0,
+      fill: () => undefined,
     };
   }
   const ttl = ttlSeconds * 1000;
@@ -92,6 +108,12 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
         if (hit !== undefined) return hit === NONE ? null : hit;
         return load(k);
       },
+      fill(rows: Iterable<[string, T]>) {
+        for (const [k, row] of rows) {
+          cache.set(k, row);
+          expired.delete(k);
+        }
+      },
       clear() {
         generation++;
         cache.clear();
@@ -115,6 +137,8 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
   const tokens = cached((h) => store.admins.byHash(h));
   const roles = cached((n) => store.getRole(n));
   const anyKeys = cached(async () => ({ any: await store.anyCredential() }));
+  /** Changes seen (clears and expires), for `mark` and `fill`. */
+  let changes = 0;
   return {
     key: (h) => keys.get(h),
     adminToken: (h) => tokens.get(h),
@@ -123,6 +147,7 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
     role: (n) => roles.get(n),
     anyKey: async () => (await anyKeys.get(''))!.any,
     clear() {
+      changes++;
       keys.clear();
       tokens.clear();
       queries.clear();
@@ -131,6 +156,7 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
       anyKeys.clear();
     },
     expire() {
+      changes++;
       keys.expire();
       tokens.expire();
       queries.expire();
@@ -139,5 +165,12 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
       anyKeys.expire();
     },
     size: () => keys.size() + tokens.size() + queries.size() + connections.size() + roles.size() + anyKeys.size(),
+    mark: () => changes,
+    fill(mark, rows) {
+      if (mark !== changes) return;
+      keys.fill(rows.keys);
+      queries.fill(rows.queries.map((q) => [q.name, q]));
+      connections.fill(rows.connections.map((c) => [c.name, c]));
+    },
   };
 }

@@ -332,6 +332,18 @@ export class Store {
     return rows.length ? toKey(rows[0]) : null;
   }
 
+  /**
+   * Every key under each secret hash getKeyByHash finds it by: a rotated-out hash (via_previous)
+   * and its current one, which wins where the two are the same text.
+   */
+  async listKeysByHash(): Promise<Array<[hash: string, key: KeyRow]>> {
+    const rows = await this.db.all<KeyRecord & { previous_hash: string | null }>('SELECT * FROM api_keys ORDER BY name');
+    const out: Array<[string, KeyRow]> = [];
+    for (const r of rows) if (r.previous_hash) out.push([r.previous_hash, toKey({ ...r, via_previous: 1 })]);
+    for (const r of rows) out.push([r.hash, toKey({ ...r, via_previous: 0 })]);
+    return out;
+  }
+
   /** Replaces the key's secret; the old one stays valid until `previousUntil` (null: not at all). */
   async rotateKey(name: string, hash: string, previousUntil: number | null, now: string): Promise<boolean> {
     return (

@@ -3,6 +3,11 @@
 // or Redis pub/sub when QUERYAPIGATE_REDIS_URL is set) well within the cache's TTL.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openStore } from '../../src/store/store.js';
+import { keyRow } from '../fixtures.js';
 import { ADMIN_KEY, eventually, request, scratchDatabase, startProcess, startTestServer } from '../helpers.js';
 
 const TTL = '60'; // far longer than the test: only a notification can explain a refusal
@@ -46,6 +51,32 @@ for (const transport of ['LISTEN/NOTIFY', 'Redis pub/sub']) {
       await b.exited;
       await a.stop();
       await store.drop();
+    }
+  });
+}
+
+for (const kind of ['SQLite', 'PostgreSQL']) {
+  test(`the warmer's listing of keys by hash gives the rows a call's lookup by hash gives (${kind})`, async () => {
+    const home = mkdtempSync(join(tmpdir(), 'qag-keys-by-hash-'));
+    const pg = kind === 'PostgreSQL' ? await scratchDatabase('qag_keys_by_hash') : null;
+    const store = await openStore({ home, databaseUrl: pg?.url ?? null });
+    try {
+      const now = '2026-01-01 00:00:00';
+      await store.putKey(keyRow({ name: 'plain', hash: 'h-plain' }), true);
+      await store.putKey(keyRow({ name: 'inactive', hash: 'h-inactive', active: false }), true);
+      await store.putKey(keyRow({ name: 'graced', hash: 'h-graced-old' }), true);
+      await store.rotateKey('graced', 'h-graced-new', Date.now() + 600_000, now);
+      await store.putKey(keyRow({ name: 'cut', hash: 'h-cut-old' }), true);
+      await store.rotateKey('cut', 'h-cut-new', null, now); // no grace: the old hash is gone
+      const listed = await store.listKeysByHash();
+      assert.deepEqual(listed.map(([h]) => h).sort(), ['h-cut-new', 'h-graced-new', 'h-graced-old', 'h-inactive', 'h-plain']);
+      for (const [hash, row] of listed) assert.deepEqual(row, await store.getKeyByHash(hash), hash);
+      assert.equal(listed.find(([h]) => h === 'h-graced-old')![1].via_previous, true);
+      assert.equal(listed.find(([h]) => h === 'h-graced-new')![1].via_previous, false);
+    } finally {
+      await store.close();
+      await pg?.drop();
+      rmSync(home, { recursive: true, force: true });
     }
   });
 }

@@ -1,14 +1,16 @@
 // Plans are made before the first call: each executor plans every published version when it starts
-// and again after each change, off the calls' path (src/call/planWarmer.ts). Seen from outside in
-// queryapigate_cache_entries{cache="plan"}, inline and with an executor thread.
+// and again after each change, off the calls' path (src/call/planWarmer.ts), and fills the metadata
+// cache the change cleared with the rows calls read. Seen from outside in queryapigate_cache_entries
+// ({cache="plan"}, {cache="metadata"}), inline and with an executor thread.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { eventually, startTestServer, type TestServer } from '../helpers.js';
 
-const planned = async (s: TestServer): Promise<number> => {
+const entries = async (s: TestServer, cache: string): Promise<number> => {
   const text = (await s.call('GET', '/metrics', { key: null })).text;
-  return Number(text.match(/^queryapigate_cache_entries\{cache="plan"\} (\d+)/m)?.[1] ?? Number.NaN);
+  return Number(text.match(new RegExp(`^queryapigate_cache_entries\\{cache="${cache}"\\} (\\d+)`, 'm'))?.[1] ?? Number.NaN);
 };
+const planned = (s: TestServer) => entries(s, 'plan');
 
 for (const workers of ['0', '1']) {
   test(`published versions are planned before their first call (QUERYAPIGATE_WORKERS=${workers})`, async () => {
@@ -19,9 +21,12 @@ for (const workers of ['0', '1']) {
       const published = list.json.items.length;
       assert.ok(published > 5, `the examples publish queries (${published})`);
       // Nothing has been called yet: every plan held was made by the warmer.
-      await eventually(
-        () => planned(s),
-        (n) => n === published,
+      assert.equal(
+        await eventually(
+          () => planned(s),
+          (n) => n === published,
+        ),
+        published,
       );
 
       // A version published later is planned after the change reaches the executor, still before a call.
@@ -36,9 +41,12 @@ for (const workers of ['0', '1']) {
         },
       });
       assert.equal(saved.status, 201, saved.text);
-      await eventually(
-        () => planned(s),
-        (n) => n === published + 1,
+      assert.equal(
+        await eventually(
+          () => planned(s),
+          (n) => n === published + 1,
+        ),
+        published + 1,
       );
 
       // A draft is not published: nothing to plan for it.
@@ -51,6 +59,36 @@ for (const workers of ['0', '1']) {
       assert.equal(called.json[0].title.length > 0, true);
       // The call found its plan: none was added.
       assert.equal(await planned(s), published + 1);
+    } finally {
+      await s.stop();
+    }
+  });
+}
+
+for (const workers of ['0', '1']) {
+  test(`after a change, the rows calls read are cached again before any call (QUERYAPIGATE_WORKERS=${workers})`, async () => {
+    const s = await startTestServer({ QUERYAPIGATE_LOAD_EXAMPLES: '1', QUERYAPIGATE_WORKERS: workers, QUERYAPIGATE_METADATA_CACHE_TTL: '60' });
+    try {
+      const key = (await s.call('POST', '/api/v1/api-keys', { body: { name: 'reader', queries: '*', connections: [] } })).json.secret;
+      const old = (await s.call('POST', '/api/v1/api-keys', { body: { name: 'rotated', queries: '*', connections: [] } })).json.secret;
+      const rotated = await s.call('POST', '/api/v1/api-keys/rotated/rotate', { body: { grace_seconds: 600 } });
+      assert.equal(rotated.status, 200, rotated.text);
+      const count = async (path: string) => (await s.call('GET', path)).json.items.length;
+      const queries = await count('/api/v1/queries');
+      const connections = await count('/api/v1/connections');
+      // Every key under its hash, the rotated one under its old hash too; each query and connection.
+      const rows = 3 + queries + connections;
+      // The rotation was a change: the cache was cleared, then filled, and no call has been made since.
+      const held = await eventually(
+        () => entries(s, 'metadata'),
+        (n) => n >= rows,
+      );
+      assert.ok(held >= rows, `${held} rows cached, ${rows} expected`);
+      // The rows are the store's: the old secret still works in its grace, and a revoked key is refused at once.
+      assert.equal((await s.call('GET', '/q/example_film_lookup?film_id=1', { key: old })).status, 200);
+      assert.equal((await s.call('GET', '/q/example_film_lookup?film_id=1', { key })).status, 200);
+      assert.equal((await s.call('PATCH', '/api/v1/api-keys/reader', { body: { active: false } })).status, 200);
+      assert.equal((await s.call('GET', '/q/example_film_lookup?film_id=1', { key })).status, 401);
     } finally {
       await s.stop();
     }

@@ -8,7 +8,7 @@ import { createBreaker } from '../../src/sources/breaker.js';
 import { createMetadata } from '../../src/store/metadata.js';
 import { isUnavailable } from '../../src/store/sql.js';
 import type { Store } from '../../src/store/store.js';
-import type { KeyRow } from '../../src/store/types.js';
+import type { ConnectionRow, KeyRow, QueryRow } from '../../src/store/types.js';
 import { keyRow } from '../fixtures.js';
 
 /** Runs fn with console.error silenced (the breaker logs an outage's start and end). */
@@ -204,4 +204,31 @@ test('metadata without a cache: a store failure is unavailable, nothing is kept'
     async () => meta.key('h1'),
     (e: unknown) => e instanceof GatewayError && e.code === 'unavailable',
   );
+});
+
+test('metadata cache: rows filled after a mark are answered at once; a change between the mark and the fill keeps none', async () => {
+  const key = keyRow({ hash: 'h1' });
+  const { store, state } = flakyStore(key);
+  const meta = createMetadata(store, 60);
+  const query = { name: 'q', versions: [] } as unknown as QueryRow;
+  const connection = { name: 'c' } as unknown as ConnectionRow;
+  const rows = { keys: [['h1', key]] as Array<[string, KeyRow]>, queries: [query], connections: [connection] };
+
+  const mark = meta.mark();
+  meta.fill(mark, rows);
+  assert.equal(meta.key('h1'), key, 'the filled row, at once');
+  assert.equal(meta.query('q'), query);
+  assert.equal(meta.connection('c'), connection);
+  assert.equal(state.reads, 0, 'nothing read from the store');
+
+  const stale = meta.mark();
+  meta.clear(); // a change while the rows were being read: they may predate it
+  meta.fill(stale, { keys: [['h2', keyRow({ hash: 'h2' })]], queries: [], connections: [] });
+  assert.ok(meta.key('h2') instanceof Promise, 'rows read across a change are not kept');
+  assert.ok(meta.key('h1') instanceof Promise, 'the change cleared the filled rows too');
+
+  // Without a TTL nothing is kept, filled or read.
+  const uncached = createMetadata(store, 0);
+  uncached.fill(uncached.mark(), rows);
+  assert.ok(uncached.key('h1') instanceof Promise);
 });
