@@ -118,6 +118,10 @@ async function cell(build: { name: string; main: string }, round: number): Promi
           parameters: c.parameters,
         });
         await new Promise((r) => setTimeout(r, SETTLE)); // a user's first call comes some time after the publish
+        // After the idle settle any request is slower, whatever it asks: /health took 3.1-3.9 ms, then
+        // 0.9-3.1 ms just after, on this machine. A request that measures nothing wakes the client, the
+        // connection and the server first, so "first - next" is the first call's own cost.
+        await (await fetch(`${l.url}/health`)).arrayBuffer();
         const url = `${l.url}/q/${name}?`;
         const first = await timed(url + c.args(n++), secret);
         const next: number[] = [];
@@ -142,7 +146,7 @@ let md = `# The first call of a newly published version (${today()})
 
 Made with \`node dist/bench/firstCall.js --versions ${VERSIONS} --calls ${CALLS} --settle ${SETTLE}${values.build!.map((b) => ` --build ${b}`).join('')}\`: each build's gateway inline, in 2 interleaved rounds; in each, every
 statement published ${VERSIONS} times as a fresh text, called once ${SETTLE} ms after its publish, then ${CALLS} more times (their
-median is "next calls"). Times are the client's wall time for the whole request over HTTP on this 2-core machine, shared
+median is "next calls"), each right after a /health request that wakes the connection. Times are the client's wall time for the whole request over HTTP on this 2-core machine, shared
 with the databases. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} before, ${load1.map((x) => x.toFixed(1)).join(' ')} after.
 
 | Build | Statement | first call ms, median (p90) | next calls ms, median | first - next ms |
