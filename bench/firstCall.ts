@@ -145,8 +145,8 @@ const load1 = loadavg();
 let md = `# The first call of a newly published version (${today()})
 
 Made with \`node dist/bench/firstCall.js --versions ${VERSIONS} --calls ${CALLS} --settle ${SETTLE}${values.build!.map((b) => ` --build ${b}`).join('')}\`: each build's gateway inline, in 2 interleaved rounds; in each, every
-statement published ${VERSIONS} times as a fresh text, called once ${SETTLE} ms after its publish, then ${CALLS} more times (their
-median is "next calls"), each right after a /health request that wakes the connection. Times are the client's wall time for the whole request over HTTP on this 2-core machine, shared
+statement published ${VERSIONS} times as a fresh text, called once ${SETTLE} ms after its publish (right after a /health request that wakes the connection), then ${CALLS} more times (their
+median is "next calls"). Times are the client's wall time for the whole request over HTTP on this 2-core machine, shared
 with the databases. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} before, ${load1.map((x) => x.toFixed(1)).join(' ')} after.
 
 | Build | Statement | first call ms, median (p90) | next calls ms, median | first - next ms |
