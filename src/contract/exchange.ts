@@ -4,12 +4,15 @@
 import type { MessagePort } from 'node:worker_threads';
 import { type ErrorCode, type ErrorExtras, statusOf } from './errors.js';
 
-/** A request as plain data, read synchronously off the socket; a /q/ call is handed on as it is. */
 /** Where a request comes from, for the rules that look at the address (read `ip` only when one applies). */
 export interface Remote {
   readonly ip: string;
 }
 
+/**
+ * A request, read synchronously off the socket. It crosses to an executor as plain data: the
+ * acceptor's own (http/respond.ts) keeps its `ip` getter on its prototype, so copies take `ip` itself.
+ */
 export interface Request {
   method: string;
   /** The path, without the query string. */

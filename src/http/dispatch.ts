@@ -14,6 +14,7 @@ import type { Config } from '../config.js';
 import { GatewayError } from '../contract/errors.js';
 import type { Answer, Request } from '../contract/exchange.js';
 import { busyAnswer, type CallBatcher, type CallTask, createCallBatcher } from './callBatches.js';
+import { plainRequest } from './respond.js';
 
 export type { CallTask };
 
@@ -79,7 +80,8 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
     const batcher = createCallBatcher(pool, answers, { running: config.workers * config.tasksPerWorker, queue: config.maxQueue });
     batches = batcher;
     run = (req, transfer, task) => {
-      if (!transfer) return batcher.run(req, task ?? 'call');
+      // An executor gets the request as plain data: the acceptor's has its address getter on its prototype.
+      if (!transfer) return batcher.run(plainRequest(req), task ?? 'call');
       // A stream's call carries its port, so it crosses alone. queueSize counts the calls waiting
       // beyond every executor's concurrent tasks, as maxQueue does.
       if (pool.queueSize >= config.maxQueue) {
@@ -87,7 +89,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
         return Promise.resolve(busyAnswer(req.requestId));
       }
       const name = task === 'adhoc' ? 'adhoc' : undefined;
-      return pool.run(req, { name, transferList: transfer as never }) as Promise<Answer>;
+      return pool.run(plainRequest(req), { name, transferList: transfer as never }) as Promise<Answer>;
     };
     named = ((name: TaskName, task: unknown) => {
       if (pool.queueSize >= config.maxQueue) {
@@ -118,7 +120,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
   return {
     run: (req, transfer, task) => counted(run(req, transfer, task)),
     catalog: (task) => counted(named('catalog', task)),
-    mcp: (task) => counted(named('mcp', task)),
+    mcp: (task) => counted(named('mcp', { ...task, request: plainRequest(task.request) })),
     mcpTools: (task) => counted(named('mcpTools', task)),
     get refused() {
       return refused + (batches?.refused ?? 0);

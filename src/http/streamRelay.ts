@@ -6,11 +6,11 @@ import { MessageChannel } from 'node:worker_threads';
 import type { Answer, Request } from '../contract/exchange.js';
 import type { StreamCredit, StreamFrame } from '../contract/messages.js';
 import type { CallTask, Dispatcher } from './dispatch.js';
-import type { StreamOut, StreamStart } from './respond.js';
+import { plainRequest, type StreamOut, type StreamStart } from './respond.js';
 
 export function relayStream(req: Request, dispatcher: Dispatcher, task: CallTask = 'call'): Promise<Answer | StreamStart> {
   const { port1, port2 } = new MessageChannel();
-  const withPort: Request = { ...req, port: port2 };
+  const withPort: Request = { ...plainRequest(req), port: port2 };
   return new Promise((resolve) => {
     let out: StreamOut | null = null;
     let finished = false;

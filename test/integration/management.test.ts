@@ -228,41 +228,47 @@ test('open mode: no admin key and no keys means every caller is an administrator
   }
 });
 
-test('key rules are checked on every call: active, expiry, address', async () => {
-  const s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_LOAD_EXAMPLES: '1' });
-  try {
-    const day = (offset: number) => {
-      const d = new Date(Date.now() + offset * 86_400_000);
-      return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
-    };
-    const make = async (name: string, extra: Record<string, unknown>) => {
-      const r = await s.call('POST', '/api/v1/api-keys', { body: { name, queries: ['example_film_lookup'], connections: [], ...extra } });
-      assert.equal(r.status, 201, r.text);
-      return r.json.secret as string;
-    };
-    const call = (key: string) => s.call('GET', '/q/example_film_lookup?film_id=3', { key });
-    const cases: Array<[string, Record<string, unknown>, number]> = [
-      ['plain', {}, 200],
-      ['far-net', { allowed_ips: ['10.0.0.0/8', '2001:db8::/32'] }, 401],
-      ['no-address', { allowed_ips: [] }, 401],
-      ['loopback', { allowed_ips: ['127.0.0.0/8'] }, 200],
-      ['exact', { allowed_ips: ['127.0.0.1'] }, 200],
-      ['expired', { expires_at: day(-1) }, 401],
-      ['last-day', { expires_at: day(0) }, 200],
-      ['inactive', { active: false }, 401],
-      ['tables', { allowed_tables: ['film', 'rental'] }, 200],
-      ['tables-elsewhere', { allowed_tables: ['customer'] }, 403],
-    ];
-    for (const [name, extra, status] of cases) {
-      const r = await call(await make(name, extra));
-      assert.equal(r.status, status, `${name}: ${r.text}`);
-      if (status === 401) assert.deepEqual(Object.keys(r.json), ['error', 'code', 'request_id']);
+for (const workers of ['0', '1']) {
+  test(`key rules are checked on every call: active, expiry, address (QUERYAPIGATE_WORKERS=${workers})`, async () => {
+    const s = await startTestServer({ QUERYAPIGATE_WORKERS: workers, QUERYAPIGATE_LOAD_EXAMPLES: '1' });
+    try {
+      const day = (offset: number) => {
+        const d = new Date(Date.now() + offset * 86_400_000);
+        return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+      };
+      const make = async (name: string, extra: Record<string, unknown>) => {
+        const r = await s.call('POST', '/api/v1/api-keys', { body: { name, queries: ['example_film_lookup'], connections: [], ...extra } });
+        assert.equal(r.status, 201, r.text);
+        return r.json.secret as string;
+      };
+      const call = (key: string) => s.call('GET', '/q/example_film_lookup?film_id=3', { key });
+      const cases: Array<[string, Record<string, unknown>, number]> = [
+        ['plain', {}, 200],
+        ['far-net', { allowed_ips: ['10.0.0.0/8', '2001:db8::/32'] }, 401],
+        ['no-address', { allowed_ips: [] }, 401],
+        ['loopback', { allowed_ips: ['127.0.0.0/8'] }, 200],
+        ['exact', { allowed_ips: ['127.0.0.1'] }, 200],
+        ['expired', { expires_at: day(-1) }, 401],
+        ['last-day', { expires_at: day(0) }, 200],
+        ['inactive', { active: false }, 401],
+        ['tables', { allowed_tables: ['film', 'rental'] }, 200],
+        ['tables-elsewhere', { allowed_tables: ['customer'] }, 403],
+      ];
+      for (const [name, extra, status] of cases) {
+        const secret = await make(name, extra);
+        const r = await call(secret);
+        assert.equal(r.status, status, `${name}: ${r.text}`);
+        if (status === 401) assert.deepEqual(Object.keys(r.json), ['error', 'code', 'request_id']);
+        // A streamed export is handed on with the request's address as well.
+        const streamed = await s.call('GET', '/q/example_film_lookup?film_id=3&stream=true&format=csv', { key: secret });
+        assert.equal(streamed.status, status, `${name}, streamed: ${streamed.text}`);
+      }
+      const revoked = await make('revoked-later', {});
+      assert.equal((await call(revoked)).status, 200);
+      await s.call('PATCH', '/api/v1/api-keys/revoked-later', { body: { active: false } });
+      assert.equal((await call(revoked)).status, 401);
+    } finally {
+      await s.stop();
     }
-    const revoked = await make('revoked-later', {});
-    assert.equal((await call(revoked)).status, 200);
-    await s.call('PATCH', '/api/v1/api-keys/revoked-later', { body: { active: false } });
-    assert.equal((await call(revoked)).status, 401);
-  } finally {
-    await s.stop();
-  }
-});
+  });
+}
