@@ -78,12 +78,13 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
     };
   }
   const ttl = ttlSeconds * 1000;
+  /** Changes seen (clears and expires): a read or a fill begun before one is not kept. */
+  let generation = 0;
   const cached = <T extends object>(read: (k: string) => Promise<T | null>) => {
     // Rows past their TTL stay (until evicted or cleared) for when the store cannot be read.
     const cache = new LRUCache<string, T | typeof NONE>({ max: MAX_ROWS, ttl, ttlAutopurge: false, noDeleteOnStaleGet: true });
     // The rows an expire() took out of `cache`: looked at only when the store cannot be read.
     let expired = new Map<string, T | typeof NONE>();
-    let generation = 0;
     /** The row from the store, kept unless a clear came meanwhile; a stale row when the store cannot be read. */
     const load = async (k: string): Promise<T | null> => {
       const gen = generation;
@@ -115,12 +116,10 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
         }
       },
       clear() {
-        generation++;
         cache.clear();
         expired.clear();
       },
       expire() {
-        generation++;
         // At most MAX_ROWS: the cache's rows now, and those of earlier expires not read since.
         const kept = new Map(expired);
         for (const [k, v] of cache.entries()) kept.set(k, v);
@@ -137,8 +136,6 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
   const tokens = cached((h) => store.admins.byHash(h));
   const roles = cached((n) => store.getRole(n));
   const anyKeys = cached(async () => ({ any: await store.anyCredential() }));
-  /** Changes seen (clears and expires), for `mark` and `fill`. */
-  let changes = 0;
   return {
     key: (h) => keys.get(h),
     adminToken: (h) => tokens.get(h),
@@ -147,7 +144,7 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
     role: (n) => roles.get(n),
     anyKey: async () => (await anyKeys.get(''))!.any,
     clear() {
-      changes++;
+      generation++;
       keys.clear();
       tokens.clear();
       queries.clear();
@@ -156,7 +153,7 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
       anyKeys.clear();
     },
     expire() {
-      changes++;
+      generation++;
       keys.expire();
       tokens.expire();
       queries.expire();
@@ -165,9 +162,9 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
       anyKeys.expire();
     },
     size: () => keys.size() + tokens.size() + queries.size() + connections.size() + roles.size() + anyKeys.size(),
-    mark: () => changes,
+    mark: () => generation,
     fill(mark, rows) {
-      if (mark !== changes) return;
+      if (mark !== generation) return;
       keys.fill(rows.keys);
       queries.fill(rows.queries.map((q) => [q.name, q]));
       connections.fill(rows.connections.map((c) => [c.name, c]));
