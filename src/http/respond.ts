@@ -124,8 +124,7 @@ class SocketRequest implements Request {
   #forwardedFor: string;
   #hops: number;
   #ip: string | null = null;
-  /** Answered or aborted: the socket is not ours to read any more. */
-  #over = false;
+  #settled = false;
 
   constructor(res: HttpResponse, uwsReq: UwsRequest, method: string, opts: ServeOptions) {
     this.method = method;
@@ -144,13 +143,17 @@ class SocketRequest implements Request {
   }
 
   get ip(): string {
-    this.#ip ??= this.#over ? '' : clientAddress(this.#res, this.#forwardedFor, this.#hops);
+    this.#ip ??= this.#settled ? '' : clientAddress(this.#res, this.#forwardedFor, this.#hops);
     return this.#ip;
   }
 
-  /** The answer is written or the client left: later reads of `ip` get what was read, or ''. */
-  over(): void {
-    this.#over = true;
+  /** Answered or aborted: the socket is not ours to read any more (a later `ip` is what was read, or ''). */
+  get settled(): boolean {
+    return this.#settled;
+  }
+
+  settle(): void {
+    this.#settled = true;
   }
 }
 
@@ -166,21 +169,18 @@ export function plainRequest(req: Request): Request {
 export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, opts: ServeOptions): void {
   const maxBody = opts.maxBody;
   const method = uwsReq.getMethod().toUpperCase();
-  let done = false;
   const req = new SocketRequest(res, uwsReq, method, opts);
   const cors = opts.cors ? opts.cors.headers(uwsReq.getHeader('origin')) : null;
   const declared = uwsReq.getHeader('content-length');
   let stream: (StreamOut & { fire(): void }) | null = null;
   res.onAborted(() => {
-    done = true;
-    req.over();
+    req.settle();
     stream?.fire();
   });
   const finish = (a: Answer | StreamStart) => {
-    if (done) return;
+    if (req.settled) return;
     if ('start' in a) return startStream(a);
-    done = true;
-    req.over();
+    req.settle();
     opts.onAnswer?.(req, a);
     res.cork(() => {
       res.writeStatus(statusLine(a.status));
@@ -247,8 +247,7 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
       fire() {
         if (closed) return;
         closed = true;
-        done = true;
-        req.over();
+        req.settle();
         for (const f of closers.splice(0)) f();
       },
     };
@@ -284,7 +283,7 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
     // request pipelined behind it closed the connection, it never runs, so the client's retry is
     // its only run. Reads (GET) start at once: no turn is added to the hot path.
     setImmediate(() => {
-      if (!done) run();
+      if (!req.settled) run();
     });
   });
 }
