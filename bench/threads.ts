@@ -103,17 +103,12 @@ interface Row {
   gc?: GcFigures;
 }
 
-/** The main thread's scavenges in a window, per second and per call, and every isolate's GC pauses. */
-interface GcFigures {
-  scavenges_per_s: number;
-  pause_ms: number;
-  max_pause_ms: number;
-  allocated_b: number;
-  survived_b: number;
-  promoted_b: number;
-  /** Milliseconds a second that some isolate of the process was stopped for GC (scavenges and full GCs). */
-  all_pause_ms_per_s: number;
-}
+/**
+ * The main thread's scavenges in a window, per second and per call, and every isolate's GC pauses
+ * (all_pause_ms_per_s: milliseconds a second that some isolate was stopped, full GCs included).
+ */
+const GC_FIELDS = ['scavenges_per_s', 'pause_ms', 'max_pause_ms', 'allocated_b', 'survived_b', 'promoted_b', 'all_pause_ms_per_s'] as const;
+type GcFigures = Record<(typeof GC_FIELDS)[number], number>;
 
 /** One --trace-gc-nvp line: "[pid:isolate] 1234 ms: pause=3.2 mutator=... gc=s ... allocated=... promoted=...". */
 const NVP = /^\[\d+:(0x[0-9a-f]+)\]\s+[\d.]+ ms: pause=([\d.]+) .*?gc=(\w+) .*?allocated=(\d+) promoted=(\d+) new_space_survived=(\d+)/;
@@ -189,7 +184,6 @@ async function measure(round: number, cell: string, pid: number, url: string, he
   return rows;
 }
 
-const GC_FIELDS = ['scavenges_per_s', 'pause_ms', 'max_pause_ms', 'allocated_b', 'survived_b', 'promoted_b', 'all_pause_ms_per_s'] as const;
 const FLOORS: Record<string, string> = {
   floor: fileURLToPath(new URL('./floor.js', import.meta.url)),
   uws: fileURLToPath(new URL('./floorUws.js', import.meta.url)),
