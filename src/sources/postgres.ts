@@ -88,6 +88,12 @@ const BACKSTOP_MS = 1000;
 const RESET_SESSION = 'SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *; CLOSE ALL; DISCARD TEMP; SELECT pg_advisory_unlock_all()';
 /** SQLSTATE syntax_error: the server could not parse the statement. */
 const SYNTAX_ERROR = '42601';
+/**
+ * Calls that arrive in the same turn of the event loop go to the same client, up to this many in
+ * flight on it: postgres.js writes a turn's statements to a connection in one write, and the server
+ * runs them one after another on one wake-up.
+ */
+const JOIN_AT_MOST = 16;
 /** pick()'s weight for a streaming client: busier than any number of ordinary calls. */
 const STREAM_LOAD = 1 << 20;
 
@@ -174,6 +180,9 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
   const readPool = makePool(true);
   let writePool: Client[] | null = null;
   let next = 0;
+  /** The clients this turn's calls join (see JOIN_AT_MOST); cleared once the turn's I/O is done. */
+  let joinRead: Client | null = null;
+  let joinWrite: Client | null = null;
   let closed = false;
   /** Streams allowed at once: all clients but one stay for ordinary calls. */
   const maxStreams = Math.max(1, size - 1);
@@ -389,6 +398,20 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
    * client counts as busier than any other, so calls go to it only when every client streams.
    */
   function pick(pool: Client[]): Client {
+    const joined = pool === readPool ? joinRead : joinWrite;
+    if (joined !== null && joined.busy < JOIN_AT_MOST && !joined.streaming && !joined.retired) return joined;
+    const best = leastBusy(pool);
+    if (joinRead === null && joinWrite === null) setImmediate(endTurn);
+    if (pool === readPool) joinRead = best;
+    else joinWrite = best;
+    return best;
+  }
+
+  function endTurn(): void {
+    joinRead = joinWrite = null;
+  }
+
+  function leastBusy(pool: Client[]): Client {
     const n = pool.length;
     const start = next;
     next = (next + 1) % n;

@@ -277,6 +277,24 @@ describe('postgres source', () => {
     });
   });
 
+  test("one turn's calls share a connection, 16 at most, then the next least busy one", async () => {
+    const s = open(pgConn(), { ...settings, poolSize: 8 });
+    const pids = (n: number) => Promise.all(Array.from({ length: n }, () => s.run('select pg_backend_pid()', [], READ).then((r) => Number(r.rows[0]![0]))));
+    const counts = (xs: number[]) => [...new Set(xs)].map((p) => xs.filter((x) => x === p).length);
+    assert.deepEqual(counts(await pids(10)), [10]);
+    assert.deepEqual(counts(await pids(40)), [16, 16, 8]);
+  });
+
+  test('a call never joins a connection a slow statement holds while another is idle', async () => {
+    const s = open(pgConn(), { ...settings, poolSize: 2 });
+    const slow = s.run('select pg_backend_pid(), pg_sleep(1)', [], READ);
+    await new Promise((r) => setImmediate(r)); // the next turn
+    const t0 = performance.now();
+    const fast = await s.run('select pg_backend_pid()', [], READ);
+    assert.ok(performance.now() - t0 < 500, 'the fast call waited for the slow one');
+    assert.notEqual(fast.rows[0]![0], (await slow).rows[0]![0]);
+  });
+
   test('concurrent calls with different limits keep their own limits', async () => {
     const runs = Array.from({ length: 40 }, (_, i) =>
       i % 4 === 0
