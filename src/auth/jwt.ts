@@ -8,7 +8,7 @@ import type { Config } from '../config.js';
 import type { Remote } from '../contract/exchange.js';
 import type { Lookup } from '../store/metadata.js';
 import type { KeyRow, RoleRow } from '../store/types.js';
-import { addressAllowed, type Caller } from './keys.js';
+import { addressAllowed, addressOf, type Caller } from './keys.js';
 
 /** Where roles are read: an executor's metadata cache (so a role's change reaches users at once). */
 export interface RoleLookup {
@@ -85,7 +85,7 @@ export class JwtAuth {
     for (const name of v.roles) {
       const role = await roles.role(name);
       if (!role) continue;
-      if (role.allowed_ips && !addressAllowed(role.allowed_ips, from.ip)) return null;
+      if (role.allowed_ips && !addressAllowed(role.allowed_ips, addressOf(from))) return null;
       if (v.built?.role !== role) v.built = { role, caller: userCaller(v.user, v.claims, role) };
       return v.built.caller;
     }

@@ -3,7 +3,8 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { BlockList, isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
-import type { Remote } from '../contract/exchange.js';
+import { AddressNeeded } from '../contract/errors.js';
+import { ADDRESS_UNREAD, type Remote } from '../contract/exchange.js';
 import type { KeyRow } from '../store/types.js';
 import type { AdminIdentity } from './roles.js';
 
@@ -79,7 +80,7 @@ export function keyIsUsable(key: KeyRow, now: Date, from: Remote): boolean {
   if (!key.active) return false;
   // A rotated-out secret works only until its grace period ends.
   if (key.via_previous && (key.previous_until === null || now.getTime() >= key.previous_until)) return false;
-  if (key.allowed_ips && !addressAllowed(key.allowed_ips, from.ip)) return false;
+  if (key.allowed_ips && !addressAllowed(key.allowed_ips, addressOf(from))) return false;
   return !keyExpired(key.expires_at, now);
 }
 
@@ -94,6 +95,12 @@ export function keyEndsAt(expiresAt: string | null): Date | null {
   if (!expiresAt) return null;
   const [y, m, d] = expiresAt.split('-').map(Number);
   return y && m && d ? new Date(y, m - 1, d + 1) : null;
+}
+
+/** The caller's address for an address rule; a call that crossed without it is asked again with it. */
+export function addressOf(from: Remote): string {
+  if (from.ip === ADDRESS_UNREAD) throw new AddressNeeded();
+  return from.ip;
 }
 
 /** Address lists built once per allow-list, not per call (key rows are re-read when the metadata cache is off). */

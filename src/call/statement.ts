@@ -4,7 +4,7 @@
 // target). /q/, /execute_sql and MCP's tools all come through here, so none can skip a check.
 import type { MessagePort } from 'node:worker_threads';
 import { type Caller, metricKey } from '../auth/keys.js';
-import { type ErrorCode, GatewayError } from '../contract/errors.js';
+import { AddressNeeded, type ErrorCode, GatewayError } from '../contract/errors.js';
 import { type Answer, errorAnswer } from '../contract/exchange.js';
 import { logger } from '../log.js';
 import type { Source } from '../sources/types.js';
@@ -130,7 +130,8 @@ const HIDDEN_DETAIL = 'An error occurred while executing the SQL query';
  * validation. Expected failures (a GatewayError: a refusal, a database down or slow, the store
  * unavailable) are answered with their code and not logged; anything else is a bug, logged with its
  * stack as a 500. The database's own text (`detail`) goes to administrators, and to whoever wrote the
- * SQL (`keepDetail`: ad-hoc calls).
+ * SQL (`keepDetail`: ad-hoc calls). A call that crossed without the address a rule needs is not a
+ * failure: its answer asks the acceptor to send it again with the address (nothing was counted yet).
  */
 export function failure(
   ctx: CallContext,
@@ -141,6 +142,7 @@ export function failure(
   run: RunTarget | null,
   keepDetail = false,
 ): Answer {
+  if (e instanceof AddressNeeded) return { status: 0, headers: [], body: '', addressNeeded: true };
   const err = e instanceof GatewayError ? e : null;
   if (!err) logger('call').error({ request_id: requestId, key: caller?.name ?? '-', route: url, err: e }, 'internal error');
   const code: ErrorCode = err ? err.code : 'internal_error';

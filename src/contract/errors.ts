@@ -132,6 +132,9 @@ export interface ErrorExtras {
   role?: string;
 }
 
+/** Thrown by a rule that needs the address of a call that crossed without it (ADDRESS_UNREAD); not a failure. */
+export class AddressNeeded extends Error {}
+
 /** The one error type every layer throws: a code of the table, a message for the caller, extras. */
 export class GatewayError extends Error {
   readonly code: ErrorCode;

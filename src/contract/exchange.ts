@@ -10,6 +10,13 @@ export interface Remote {
 }
 
 /**
+ * `ip` of a call that crossed to an executor without its address: reading it off the socket costs a
+ * system call, and most keys have no address rule. A rule that needs it throws AddressNeeded; to any
+ * other reader it is no address at all (refused, as an unknown address is).
+ */
+export const ADDRESS_UNREAD = 'unread';
+
+/**
  * A request, read synchronously off the socket. It crosses to an executor as plain data: the
  * acceptor's own (http/respond.ts) keeps its `ip` getter on its prototype, so copies take `ip` itself.
  */
@@ -51,6 +58,8 @@ export interface Answer {
   key?: string;
   /** True when the answer went out over the request's port as a stream. */
   streamed?: boolean;
+  /** Never written: the call crossed without its address and a rule needs it, so it is sent again with it. */
+  addressNeeded?: true;
 }
 
 /**

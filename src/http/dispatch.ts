@@ -14,7 +14,7 @@ import type { Config } from '../config.js';
 import { GatewayError } from '../contract/errors.js';
 import type { Answer, Request } from '../contract/exchange.js';
 import { busyAnswer, type CallBatcher, type CallTask, createCallBatcher } from './callBatches.js';
-import { plainRequest } from './respond.js';
+import { addresslessRequest, plainRequest } from './respond.js';
 
 export type { CallTask };
 
@@ -45,6 +45,9 @@ const TASKS = {
 };
 type TaskName = keyof typeof TASKS;
 type Named = <N extends TaskName>(name: N, task: Parameters<(typeof TASKS)[N]>[1]) => ReturnType<(typeof TASKS)[N]>;
+
+/** Callers remembered as needing their address (http/dispatch.ts `wantAddress`). */
+const WANT_ADDRESS_MAX = 10_000;
 
 const EXECUTOR = fileURLToPath(new URL('../../workers/executor.js', import.meta.url));
 
@@ -79,9 +82,23 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
     });
     const batcher = createCallBatcher(pool, answers, { running: config.workers * config.tasksPerWorker, queue: config.maxQueue });
     batches = batcher;
+    /**
+     * Callers (keys, tokens) whose calls needed their address: theirs cross with it read. Bounded;
+     * forgetting one costs its next call a second crossing.
+     */
+    const wantAddress = new Set<string>();
+    const withAddress = (req: Request, task: CallTask): Promise<Answer> => {
+      if (wantAddress.size >= WANT_ADDRESS_MAX) wantAddress.clear();
+      wantAddress.add(req.apiKey || (req.authorization ?? ''));
+      return batcher.run(plainRequest(req), task);
+    };
     run = (req, transfer, task) => {
-      // An executor gets the request as plain data: the acceptor's has its address getter on its prototype.
-      if (!transfer) return batcher.run(plainRequest(req), task ?? 'call');
+      if (!transfer) {
+        // An executor gets the request as plain data, its address read only for a caller whose rules need it.
+        const t = task ?? 'call';
+        if (wantAddress.has(req.apiKey || (req.authorization ?? ''))) return batcher.run(plainRequest(req), t);
+        return batcher.run(addresslessRequest(req), t).then((a) => (a.addressNeeded ? withAddress(req, t) : a));
+      }
       // A stream's call carries its port, so it crosses alone. queueSize counts the calls waiting
       // beyond every executor's concurrent tasks, as maxQueue does.
       if (pool.queueSize >= config.maxQueue) {

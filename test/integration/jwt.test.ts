@@ -192,6 +192,22 @@ describe('JWT sign-in with a JWKS, from_claim row scoping on PostgreSQL', () => 
     await ok('PATCH', '/api/v1/roles/customer', { collections: ['tenant'] });
     assert.equal((await s.call('GET', '/q/my_orders', bearer(token))).status, 200);
   });
+
+  test("a role's allowed_ips are checked on every call, when they are added and when they change", async () => {
+    const token = await sign(signing, { sub: 'erin', tenant_id: 'acme', app: { role: 'customer' } }, { kid: 'k1' });
+    const status = async () => (await s.call('GET', '/q/my_orders', bearer(token))).status;
+    for (const [allowed, expected] of [
+      [null, 200],
+      [['10.0.0.0/8'], 401],
+      [['127.0.0.1'], 200],
+      [['10.0.0.0/8'], 401],
+      [null, 200],
+    ] as const) {
+      await ok('PATCH', '/api/v1/roles/customer', { allowed_ips: allowed });
+      assert.equal(await status(), expected, `allowed_ips ${JSON.stringify(allowed)}`);
+      assert.equal(await status(), expected, `allowed_ips ${JSON.stringify(allowed)}, called again`);
+    }
+  });
 });
 
 describe('JWT sign-in with an HMAC secret', () => {

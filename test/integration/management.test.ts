@@ -267,6 +267,24 @@ for (const workers of ['0', '1']) {
       assert.equal((await call(revoked)).status, 200);
       await s.call('PATCH', '/api/v1/api-keys/revoked-later', { body: { active: false } });
       assert.equal((await call(revoked)).status, 401);
+      // An address rule added, changed and dropped after calls (pooled, the address crosses only
+      // for keys whose rules read it: each change must still be seen on the next call).
+      const fenced = await make('fenced-later', { connections: ['examples'] });
+      const adhoc = () => s.call('POST', '/execute_sql', { key: fenced, body: { sql: 'SELECT 1 AS one', connection_name: 'examples' } });
+      for (const [allowed, status] of [
+        [null, 200],
+        [['10.0.0.0/8'], 401],
+        [['127.0.0.1'], 200],
+        [['2001:db8::/32'], 401],
+        [null, 200],
+      ] as const) {
+        const patched = await s.call('PATCH', '/api/v1/api-keys/fenced-later', { body: { allowed_ips: allowed } });
+        assert.equal(patched.status, 200, patched.text);
+        for (let i = 0; i < 2; i++) {
+          assert.equal((await call(fenced)).status, status, `allowed_ips ${JSON.stringify(allowed)}, call ${i + 1}`);
+          assert.equal((await adhoc()).status, status, `allowed_ips ${JSON.stringify(allowed)}, ad-hoc call ${i + 1}`);
+        }
+      }
     } finally {
       await s.stop();
     }
