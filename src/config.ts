@@ -24,6 +24,8 @@ export interface Config {
   readonly connectTimeout: number;
   readonly maxPageSize: number;
   readonly poolSize: number;
+  /** PostgreSQL: calls arriving together that may share one connection (1: each takes the least busy). */
+  readonly poolPipeline: number;
   /** Executor threads; 0 runs calls inline in the acceptor. */
   readonly workers: number;
   /** Calls one executor thread takes at once before piscina queues. */
@@ -181,6 +183,7 @@ const VARIABLES = {
   CONNECT_TIMEOUT: [num(0.1, 600), '1'],
   MAX_PAGE_SIZE: [int(1, 1_000_000), '1000'],
   POOL_SIZE: [int(1, 1000), '8'],
+  POOL_PIPELINE: [int(1, 1000), '16'],
   WORKERS: [int(0, 256), String(Math.max(1, availableParallelism() - 1))],
   TASKS_PER_WORKER: [int(1, 100_000), '64'],
   MAX_QUEUE: [int(1, 10_000_000), '4096'],
@@ -351,6 +354,12 @@ export const SETTING_INFO: Readonly<Record<Name, { group: SettingGroup; type: st
   },
   MCP_MAX_ROWS: { group: 'calls', type: 'whole number, 1-100000', description: 'Rows an MCP tool call answers at most; the result says when more were cut.' },
   POOL_SIZE: { group: 'calls', type: 'whole number, 1-1000', description: 'Connections per data source per executor thread.' },
+  POOL_PIPELINE: {
+    group: 'calls',
+    type: 'whole number, 1-1000',
+    description:
+      'PostgreSQL: calls arriving together that share one connection, sent in one write (fewer system calls and database wake-ups); a slow one delays the others. 1: each call takes the least busy connection.',
+  },
   STREAM_MAX_ROWS: { group: 'calls', type: 'whole number', description: 'Rows after which a ?stream=true export ends, marked truncated; 0 is unbounded.' },
   HISTORY_LIMIT: { group: 'history', type: 'whole number, 1-1000000', description: 'Runs kept per saved-query version.' },
   HISTORY_ADHOC_LIMIT: {
@@ -443,6 +452,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: st
     connectTimeout: read('CONNECT_TIMEOUT'),
     maxPageSize: read('MAX_PAGE_SIZE'),
     poolSize: read('POOL_SIZE'),
+    poolPipeline: read('POOL_PIPELINE'),
     workers: read('WORKERS'),
     tasksPerWorker: read('TASKS_PER_WORKER'),
     maxQueue: read('MAX_QUEUE'),

@@ -65,6 +65,7 @@ export interface CallContext {
 export function sourceSettings(config: Config): SourceSettings {
   return {
     poolSize: config.poolSize,
+    pipeline: config.poolPipeline,
     home: config.home,
     queryTimeoutMs: config.queryTimeout * 1000,
     connectTimeoutMs: config.connectTimeout * 1000,

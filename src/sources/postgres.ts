@@ -88,12 +88,6 @@ const BACKSTOP_MS = 1000;
 const RESET_SESSION = 'SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *; CLOSE ALL; DISCARD TEMP; SELECT pg_advisory_unlock_all()';
 /** SQLSTATE syntax_error: the server could not parse the statement. */
 const SYNTAX_ERROR = '42601';
-/**
- * Calls that arrive in the same turn of the event loop go to the same client, up to this many in
- * flight on it: postgres.js writes a turn's statements to a connection in one write, and the server
- * runs them one after another on one wake-up.
- */
-const JOIN_AT_MOST = 16;
 /** pick()'s weight for a streaming client: busier than any number of ordinary calls. */
 const STREAM_LOAD = 1 << 20;
 
@@ -180,7 +174,14 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
   const readPool = makePool(true);
   let writePool: Client[] | null = null;
   let next = 0;
-  /** The clients this turn's calls join (see JOIN_AT_MOST); cleared once the turn's I/O is done. */
+  /**
+   * Calls that arrive in the same turn of the event loop go to the same client, up to this many in
+   * flight on it (QUERYAPIGATE_POOL_PIPELINE): postgres.js writes a turn's statements to a connection
+   * in one write, and the server runs them one after another on one wake-up, where spreading them
+   * costs a write, a read and a wake-up each. The price: a slow statement delays the calls of its turn.
+   */
+  const joinAtMost = Math.max(1, Math.floor(settings.pipeline ?? 1));
+  /** The clients this turn's calls join (see joinAtMost); cleared once the turn's I/O is done. */
   let joinRead: Client | null = null;
   let joinWrite: Client | null = null;
   let closed = false;
@@ -393,13 +394,11 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     }
   }
 
-  /**
-   * The least busy client, ties broken round-robin so idle connections share the load. A streaming
-   * client counts as busier than any other, so calls go to it only when every client streams.
-   */
+  /** The client this turn's calls join while it has room (joinAtMost), else the least busy. */
   function pick(pool: Client[]): Client {
+    if (joinAtMost === 1) return leastBusy(pool);
     const joined = pool === readPool ? joinRead : joinWrite;
-    if (joined !== null && joined.busy < JOIN_AT_MOST && !joined.streaming && !joined.retired) return joined;
+    if (joined !== null && joined.busy < joinAtMost && !joined.streaming && !joined.retired) return joined;
     const best = leastBusy(pool);
     if (joinRead === null && joinWrite === null) setImmediate(endTurn);
     if (pool === readPool) joinRead = best;
@@ -411,6 +410,10 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     joinRead = joinWrite = null;
   }
 
+  /**
+   * The least busy client, ties broken round-robin so idle connections share the load. A streaming
+   * client counts as busier than any other, so calls go to it only when every client streams.
+   */
   function leastBusy(pool: Client[]): Client {
     const n = pool.length;
     const start = next;

@@ -19,6 +19,8 @@ export interface ConnectionConfig {
 export interface SourceSettings {
   /** Clients (connections) per pool; `QUERYAPIGATE_POOL_SIZE`. Values below 1 count as 1. */
   poolSize: number;
+  /** PostgreSQL: calls of one turn that may join one client (`QUERYAPIGATE_POOL_PIPELINE`); 1 when absent. */
+  pipeline?: number;
   /** `QUERYAPIGATE_HOME`: a SQLite connection's file is inside it (a relative path is relative to it). */
   home: string;
   /** Files no SQLite connection may open: the gateway's own SQLite store (with its -wal, -shm, -journal). */

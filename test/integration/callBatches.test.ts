@@ -10,9 +10,10 @@ const SLOW_S = 0.8;
 let s: TestServer;
 
 before(async () => {
-  // A connection per call: a data source pipelines calls on its connections, so with fewer a fast call
-  // could wait behind the slow one in PostgreSQL itself, which is not what is tested here.
-  s = await startTestServer({ QUERYAPIGATE_WORKERS: '1', QUERYAPIGATE_POOL_SIZE: '32' });
+  // A connection per call: a data source pipelines calls on its connections (calls arriving together
+  // share one, QUERYAPIGATE_POOL_PIPELINE), so a fast call could wait behind the slow one in PostgreSQL
+  // itself, which is not what is tested here.
+  s = await startTestServer({ QUERYAPIGATE_WORKERS: '1', QUERYAPIGATE_POOL_SIZE: '32', QUERYAPIGATE_POOL_PIPELINE: '1' });
   const post = async (path: string, body: unknown) => {
     const r = await s.call('POST', path, { body });
     assert.equal(r.status, 201, `${path}: ${r.text}`);

@@ -11,7 +11,7 @@ import Database from 'better-sqlite3';
 import { fillValues, pagedStatement, planCall } from '../../src/call/plan.js';
 import { GatewayError, statusOf } from '../../src/contract/errors.js';
 import { openSource, resolveEnvRefs } from '../../src/sources/index.js';
-import type { ConnectionConfig, Source } from '../../src/sources/index.js';
+import type { ConnectionConfig, Source, SourceSettings } from '../../src/sources/index.js';
 import { rejectsWith } from '../helpers.js';
 
 const PG_HOST = process.env.QUERYAPIGATE_TEST_PG_HOST ?? '127.0.0.1';
@@ -31,7 +31,7 @@ describe('postgres source', () => {
   const opened: Source[] = [];
   let src: Source;
 
-  function open(conn = pgConn(), s: typeof settings = settings): Source {
+  function open(conn = pgConn(), s: SourceSettings = settings): Source {
     const source = openSource(conn, s);
     opened.push(source);
     return source;
@@ -278,15 +278,19 @@ describe('postgres source', () => {
   });
 
   test("one turn's calls share a connection, 16 at most, then the next least busy one", async () => {
-    const s = open(pgConn(), { ...settings, poolSize: 8 });
+    const s = open(pgConn(), { ...settings, poolSize: 8, pipeline: 16 });
     const pids = (n: number) => Promise.all(Array.from({ length: n }, () => s.run('select pg_backend_pid()', [], READ).then((r) => Number(r.rows[0]![0]))));
     const counts = (xs: number[]) => [...new Set(xs)].map((p) => xs.filter((x) => x === p).length);
     assert.deepEqual(counts(await pids(10)), [10]);
     assert.deepEqual(counts(await pids(40)), [16, 16, 8]);
+    // pipeline 1: each call takes the least busy connection.
+    const spread = open(pgConn(), { ...settings, poolSize: 8, pipeline: 1 });
+    const pids1 = await Promise.all(Array.from({ length: 10 }, () => spread.run('select pg_backend_pid()', [], READ).then((r) => Number(r.rows[0]![0]))));
+    assert.deepEqual(counts(pids1).sort(), [1, 1, 1, 1, 1, 1, 2, 2]);
   });
 
   test('a call never joins a connection a slow statement holds while another is idle', async () => {
-    const s = open(pgConn(), { ...settings, poolSize: 2 });
+    const s = open(pgConn(), { ...settings, poolSize: 2, pipeline: 16 });
     const slow = s.run('select pg_backend_pid(), pg_sleep(1)', [], READ);
     await new Promise((r) => setImmediate(r)); // the next turn
     const t0 = performance.now();
