@@ -87,16 +87,17 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
      * forgetting one costs its next call a second crossing.
      */
     const wantAddress = new Set<string>();
+    const callerOf = (req: Request): string => req.apiKey || (req.authorization ?? '');
     const withAddress = (req: Request, task: CallTask): Promise<Answer> => {
       if (wantAddress.size >= WANT_ADDRESS_MAX) wantAddress.clear();
-      wantAddress.add(req.apiKey || (req.authorization ?? ''));
+      wantAddress.add(callerOf(req));
       return batcher.run(plainRequest(req), task);
     };
     run = (req, transfer, task) => {
       if (!transfer) {
         // An executor gets the request as plain data, its address read only for a caller whose rules need it.
         const t = task ?? 'call';
-        if (wantAddress.has(req.apiKey || (req.authorization ?? ''))) return batcher.run(plainRequest(req), t);
+        if (wantAddress.has(callerOf(req))) return batcher.run(plainRequest(req), t);
         return batcher.run(addresslessRequest(req), t).then((a) => (a.addressNeeded ? withAddress(req, t) : a));
       }
       // A stream's call carries its port, so it crosses alone. queueSize counts the calls waiting
