@@ -278,18 +278,19 @@ describe('postgres source', () => {
   });
 
   test("one turn's calls share a connection, 16 at most, then the next least busy one", async () => {
-    const s = open(pgConn(), { ...settings, poolSize: 8, pipeline: 16 });
-    const pids = (n: number) => Promise.all(Array.from({ length: n }, () => s.run('select pg_backend_pid()', [], READ).then((r) => Number(r.rows[0]![0]))));
+    // The backend of each of n calls made in one turn.
+    const pids = (source: Source, n: number) =>
+      Promise.all(Array.from({ length: n }, () => source.run('select pg_backend_pid()', [], READ).then((r) => Number(r.rows[0]![0]))));
     const counts = (xs: number[]) => [...new Set(xs)].map((p) => xs.filter((x) => x === p).length);
-    assert.deepEqual(counts(await pids(10)), [10]);
-    assert.deepEqual(counts(await pids(40)), [16, 16, 8]);
+    const joined = open(pgConn(), { ...settings, poolSize: 8, pipeline: 16 });
+    assert.deepEqual(counts(await pids(joined, 10)), [10]);
+    assert.deepEqual(counts(await pids(joined, 40)), [16, 16, 8]);
     // pipeline 1: each call takes the least busy connection.
     const spread = open(pgConn(), { ...settings, poolSize: 8, pipeline: 1 });
-    const pids1 = await Promise.all(Array.from({ length: 10 }, () => spread.run('select pg_backend_pid()', [], READ).then((r) => Number(r.rows[0]![0]))));
-    assert.deepEqual(counts(pids1).sort(), [1, 1, 1, 1, 1, 1, 2, 2]);
+    assert.deepEqual(counts(await pids(spread, 10)).sort(), [1, 1, 1, 1, 1, 1, 2, 2]);
   });
 
-  test('a call never joins a connection a slow statement holds while another is idle', async () => {
+  test('a call a turn after a slow statement does not wait for it while another connection is idle', async () => {
     const s = open(pgConn(), { ...settings, poolSize: 2, pipeline: 16 });
     const slow = s.run('select pg_backend_pid(), pg_sleep(1)', [], READ);
     await new Promise((r) => setImmediate(r)); // the next turn
