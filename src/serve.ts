@@ -21,7 +21,7 @@ import { EventHub } from './http/events.js';
 import { processMetrics } from './metrics/metrics.js';
 import { startRecorder } from './recorder/client.js';
 import { configureLogs, logger, SERVER_LOG_FD } from './log.js';
-import { startChangeFeed } from './store/changes.js';
+import { type ChangeFeed, startChangeFeed } from './store/changes.js';
 import { describeStore } from './store/describe.js';
 import { EventLog } from './store/events.js';
 import { createMetadata } from './store/metadata.js';
@@ -85,7 +85,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: config.rateLimit });
   if (!(await limits.ready()))
     log.warn('Redis does not answer: rate limits are counted in this instance until it does (queryapigate_rate_limit_fallbacks_total)');
-  const dispatcher = createDispatcher(config, limiterMemory);
+  // Calls carry how many changes the feed had posted (Request.changes); the feed starts below.
+  let feed: ChangeFeed | undefined;
+  const dispatcher = createDispatcher(config, limiterMemory, () => feed?.posted ?? 0);
 
   // The acceptor identifies callers of /api/v1, /events and the catalog through its own metadata
   // cache, and keeps the built catalogs; both are cleared at once by its own changes and by every
@@ -99,6 +101,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     catalogs.clear();
   };
   const changes = await startChangeFeed(channel('changes', config.home), config);
+  feed = changes;
   const heartbeat = await startHeartbeat(store, config, 'serve');
   const control: ControlContext = {
     config,

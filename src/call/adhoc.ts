@@ -68,6 +68,7 @@ export async function runAdhoc(ctx: CallContext, req: Request): Promise<Answer> 
   let caller: Caller | null = null;
   let limitHeaders: string[] | null = null;
   let answer: Answer;
+  ctx.catchUp(req.changes);
   try {
     const call = parseAdhoc(req);
     caller = await identify(ctx.meta, ctx.adminKey, req.apiKey, req, ctx.jwt, req.authorization);

@@ -58,6 +58,8 @@ export interface CallContext {
   serialization: Record<Format, SpreadChild>;
   /** Resolves once the limits' Redis connection is up (at once without Redis), so early calls count in Redis. */
   limitsReady: Promise<unknown> | null;
+  /** A call that crossed after changes this executor has not heard of yet (Request.changes): clears what they would. */
+  catchUp(changes: number | undefined): void;
   close(): Promise<void>;
 }
 
@@ -104,8 +106,11 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
   const warmer = planWarmer(store, plans, meta);
   warmer.warm();
   const changes = channel('changes', config.home);
+  /** The newest change heard of (ChangeMessage.seq), or caught up with. */
+  let heard = 0;
   changes.onmessage = (e: MessageEvent) => {
     const m = e.data as ChangeMessage;
+    if (m.seq !== undefined && m.seq > heard) heard = m.seq;
     if (m.kind === 'all') meta.expire();
     else meta.clear();
     warmer.warm(); // a version published, a connection changed
@@ -162,6 +167,15 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     statements: statementCounters(thread.metrics),
     serialization: Object.fromEntries(FORMATS.map((format) => [format, thread.metrics.serialization.labels({ format })])) as Record<Format, SpreadChild>,
     limitsReady: config.redisUrl ? limits.ready() : null,
+    catchUp(n) {
+      if (n === undefined || n <= heard) return;
+      // The change itself still comes, and does the rest (a connection's pools); which one it is is not
+      // known yet, so every row and schema read before it goes.
+      heard = n;
+      meta.clear();
+      schemas.clear();
+      warmer.warm();
+    },
     async close() {
       thread.close();
       cacheRequests?.close();

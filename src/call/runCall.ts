@@ -24,6 +24,7 @@ export async function runCall(ctx: CallContext, req: Request): Promise<Answer> {
   let caller: Caller | null = null;
   let limitHeaders: string[] | null = null; // the key's limit headers, on every answer once counted
   let answer: Answer;
+  ctx.catchUp(req.changes);
   try {
     const call = parseCall(req);
     // The caller and the query: at once from the metadata cache, else read in parallel (one store

@@ -46,6 +46,12 @@ export interface Request {
   headers?: Record<string, string>;
   /** For /q/ with ?stream=true: the executor's end of a channel that carries the export (StreamFrame). */
   port?: MessagePort;
+  /**
+   * Changes the acceptor had posted to the executors when the call crossed (ChangeMessage.seq). A change
+   * and a call travel on different channels, so an executor can get the call first: it then clears
+   * what the change would have (CallContext.catchUp) before it reads anything.
+   */
+  changes?: number;
 }
 
 /** An answer ready to write: status, a flat [name, value, name, value, ...] header list, body. */

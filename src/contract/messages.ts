@@ -129,7 +129,10 @@ export type RecorderReply =
  * A change to the store: made through this server's management API, or told by another instance.
  * 'connection' also replaces that connection's pools; 'all' is sent when a notice may have been missed.
  */
-export type ChangeMessage = { kind: 'metadata' } | { kind: 'connection'; name: string } | { kind: 'all' };
+export type ChangeMessage = ({ kind: 'metadata' } | { kind: 'connection'; name: string } | { kind: 'all' }) & {
+  /** Its number among the changes this process's feed has posted (Request.changes). */
+  seq?: number;
+};
 
 // ---- Acceptor ↔ every executor: the response cache as the management API sees it (contract 3.8).
 

@@ -51,7 +51,11 @@ const WANT_ADDRESS_MAX = 10_000;
 
 const EXECUTOR = fileURLToPath(new URL('../../workers/executor.js', import.meta.url));
 
-export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffer): Dispatcher {
+/**
+ * `changesPosted`: how many changes the acceptor has posted to the executors; every request that
+ * crosses carries it (Request.changes), so an executor that has not heard of them yet catches up first.
+ */
+export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffer, changesPosted: () => number = () => 0): Dispatcher {
   let run: (req: Request, transfer?: Transferable[], task?: CallTask) => Promise<Answer>;
   let named: Named;
   let close: () => Promise<void>;
@@ -88,17 +92,22 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
      */
     const wantAddress = new Set<string>();
     const callerOf = (req: Request): string => req.apiKey || (req.authorization ?? '');
+    /** The copy that crosses, with the changes posted so far. */
+    const crossing = (copy: Request): Request => {
+      copy.changes = changesPosted();
+      return copy;
+    };
     const withAddress = (req: Request, task: CallTask): Promise<Answer> => {
       if (wantAddress.size >= WANT_ADDRESS_MAX) wantAddress.clear();
       wantAddress.add(callerOf(req));
-      return batcher.run(plainRequest(req), task);
+      return batcher.run(crossing(plainRequest(req)), task);
     };
     run = (req, transfer, task) => {
       if (!transfer) {
         // An executor gets the request as plain data, its address read only for a caller whose rules need it.
         const t = task ?? 'call';
-        if (wantAddress.has(callerOf(req))) return batcher.run(plainRequest(req), t);
-        return batcher.run(addresslessRequest(req), t).then((a) => (a.addressNeeded ? withAddress(req, t) : a));
+        if (wantAddress.has(callerOf(req))) return batcher.run(crossing(plainRequest(req)), t);
+        return batcher.run(crossing(addresslessRequest(req)), t).then((a) => (a.addressNeeded ? withAddress(req, t) : a));
       }
       // A stream's call carries its port, so it crosses alone. queueSize counts the calls waiting
       // beyond every executor's concurrent tasks, as maxQueue does.
@@ -107,7 +116,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
         return Promise.resolve(busyAnswer(req.requestId));
       }
       const name = task === 'adhoc' ? 'adhoc' : undefined;
-      return pool.run(plainRequest(req), { name, transferList: transfer as never }) as Promise<Answer>;
+      return pool.run(crossing(plainRequest(req)), { name, transferList: transfer as never }) as Promise<Answer>;
     };
     named = ((name: TaskName, task: unknown) => {
       if (pool.queueSize >= config.maxQueue) {
@@ -138,7 +147,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
   return {
     run: (req, transfer, task) => counted(run(req, transfer, task)),
     catalog: (task) => counted(named('catalog', task)),
-    mcp: (task) => counted(named('mcp', { ...task, request: plainRequest(task.request) })),
+    mcp: (task) => counted(named('mcp', { ...task, request: { ...plainRequest(task.request), changes: changesPosted() } })),
     mcpTools: (task) => counted(named('mcpTools', task)),
     get refused() {
       return refused + (batches?.refused ?? 0);

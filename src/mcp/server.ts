@@ -27,6 +27,7 @@ export type McpToolListing = Array<Pick<McpTool, 'name' | 'description' | 'kind'
 
 export async function serveMcp(ctx: CallContext, task: McpTask): Promise<Answer> {
   const req = task.request;
+  ctx.catchUp(req.changes);
   const caller = await identify(ctx.meta, ctx.adminKey, req.apiKey, req, ctx.jwt, req.authorization);
   if (!caller) return errorAnswer('unauthorized', 'Unauthorized', req.requestId);
   const server = new Server({ name: 'queryapigate', version: task.serverVersion }, { capabilities: { tools: {} } });

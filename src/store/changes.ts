@@ -12,6 +12,8 @@ import { logger } from '../log.js';
 
 export interface ChangeFeed {
   publish(m: ChangeMessage): void;
+  /** Changes posted to this process's executors so far (each carries its number, ChangeMessage.seq). */
+  readonly posted: number;
   close(): Promise<void>;
 }
 
@@ -32,11 +34,13 @@ const START_WAIT_MS = 2000;
 
 export async function startChangeFeed(local: BroadcastChannel, opts: { databaseUrl: string | null; redisUrl: string | null }): Promise<ChangeFeed> {
   const instance = randomUUID();
-  const everything = () => local.postMessage(ALL);
+  let posted = 0;
+  const post = (m: ChangeMessage) => local.postMessage({ ...m, seq: ++posted });
+  const everything = () => post(ALL);
   const receive = (payload: string) => {
     try {
       const { from, m } = JSON.parse(payload) as { from: string; m: ChangeMessage };
-      if (from !== instance) local.postMessage(m);
+      if (from !== instance) post(m);
     } catch {
       everything();
     }
@@ -48,8 +52,11 @@ export async function startChangeFeed(local: BroadcastChannel, opts: { databaseU
       : null;
   return {
     publish(m) {
-      local.postMessage(m);
+      post(m);
       remote?.send(JSON.stringify({ from: instance, m }));
+    },
+    get posted() {
+      return posted;
     },
     async close() {
       local.close();

@@ -30,6 +30,38 @@ test('with the cache on, a revoked key is refused at once by the same server', a
   }
 });
 
+test('a revoked key is refused even when the call reaches a busy executor before the change does', async () => {
+  // One executor, kept busy by a slow statement on SQLite (which runs on the executor's own thread):
+  // the change and the next call both wait in its queues, and the call must not be served from the
+  // cache the change would have cleared.
+  const s = await startTestServer({ QUERYAPIGATE_WORKERS: '1', QUERYAPIGATE_METADATA_CACHE_TTL: TTL, QUERYAPIGATE_LOAD_EXAMPLES: '1' });
+  try {
+    const key = (await s.call('POST', '/api/v1/api-keys', { body: { name: 'k', queries: ['example_film_lookup'], connections: ['examples'] } })).json.secret;
+    for (let round = 0; round < 3; round++) {
+      const name = `k${round}`;
+      const secret =
+        round === 0
+          ? key
+          : (await s.call('POST', '/api/v1/api-keys', { body: { name, queries: ['example_film_lookup'], connections: ['examples'] } })).json.secret;
+      const keyName = round === 0 ? 'k' : name;
+      assert.equal((await s.call('GET', '/q/example_film_lookup?film_id=1', { key: secret })).status, 200);
+      const slow = s.call('POST', '/execute_sql', {
+        body: {
+          sql: 'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000000) SELECT count(*) AS c FROM n',
+          connection_name: 'examples',
+        },
+      });
+      await new Promise((r) => setTimeout(r, 50)); // the executor is in the statement now
+      assert.equal((await s.call('PATCH', `/api/v1/api-keys/${keyName}`, { body: { active: false } })).status, 200);
+      const after = await s.call('GET', '/q/example_film_lookup?film_id=1', { key: secret });
+      assert.equal((await slow).status, 200);
+      assert.equal(after.status, 401, `round ${round}: a revoked key was served: ${after.text}`);
+    }
+  } finally {
+    await s.stop();
+  }
+});
+
 for (const transport of ['LISTEN/NOTIFY', 'Redis pub/sub']) {
   test(`two instances on one PostgreSQL store: revoke on one, refused on the other (${transport})`, async () => {
     const store = await scratchDatabase('qag_meta_store');
