@@ -63,7 +63,11 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
   let batches: CallBatcher | null = null;
   if (config.workers === 0) {
     const ctx = createCallContext({ config, limiterMemory, answers: '' });
-    run = (req, _transfer, task) => (task === 'adhoc' ? runAdhoc(ctx, req) : runCall(ctx, req));
+    run = (req, _transfer, task) => {
+      // The change is posted from this thread too, but heard a turn later: a call never runs before it.
+      ctx.catchUp(changesPosted());
+      return task === 'adhoc' ? runAdhoc(ctx, req) : runCall(ctx, req);
+    };
     named = ((name: TaskName, task: never) => TASKS[name](ctx, task)) as Named;
     close = () => ctx.close();
   } else {
