@@ -5,13 +5,13 @@
 // instance killed with SIGKILL and a rolling restart, each under load: answers by status and the time
 // haproxy takes to see an instance go and come back. Writes bench/results/scaleout-<date>/.
 //
-//   node dist/bench/scaleout.js [--duration 10] [--connections 32] [--rounds 2] [--workers 1]
+//   node dist/bench/scaleout.js [--duration 10] [--connections 32] [--rounds 2] [--workers 1] [--revocations 10]
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { request, scratchDatabase } from '../test/helpers.js';
-import { killUnderLoad, type Rig, rollingRestart, startRig } from '../test/scaleoutRig.js';
+import { killUnderLoad, type Rig, revocationDelays, rollingRestart, startRig } from '../test/scaleoutRig.js';
 import { fmt, median, range, writeResults } from './gateway.js';
 import { runLoad } from './load.js';
 
@@ -21,11 +21,13 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '32' },
     rounds: { type: 'string', default: '2' },
     workers: { type: 'string', default: '1' },
+    revocations: { type: 'string', default: '10' },
   },
 });
 const DURATION = Number(values.duration);
 const CONNECTIONS = Number(values.connections);
 const ROUNDS = Number(values.rounds);
+const REVOCATIONS = Number(values.revocations);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const MODEL = `## What the design needs at 10 and 100 instances (a model)
 
@@ -88,19 +90,17 @@ try {
   for (const n of order) {
     await runWith(rig, n);
     const running = rig.instances.filter((g) => g.running());
+    const load = { randRegexUrl: `${rig.lb}/q/item\\?id=[1-9][0-9]{0,2}`, connections: CONNECTIONS, headers: { 'X-API-Key': key } };
+    // The warm-up on its own: its calls must not count in the per-call figures below.
+    await runLoad({ ...load, duration: 2 });
+    await new Promise((r) => setTimeout(r, 500)); // its last batches of runs
     const cpu0 = running.map((g) => cpuSeconds(g.pid()));
     const redis0 = redisCommands();
     const events0 = await countEvents(rig.storeDatabase);
-    const res = await runLoad({
-      randRegexUrl: `${rig.lb}/q/item\\?id=[1-9][0-9]{0,2}`,
-      duration: DURATION,
-      connections: CONNECTIONS,
-      headers: { 'X-API-Key': key },
-      warmup: 2,
-    });
+    const res = await runLoad({ ...load, duration: DURATION });
     const redisPerCall = (redisCommands() - redis0) / res.requests;
-    // Cores each instance kept busy over the measured run (and the warm-up: the share is what counts).
-    const cores = running.map((g, i) => (cpuSeconds(g.pid()) - cpu0[i]) / (DURATION + 2));
+    // Cores each instance kept busy over the measured run.
+    const cores = running.map((g, i) => (cpuSeconds(g.pid()) - cpu0[i]) / DURATION);
     const rssMb = running.map((g) => rss(g.pid()));
     await new Promise((r) => setTimeout(r, 500)); // the last batches of runs
     const eventsPerCall = ((await countEvents(rig.storeDatabase)) - events0) / res.requests;
@@ -128,6 +128,16 @@ try {
   }
   await runWith(rig, 3);
 
+  // ---- revocation: how long after the answer to a revoke each instance refuses the key -----------
+  const revocations: number[][] = [];
+  for (let i = 0; i < REVOCATIONS; i++) {
+    const { delays } = await revocationDelays(rig, { name: `revoke_${suffix}_${i}`, queries: ['item'], path: '/q/item?id=1', giveUpMs: 6000 });
+    revocations.push(delays);
+    rows.push({ kind: 'revocation', delays });
+    await new Promise((r) => setTimeout(r, 200)); // apart, as an administrator's changes are
+  }
+  log(`revocation: ${revocations.map((d) => d.map((ms) => ms.toFixed(0)).join('/')).join(' ')} ms`);
+
   // ---- failures under load -------------------------------------------------------------------
   const kill = await killUnderLoad(rig, {
     key,
@@ -143,7 +153,7 @@ try {
   rows.push({ kind: 'rolling', ...rolling });
   log(`rolling: ${JSON.stringify(rolling)}`);
 
-  const dir = writeResults('scaleout', rows, report(rig, throughput, perCall, usage, kill, rolling));
+  const dir = writeResults('scaleout', rows, report(rig, throughput, perCall, usage, revocations, kill, rolling));
   log(`results in ${dir}`);
 } finally {
   await rig.close();
@@ -198,6 +208,7 @@ function report(
   throughput: Array<{ instances: number; rps: number; p50: number; p99: number; errors: number; non2xx: number }>,
   perCall: Array<{ instances: number; storeConnections: number; dataConnections: number; redisPerCall: number; eventsPerCall: number }>,
   usage: Array<{ instances: number; cores: number; rssMb: number }>,
+  revocations: number[][],
   kill: Awaited<ReturnType<typeof killUnderLoad>>,
   rolling: Awaited<ReturnType<typeof rollingRestart>>,
 ): string {
@@ -243,7 +254,7 @@ function report(
   return `# Scale-out: three gateways behind haproxy (${new Date().toISOString().slice(0, 10)})
 
 \`\`\`bash
-npm run build --silent && node dist/bench/scaleout.js --duration ${DURATION} --connections ${CONNECTIONS} --rounds ${ROUNDS} --workers ${values.workers}
+npm run build --silent && node dist/bench/scaleout.js --duration ${DURATION} --connections ${CONNECTIONS} --rounds ${ROUNDS} --workers ${values.workers} --revocations ${REVOCATIONS}
 \`\`\`
 
 The topology of \`deploy/scale-out/\` as processes (\`test/scaleoutRig.ts\`, the scale-out test's rig):
@@ -253,7 +264,7 @@ ${r.isolation === 'netns' ? 'in its own network namespace with its own address o
 reached from the namespaces through a TCP relay on the bridge. The call is a primary-key lookup on
 PostgreSQL (\`SELECT id, name FROM scale_items WHERE id = :id\`, 1,000 rows) with a key whose rate
 limit is far above the load, so every call takes a token from Redis. wrk, ${CONNECTIONS} connections,
-${DURATION} s after a 2 s warm-up, ${ROUNDS} interleaved rounds per count (median, min-max).
+${DURATION} s after a 2 s warm-up (not counted in any figure), ${ROUNDS} interleaved rounds per count (median, min-max).
 
 **The machine has 2 cores, shared by wrk, haproxy, every gateway, PostgreSQL, Redis and the other
 engineers' work on it**: the figures are rough, and more instances cannot add cores here. They show
@@ -270,8 +281,27 @@ round) and held ${range(usage.map((u) => u.rssMb))} MB resident after it: the He
 
 Store and data connections are PostgreSQL's \`pg_stat_activity\` for the store and the data database
 with that many instances running; Redis commands are \`total_commands_processed\` over the run (the
-machine's Redis, so other engineers' tests may add a few); event rows are those written to the
+machine's Redis, so other engineers' tests may add a few; the rate limit's EVALSHA counts 4, itself
+and the TIME, GET and SET its script runs: one round trip a call); event rows are those written to the
 store's event log per call.
+
+## Revocation
+
+${revocations.length} keys, one after another (200 ms apart): each made on ${r.instances[0].name}, called 3 times on every
+instance (its row cached there, metadata cache 5 s), then revoked on ${r.instances[1].name}; from the revoke's answer,
+each instance called in a loop until it refused the key (401). The scale-out test asserts that this is the
+change notice at work (every instance under 1 s, against the 5 s a cached row would last); the delay
+itself is this table (ms):
+
+| Instance | Median | Max | Every revocation |
+|---|---|---|---|
+${r.instances
+  .map((g, i) => {
+    const d = revocations.map((x) => x[i]);
+    return `| ${g.name}${i === 1 ? ' (revoked on)' : ''} | ${fmt(median(d), 1)} | ${fmt(Math.max(...d), 1)} | ${d.map((x) => x.toFixed(0)).join(', ')} |`;
+  })
+  .join('\n')}
+| all three (the slowest of each revocation) | ${fmt(median(revocations.map((x) => Math.max(...x))), 1)} | ${fmt(Math.max(...revocations.flat()), 1)} | |
 
 ## Failures under load
 

@@ -340,6 +340,42 @@ export function sample(text: string, name: string, labels: Record<string, string
   return total;
 }
 
+/**
+ * Makes a key on the first instance for `queries`, calls `path` with it on every instance (so each
+ * has its row cached), revokes it on the second, and returns how long after the revocation's answer
+ * each instance first refused it (401), in ms (Infinity for one still serving it after `giveUpMs`);
+ * and the key's secret.
+ */
+export async function revocationDelays(
+  r: Rig,
+  o: { name: string; queries: string[]; path: string; giveUpMs: number },
+): Promise<{ secret: string; delays: number[] }> {
+  const [made, revoker] = [r.instances[0], r.instances[1]];
+  const k = await request(made.url, 'POST', '/api/v1/api-keys', { body: { name: o.name, queries: o.queries, connections: [] } });
+  if (k.status !== 201) throw new Error(`key: ${k.status} ${k.text}`);
+  const secret = k.json.secret as string;
+  for (const g of r.instances) {
+    for (let i = 0; i < 3; i++) {
+      const a = await request(g.url, 'GET', o.path, { key: secret });
+      if (a.status !== 200) throw new Error(`${g.name} before the revocation: ${a.status} ${a.text}`);
+    }
+  }
+  const revoked = await request(revoker.url, 'PATCH', `/api/v1/api-keys/${o.name}`, { body: { active: false } });
+  if (revoked.status !== 200) throw new Error(`revoke: ${revoked.status} ${revoked.text}`);
+  const t0 = performance.now();
+  const delays = await Promise.all(
+    r.instances.map(async (g) => {
+      for (;;) {
+        const a = await request(g.url, 'GET', o.path, { key: secret });
+        if (a.status === 401) return performance.now() - t0;
+        if (a.status !== 200) throw new Error(`${g.name} after the revocation: ${a.status} ${a.text}`);
+        if (performance.now() - t0 > o.giveUpMs) return Number.POSITIVE_INFINITY;
+      }
+    }),
+  );
+  return { secret, delays };
+}
+
 export interface Load {
   /** Answers by status (0: no answer at all). */
   statuses: Record<string, number>;

@@ -110,17 +110,19 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
   let heard = 0;
   changes.onmessage = (e: MessageEvent) => {
     const m = e.data as ChangeMessage;
-    if (m.seq !== undefined && m.seq > heard) heard = m.seq;
-    if (m.kind === 'all') meta.expire();
-    else meta.clear();
-    warmer.warm(); // a version published, a connection changed
-    if (m.kind === 'connection') {
-      drop(m.name);
-      schemas.clear(m.name);
-    } else if (m.kind === 'all') {
-      for (const name of [...sources.keys()]) drop(name);
-      schemas.clear();
+    // A call that crossed after this change cleared the rows and schemas already (catchUp): those read
+    // since are newer than the change, so only the pools are left to replace.
+    const caughtUp = m.seq !== undefined && m.seq <= heard;
+    if (!caughtUp) {
+      if (m.seq !== undefined) heard = m.seq;
+      if (m.kind === 'all') meta.expire();
+      else meta.clear();
+      if (m.kind === 'connection') schemas.clear(m.name);
+      else if (m.kind === 'all') schemas.clear();
+      warmer.warm(); // a version published, a connection changed
     }
+    if (m.kind === 'connection') drop(m.name);
+    else if (m.kind === 'all') for (const name of [...sources.keys()]) drop(name);
   };
   const runs = new RunBatcher(config.historyMaxPending, config.home);
   return {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { eventually, request, scratchDatabase } from '../helpers.js';
-import { killUnderLoad, type Rig, rollingRestart, sample, startRig } from '../scaleoutRig.js';
+import { killUnderLoad, type Rig, revocationDelays, rollingRestart, sample, startRig } from '../scaleoutRig.js';
 
 let rig: Rig;
 let data: Awaited<ReturnType<typeof scratchDatabase>>;
@@ -92,24 +92,12 @@ test('a query made on one instance and a key made on another work on every insta
   for (const g of rig.instances) assert.ok(served[g.name] > before[g.name], `haproxy sent calls to ${g.name}`);
 });
 
-test('a key revoked on one instance is refused by all three within 100 ms, metadata cache on (5 s)', async () => {
-  const secret = await key(rig.instances[0].url, 'revoked', ['item']);
-  // Every instance has the key's row cached: without the change notice it would be used for 5 s.
-  for (const g of rig.instances) for (let i = 0; i < 3; i++) assert.equal((await request(g.url, 'GET', '/q/item?id=1', { key: secret })).status, 200);
-  const revoked = await request(rig.instances[1].url, 'PATCH', `/api/v1/api-keys/revoked_${run}`, { body: { active: false } });
-  assert.equal(revoked.status, 200, revoked.text);
-  const t0 = performance.now();
-  const refusedAfter = await Promise.all(
-    rig.instances.map(async (g) => {
-      for (;;) {
-        const r = await request(g.url, 'GET', '/q/item?id=1', { key: secret });
-        if (r.status === 401) return performance.now() - t0;
-        assert.equal(r.status, 200);
-        if (performance.now() - t0 > 6000) return Number.POSITIVE_INFINITY;
-      }
-    }),
-  );
-  assert.ok(Math.max(...refusedAfter) < 100, `refused after ${refusedAfter.map((ms) => ms.toFixed(1)).join(', ')} ms`);
+// How fast is measured, not asserted (bench/scaleout.ts: 10 revocations): here, that the change notice
+// does it. A fifth of the cache's TTL is far beyond any delay the notice has (tens of ms), far short of
+// the 5 s a cached row would otherwise be served.
+test('a key revoked on one instance is refused by all three at once, not when their metadata cache (5 s) expires', async () => {
+  const { secret, delays } = await revocationDelays(rig, { name: `revoked_${run}`, queries: ['item'], path: '/q/item?id=1', giveUpMs: 6000 });
+  assert.ok(Math.max(...delays) < 1000, `refused after ${delays.map((ms) => ms.toFixed(1)).join(', ')} ms`);
   const through = await Promise.all(Array.from({ length: 6 }, () => request(rig.lb, 'GET', '/q/item?id=1', { key: secret })));
   assert.deepEqual(
     through.map((a) => a.status),
