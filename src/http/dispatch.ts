@@ -96,22 +96,17 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
      */
     const wantAddress = new Set<string>();
     const callerOf = (req: Request): string => req.apiKey || (req.authorization ?? '');
-    /** The copy that crosses, with the changes posted so far. */
-    const crossing = (copy: Request): Request => {
-      copy.changes = changesPosted();
-      return copy;
-    };
     const withAddress = (req: Request, task: CallTask): Promise<Answer> => {
       if (wantAddress.size >= WANT_ADDRESS_MAX) wantAddress.clear();
       wantAddress.add(callerOf(req));
-      return batcher.run(crossing(plainRequest(req)), task);
+      return batcher.run(plainRequest(req, changesPosted()), task);
     };
     run = (req, transfer, task) => {
       if (!transfer) {
         // An executor gets the request as plain data, its address read only for a caller whose rules need it.
         const t = task ?? 'call';
-        if (wantAddress.has(callerOf(req))) return batcher.run(crossing(plainRequest(req)), t);
-        return batcher.run(crossing(addresslessRequest(req)), t).then((a) => (a.addressNeeded ? withAddress(req, t) : a));
+        if (wantAddress.has(callerOf(req))) return batcher.run(plainRequest(req, changesPosted()), t);
+        return batcher.run(addresslessRequest(req, changesPosted()), t).then((a) => (a.addressNeeded ? withAddress(req, t) : a));
       }
       // A stream's call carries its port, so it crosses alone. queueSize counts the calls waiting
       // beyond every executor's concurrent tasks, as maxQueue does.
@@ -120,7 +115,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
         return Promise.resolve(busyAnswer(req.requestId));
       }
       const name = task === 'adhoc' ? 'adhoc' : undefined;
-      return pool.run(crossing(plainRequest(req)), { name, transferList: transfer as never }) as Promise<Answer>;
+      return pool.run(plainRequest(req, changesPosted()), { name, transferList: transfer as never }) as Promise<Answer>;
     };
     named = ((name: TaskName, task: unknown) => {
       if (pool.queueSize >= config.maxQueue) {
@@ -151,7 +146,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
   return {
     run: (req, transfer, task) => counted(run(req, transfer, task)),
     catalog: (task) => counted(named('catalog', task)),
-    mcp: (task) => counted(named('mcp', { ...task, request: { ...plainRequest(task.request), changes: changesPosted() } })),
+    mcp: (task) => counted(named('mcp', { ...task, request: plainRequest(task.request, changesPosted()) })),
     mcpTools: (task) => counted(named('mcpTools', task)),
     get refused() {
       return refused + (batches?.refused ?? 0);

@@ -157,14 +157,18 @@ class SocketRequest implements Request {
   }
 }
 
-/** The request as plain data, its address read: what crosses to an executor, or is copied with more fields. */
-export function plainRequest(req: Request): Request {
-  return { ...req, ip: req.ip };
+/**
+ * The request as plain data, its address read: what crosses to an executor, or is copied with more
+ * fields. `changes` (Request.changes) is written into the copy as it is made rather than added to it
+ * after, which would change the copy's shape on every call.
+ */
+export function plainRequest(req: Request, changes?: number): Request {
+  return { ...req, ip: req.ip, changes };
 }
 
 /** The request as plain data without its address (ADDRESS_UNREAD): a rule that needs it asks for it. */
-export function addresslessRequest(req: Request): Request {
-  return { ...req, ip: ADDRESS_UNREAD };
+export function addresslessRequest(req: Request, changes: number): Request {
+  return { ...req, ip: ADDRESS_UNREAD, changes };
 }
 
 /**
