@@ -1,7 +1,8 @@
 // A/B of gateway settings on the PostgreSQL account lookup: each variant's process in turn, in
 // interleaved rounds, calls per gateway CPU-s and req/s at 32 callers; the floor in the same rounds.
 //   node dist/bench/levers.js --pg postgres://postgres@127.0.0.1:5432/qag_oltp_bench [--seconds 5] [--rounds 3]
-//        [--variant 'name:ENV=V,ENV2=V2' ...]   (MAIN=<a build's dist/src/main.js> runs that build)
+//        [--variant 'name:ENV=V,ENV2=V2' ...]   (MAIN=<a build's dist/src/main.js> runs that build,
+//        NODE_ARGS='<node flags>' starts it with them) [--floor-args '<node flags>']
 // Variants must keep the log level at info or below: the start is seen by its "listening on" line.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,8 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '5' },
     rounds: { type: 'string', default: '3' },
     variant: { type: 'string', multiple: true, default: ['inline:QUERYAPIGATE_WORKERS=0', 'pooled:QUERYAPIGATE_WORKERS=1'] },
+    /** Node flags for the floor too (say, the V8 flags a variant tries), space-separated. */
+    'floor-args': { type: 'string', default: '' },
   },
 });
 ensureWrk();
@@ -36,15 +39,17 @@ const variants = values.variant!.map((v) => {
 
 async function gatewayCell(env: Record<string, string>): Promise<{ url: string; key: string; pid: number; stop(): Promise<void> }> {
   const home = mkdtempSync(join(tmpdir(), 'qag-levers-'));
-  // MAIN=<path to a build's dist/src/main.js> runs another build (a baseline) with the same cells.
-  const { MAIN: main, ...rest } = env;
+  // MAIN=<path to a build's dist/src/main.js> runs another build (a baseline) with the same cells;
+  // NODE_ARGS=<flags, space-separated> starts node with them (V8 flags NODE_OPTIONS refuses).
+  const { MAIN: main, NODE_ARGS: nodeArgs = '', ...rest } = env;
+  const args = nodeArgs.split(' ').filter(Boolean);
   const settings = { QUERYAPIGATE_HOME: home, QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_WORKERS: '0', ...rest };
   const g = main
     ? await (async () => {
-        const l = await spawnListening([main, 'serve'], { QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: 'bench-admin', ...settings });
+        const l = await spawnListening([...args, main, 'serve'], { QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: 'bench-admin', ...settings });
         return { ...l, api: adminApi(l.url, 'bench-admin') };
       })()
-    : await startGateway(settings);
+    : await startGateway(settings, 'bench-admin', args);
   const { url, key } = await accountLookup(g, values.pg!);
   return {
     url,
@@ -62,7 +67,7 @@ async function gatewayCell(env: Record<string, string>): Promise<{ url: string; 
 let rss = 0;
 const rssMb = (pid: number) => Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024);
 
-const floor = await spawnListening([FLOOR, values.pg!, '10']);
+const floor = await spawnListening([...values['floor-args']!.split(' ').filter(Boolean), FLOOR, values.pg!, '10']);
 const cells: Array<{ name: string; start: () => Promise<{ url: string; key: string; pid: number; stop(): Promise<void> }> }> = [
   {
     name: 'floor',
