@@ -103,7 +103,16 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: null });
   const schemas = new SchemaCache();
   let secret: Promise<Buffer> | null = null;
-  const warmer = planWarmer(store, plans, meta);
+  function source(conn: ConnectionRow): Source {
+    const stamp = `${conn.db}|${conn.updated_at}`;
+    const have = sources.get(conn.name);
+    if (have && have.stamp === stamp) return have.source;
+    if (have) drop(conn.name);
+    const opened = openSource(conn, settings);
+    sources.set(conn.name, { stamp, source: opened });
+    return opened;
+  }
+  const warmer = planWarmer(store, plans, meta, (conn) => source(conn).warm?.());
   warmer.warm();
   const changes = channel('changes', config.home);
   /** The newest change heard of (ChangeMessage.seq), or caught up with. */
@@ -133,15 +142,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     jwt: jwtEnabled(config) ? new JwtAuth(config) : null,
     plans,
     adhocPlans: new LRUCache<string, CallPlan>({ max: 256 }),
-    source(conn) {
-      const stamp = `${conn.db}|${conn.updated_at}`;
-      const have = sources.get(conn.name);
-      if (have && have.stamp === stamp) return have.source;
-      if (have) drop(conn.name);
-      const source = openSource(conn, settings);
-      sources.set(conn.name, { stamp, source });
-      return source;
-    },
+    source,
     runs,
     results,
     governance: {

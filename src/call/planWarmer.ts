@@ -6,9 +6,11 @@
 // holds. The SQL parser of each dialect the connections use is loaded the same way, so a dialect
 // nobody uses never costs memory. The keys, queries and connections read for this fill the metadata
 // cache a change has just cleared, so the calls after it find their rows (no store round trip each).
+// Last, each active PostgreSQL connection a published query uses gets a connection opened (Source.warm).
 import type { LRUCache } from 'lru-cache';
 import { type SqlDialect, warmParser } from '../governance/analysis.js';
 import type { Metadata } from '../store/metadata.js';
+import type { ConnectionRow } from '../store/types.js';
 import type { Store } from '../store/store.js';
 import { type CallPlan, planFor, planKey } from './plan.js';
 
@@ -29,6 +31,8 @@ export function planWarmer(
   store: Pick<Store, 'listConnections' | 'listQueries' | 'listKeysByHash'>,
   plans: LRUCache<string, CallPlan>,
   meta: Pick<Metadata, 'mark' | 'fill'>,
+  /** Opens a connection to a connection's database ahead of its first call (Source.warm). */
+  openSource: (connection: ConnectionRow) => void = () => undefined,
 ): PlanWarmer {
   const parsed = new Set<SqlDialect>();
   let running: Promise<void> | null = null;
@@ -50,10 +54,12 @@ export function planWarmer(
         warmParser(dialect);
       }
     }
+    const used = new Set<string>();
     for (const q of queries) {
       const version = q.versions.find((v) => v.version === q.published_version);
       const connection = version?.connection_name;
       const dialect = connection ? dialects.get(connection) : undefined;
+      if (connection && dialect) used.add(connection);
       if (!version || !connection || !dialect || plans.has(planKey(version, connection, dialect))) continue;
       if (closed || plans.size >= plans.max) return;
       await nextTurn();
@@ -61,6 +67,15 @@ export function planWarmer(
         planFor(plans, version, connection, dialect);
       } catch {
         // A statement that cannot be planned is not cached: its calls raise the error themselves.
+      }
+    }
+    // PostgreSQL only: the other sources have no warm (a SQLite file is opened by its first call).
+    for (const c of connections) {
+      if (closed || !c.active || !used.has(c.name) || dialects.get(c.name) !== 'postgres') continue;
+      try {
+        openSource(c);
+      } catch {
+        // A source that cannot be opened is the first call's to report.
       }
     }
   }

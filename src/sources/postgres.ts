@@ -90,6 +90,8 @@ const RESET_SESSION = 'SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *;
 const SYNTAX_ERROR = '42601';
 /** pick()'s weight for a streaming client: busier than any number of ordinary calls. */
 const STREAM_LOAD = 1 << 20;
+/** pick()'s weight for a client whose connection is not open: an idle open one goes first, a busy one after. */
+const UNOPENED_LOAD = 0.5;
 
 // Value types, decided once for every pool. Parsers get the text form of a column; serializers turn
 // a bound value into the text PostgreSQL parses (for `prepare: true` the server tells us each
@@ -196,8 +198,21 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     stream,
     syntaxError,
     connections,
+    warm,
     close,
   };
+
+  /** Opens the read pool's first connection when none is open or opening (see Source.warm). */
+  function warm(): void {
+    if (closed || readPool.some((c) => c.open || c.busy > 0)) return;
+    const client = readPool[0]!;
+    client.busy++;
+    client.sql
+      .unsafe('select 1')
+      .simple()
+      .catch(noop)
+      .finally(() => client.busy--);
+  }
 
   function connections(): PoolCounts {
     const counts = { idle: 0, active: 0 };
@@ -555,8 +570,9 @@ function plainArray<T>(rows: readonly T[]): T[] {
   return out;
 }
 
+/** A client's calls in flight; an idle connection that is open goes before one that would have to open. */
 function load(c: Client): number {
-  return c.streaming ? c.busy + STREAM_LOAD : c.busy;
+  return (c.streaming ? c.busy + STREAM_LOAD : c.busy) + (c.open ? 0 : UNOPENED_LOAD);
 }
 
 function namesOf(columns: readonly { name: string }[] | undefined): string[] {

@@ -1,10 +1,11 @@
 // Plans are made before the first call: each executor plans every published version when it starts
 // and again after each change, off the calls' path (src/call/planWarmer.ts), and fills the metadata
 // cache the change cleared with the rows calls read. Seen from outside in queryapigate_cache_entries
-// ({cache="plan"}, {cache="metadata"}), inline and with an executor thread.
+// ({cache="plan"}, {cache="metadata"}), inline and with an executor thread. A PostgreSQL connection
+// a published query uses gets a connection opened before its first call (queryapigate_pool_idle_connections).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { eventually, startTestServer, type TestServer } from '../helpers.js';
+import { eventually, pgConnection, startTestServer, type TestServer } from '../helpers.js';
 
 const entries = async (s: TestServer, cache: string): Promise<number> => {
   const text = (await s.call('GET', '/metrics', { key: null })).text;
@@ -89,6 +90,48 @@ for (const workers of ['0', '1']) {
       assert.equal((await s.call('GET', '/q/example_film_lookup?film_id=1', { key })).status, 200);
       assert.equal((await s.call('PATCH', '/api/v1/api-keys/reader', { body: { active: false } })).status, 200);
       assert.equal((await s.call('GET', '/q/example_film_lookup?film_id=1', { key })).status, 401);
+    } finally {
+      await s.stop();
+    }
+  });
+}
+
+for (const workers of ['0', '1']) {
+  test(`a PostgreSQL connection a published query uses is opened before its first call (QUERYAPIGATE_WORKERS=${workers})`, async () => {
+    const s = await startTestServer({ QUERYAPIGATE_WORKERS: workers });
+    const idle = async (name: string): Promise<number> => {
+      const text = (await s.call('GET', '/metrics', { key: null })).text;
+      return Number(text.match(new RegExp(`^queryapigate_pool_idle_connections\\{connection="${name}"\\} (\\d+)`, 'm'))?.[1] ?? 0);
+    };
+    try {
+      for (const name of ['warm_used', 'warm_unused']) {
+        const made = await s.call('POST', '/api/v1/connections', { body: pgConnection(name) });
+        assert.equal(made.status, 201, made.text);
+      }
+      const saved = await s.call('POST', '/api/v1/queries', {
+        body: { name: 'warm_one', connection_name: 'warm_used', description: 'one', publish: true, sql: 'SELECT 1 AS one' },
+      });
+      assert.equal(saved.status, 201, saved.text);
+      // No call yet: the connection open is the warmer's.
+      assert.equal(
+        await eventually(
+          () => idle('warm_used'),
+          (n) => n === 1,
+        ),
+        1,
+      );
+      // A connection no published query uses is left alone; a draft does not count.
+      const draft = await s.call('POST', '/api/v1/queries', {
+        body: { name: 'warm_draft', connection_name: 'warm_unused', description: 'draft', publish: false, sql: 'SELECT 2 AS two' },
+      });
+      assert.equal(draft.status, 201, draft.text);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(await idle('warm_unused'), 0);
+      // The first call goes to the open connection: still one connection, now having answered.
+      const called = await s.call('GET', '/q/warm_one');
+      assert.equal(called.status, 200, called.text);
+      assert.deepEqual(called.json, [{ one: 1 }]);
+      assert.equal(await idle('warm_used'), 1);
     } finally {
       await s.stop();
     }

@@ -290,6 +290,26 @@ describe('postgres source', () => {
     assert.deepEqual(counts(await pids(spread, 10)).sort(), [1, 1, 1, 1, 1, 1, 2, 2]);
   });
 
+  test('warm opens one connection ahead of the first call, and calls go to an open idle connection first', async () => {
+    const s = open(pgConn(), { ...settings, poolSize: 4, pipeline: 1 });
+    assert.deepEqual(s.connections(), { idle: 0, active: 0 });
+    s.warm!();
+    s.warm!(); // one is opening: nothing more
+    const start = Date.now();
+    while (s.connections().idle < 1 && Date.now() - start < 5000) await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(s.connections(), { idle: 1, active: 0 });
+    // One call after another: each finds the open connection idle, so none opens another.
+    const pid = async () => Number((await s.run('select pg_backend_pid()', [], READ)).rows[0]![0]);
+    const pids = [await pid(), await pid(), await pid()];
+    assert.equal(new Set(pids).size, 1);
+    assert.deepEqual(s.connections(), { idle: 1, active: 0 });
+    s.warm!(); // a connection is open: nothing to do
+    assert.deepEqual(s.connections(), { idle: 1, active: 0 });
+    // Calls in flight together still spread over the pool, opening connections as they need them.
+    const together = await Promise.all(Array.from({ length: 4 }, () => pid()));
+    assert.equal(new Set(together).size, 4);
+  });
+
   test('a call a turn after a slow statement does not wait for it while another connection is idle', async () => {
     const s = open(pgConn(), { ...settings, poolSize: 2, pipeline: 16 });
     const slow = s.run('select pg_backend_pid(), pg_sleep(1)', [], READ);
