@@ -7,7 +7,7 @@ import { attachStore, localTimestamp, type Store, type StoreLocation } from '../
 import { channel, type EventRow, type RunBatch, type RunRecord } from '../contract/messages.js';
 import { unpackRuns } from '../contract/runs.js';
 import { threadMetrics } from '../metrics/metrics.js';
-import { EventLog } from '../store/events.js';
+import { EventLog, payloadJson } from '../store/events.js';
 import { causeOf, isUnavailable } from '../store/sql.js';
 import { type LogSettings, logger } from '../log.js';
 
@@ -37,6 +37,8 @@ export class Recorder {
   #queue: RunRecord[] = [];
   /** Runs already in the event log whose history is not written yet, oldest first; written before anything newer. */
   #unhistoried: EventRow[] = [];
+  /** Their payloads (payloadJson), which history keeps as their entries: made once for both writes. */
+  #unhistoriedPayloads: string[] = [];
   readonly #historyBatch: number;
   #channel: BroadcastChannel;
   #timer: NodeJS.Timeout;
@@ -138,10 +140,11 @@ export class Recorder {
       await this.#touchKeys();
       while (this.#queue.length) {
         const batch = this.#queue.slice(0, BATCH * 10);
+        const payloads = batch.map(payloadJson);
         let events: EventRow[];
         try {
           // Every run becomes an event (kept for the retention window); history keeps the newest per version.
-          events = await (await this.#eventLog()).append(batch);
+          events = await (await this.#eventLog()).append(batch, payloads);
         } catch (e) {
           if (isUnavailable(e)) throw e;
           this.#queue.splice(0, batch.length);
@@ -150,7 +153,10 @@ export class Recorder {
         }
         this.#queue.splice(0, batch.length);
         this.onEvents(events);
-        for (const e of events) this.#unhistoried.push(e);
+        for (let i = 0; i < events.length; i++) {
+          this.#unhistoried.push(events[i]);
+          this.#unhistoriedPayloads.push(payloads[i]);
+        }
         if (this.#unhistoried.length >= this.#historyBatch) await this.#writeHistory();
       }
       if (this.#unhistoried.length && history) await this.#writeHistory();
@@ -176,14 +182,16 @@ export class Recorder {
   async #writeHistory(): Promise<void> {
     const events = this.#unhistoried;
     try {
-      await this.#store.writeRuns(events, this.settings.historyLimit, this.settings.historyAdhocLimit);
+      await this.#store.writeRuns(events, this.settings.historyLimit, this.settings.historyAdhocLimit, this.#unhistoriedPayloads);
     } catch (e) {
       if (isUnavailable(e)) throw e;
       this.#unhistoried = [];
+      this.#unhistoriedPayloads = [];
       this.#failed(events.length, e);
       return;
     }
     this.#unhistoried = [];
+    this.#unhistoriedPayloads = [];
     this.#metrics.metrics.historyRuns.inc({ outcome: 'recorded' }, events.length);
   }
 

@@ -20,7 +20,7 @@
 //     Reads run in one REPEATABLE READ snapshot, so one read never shows a hole that the same snapshot could fill.
 // Retention: a segment is dropped (DROP TABLE) only when its newest event was written more than retentionS ago,
 //   measured with `now` of the expiring process, so every event stays at least retentionS (given clocks that agree).
-import { nextPiece, valuesList, type SqlDb } from './sql.js';
+import { joinLines, LINES, nextPiece, valuesList, type SqlDb } from './sql.js';
 import type { EventRow, RunRecord } from '../contract/messages.js';
 
 export interface EventReadOptions {
@@ -152,18 +152,19 @@ export class EventLog {
   // ── append ────────────────────────────────────────────────────────────────────────────────
   /**
    * Assigns ids (unique, strictly increasing, also across several instances sharing one PostgreSQL store) and writes the batch in one transaction; returns the rows with their ids.
-   * The returned rows are copies; the runs given are not changed.
+   * The returned rows are copies; the runs given are not changed. `payloads` are the runs' payloadJson (the
+   * recorder's, which history writes too), kept in the rows' order.
    */
-  append(runs: RunRecord[]): Promise<EventRow[]> {
+  append(runs: RunRecord[], payloads: string[] = runs.map(payloadJson)): Promise<EventRow[]> {
     if (!runs.length) return Promise.resolve([]);
-    if (this.#db.dialect === 'sqlite') return this.#appendSqlite(runs);
-    const next = this.#chain.then(() => this.#appendPg(runs));
+    if (this.#db.dialect === 'sqlite') return this.#appendSqlite(runs, payloads);
+    const next = this.#chain.then(() => this.#appendPg(runs, payloads));
     this.#chain = next.catch(() => undefined);
     return next;
   }
 
-  #appendSqlite(runs: RunRecord[]): Promise<EventRow[]> {
-    const cols = split(runs);
+  #appendSqlite(runs: RunRecord[], payloads: string[]): Promise<EventRow[]> {
+    const cols = split(runs, payloads);
     return this.#db.tx(async (t) => {
       const now = this.#now();
       const [state] = await t.all<{ last_id: number; seg: number | null }>(
@@ -209,14 +210,14 @@ export class EventLog {
         [first, last, now, now, segment],
       );
       await t.run('UPDATE event_ids SET last_id = ? WHERE id = 1', [last]);
-      return rowsOf(runs, ids);
+      return rowsOf(runs, ids, payloads);
     });
   }
 
-  async #appendPg(runs: RunRecord[]): Promise<EventRow[]> {
+  async #appendPg(runs: RunRecord[], payloads: string[]): Promise<EventRow[]> {
     const now = this.#now();
     const segment = this.#segmentNow(now);
-    const cols = split(runs);
+    const cols = split(runs, payloads);
     for (let attempt = 0; ; attempt++) {
       await this.#ensurePgSegment(segment, now);
       try {
@@ -230,7 +231,7 @@ export class EventLog {
                 }
                 return out;
               });
-        return rowsOf(runs, ids);
+        return rowsOf(runs, ids, payloads);
       } catch (e) {
         // The segment's table was dropped under us (only with clocks far apart): make it again, once.
         if ((e as { code?: string }).code !== '42P01' || attempt > 0) throw e;
@@ -241,17 +242,23 @@ export class EventLog {
 
   /**
    * One statement, so one round trip and one implicit transaction: ids from the sequence in input order, the rows
-   * inserted from arrays (the payloads as one newline-joined text: JSON never holds a raw newline), the catalog row
-   * brought up to date, and the ids sent back as one text. Commit is asynchronous (synchronous_commit off, as for
-   * history writes), set inside the statement.
+   * inserted from the columns (each one newline-joined text: joinLines), the catalog row brought up to date, and the
+   * ids sent back as one text. Commit is asynchronous (synchronous_commit off, as for history writes), set inside
+   * the statement.
    */
   async #insertPg(db: SqlDb, segment: number, now: number, c: Columns, from: number, to: number): Promise<number[]> {
     const table = SEGMENT_TABLE(segment);
     const whole = from === 0 && to === c.e.length;
+    const part = <T>(a: T[]): T[] => (whole ? a : a.slice(from, to));
+    const texts = [part(c.e), part(c.q), part(c.k), part(c.s)];
+    const lines = texts.map(joinLines);
+    // A text no line can carry (never a name the API accepts): that batch goes as arrays.
+    const joined = lines.every((l) => l !== undefined);
+    const column = joined ? LINES : '?::text[]';
     const [r] = await db.all<{ ids: string }>(
       `WITH src AS (
          SELECT nextval('event_ids') AS id, u.ord, u.e, u.q, u.k, u.s, u.p
-           FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], string_to_array(?::text, E'\\n')) WITH ORDINALITY AS u(e, q, k, s, p, ord),
+           FROM unnest(${column}, ${column}, ${column}, ${column}, string_to_array(?::text, E'\\n')) WITH ORDINALITY AS u(e, q, k, s, p, ord),
                 (SELECT set_config('synchronous_commit', 'off', true)) AS cfg),
        ins AS (INSERT INTO ${table} (${COLUMNS}) SELECT id, e, q, k, s, p FROM src),
        cat AS (UPDATE event_segments SET
@@ -260,9 +267,7 @@ export class EventLog {
            closed_ms = GREATEST(closed_ms, ?::bigint)
          FROM (SELECT min(id) AS lo, max(id) AS hi FROM src) AS b WHERE segment = ?::bigint)
        SELECT string_agg(id::text, ',' ORDER BY ord) AS ids FROM src`,
-      whole
-        ? [c.e, c.q, c.k, c.s, c.p.join('\n'), now, segment]
-        : [c.e.slice(from, to), c.q.slice(from, to), c.k.slice(from, to), c.s.slice(from, to), c.p.slice(from, to).join('\n'), now, segment],
+      [...(joined ? lines : texts), part(c.p).join('\n'), now, segment],
     );
     return r.ids.split(',').map(Number);
   }
@@ -407,27 +412,35 @@ interface RawEvent {
   payload: string;
 }
 
-/** The filterable fields as columns, the rest as JSON. */
-function split(runs: RunRecord[]): Columns {
+/** The filterable fields as columns, the rest (payloadJson) as given. */
+function split(runs: RunRecord[], payloads: string[]): Columns {
   const n = runs.length;
-  const c: Columns = { e: new Array(n), q: new Array(n), k: new Array(n), s: new Array(n), p: new Array(n) };
+  const c: Columns = { e: new Array(n), q: new Array(n), k: new Array(n), s: new Array(n), p: payloads };
   for (let i = 0; i < n; i++) {
-    const { executed_at, query, key_name, status, ...rest } = runs[i];
-    c.e[i] = executed_at;
-    c.q[i] = query ?? null;
-    c.k[i] = key_name ?? null;
-    c.s[i] = status;
-    c.p[i] = JSON.stringify(rest);
+    const r = runs[i];
+    c.e[i] = r.executed_at;
+    c.q[i] = r.query ?? null;
+    c.k[i] = r.key_name ?? null;
+    c.s[i] = r.status;
   }
   return c;
 }
 
 /**
+ * A run's fields that have no column of their own, as JSON: its event's payload, and its history entry
+ * (store.ts), so the recorder makes it once for both writes. Never holds a raw newline.
+ */
+export function payloadJson(run: RunRecord & { id?: number }): string {
+  const { id, executed_at, query, key_name, status, ...rest } = run;
+  return JSON.stringify(rest);
+}
+
+/**
  * The rows: copies of the runs with their ids (the runs themselves are left alone: the recorder also writes them
  * to history). `Object.assign({ id }, run)` costs a fraction of `{ ...run, id }` on V8. In id order: a batch's ids
- * follow its input order, sorted anyway should the database not keep it.
+ * follow its input order, sorted anyway should the database not keep it (the payloads with them).
  */
-function rowsOf(runs: RunRecord[], ids: number[]): EventRow[] {
+function rowsOf(runs: RunRecord[], ids: number[], payloads: string[]): EventRow[] {
   if (ids.length !== runs.length) throw new Error(`EventLog: ${runs.length} runs written but ${ids.length} ids returned`);
   const out = new Array<EventRow>(runs.length);
   let sorted = true;
@@ -435,7 +448,11 @@ function rowsOf(runs: RunRecord[], ids: number[]): EventRow[] {
     out[i] = Object.assign({ id: ids[i] }, runs[i]);
     if (i && ids[i] <= ids[i - 1]) sorted = false;
   }
-  return sorted ? out : out.sort((a, b) => a.id - b.id);
+  if (sorted) return out;
+  const order = out.map((_, i) => i).sort((a, b) => out[a].id - out[b].id);
+  const moved = order.map((i) => payloads[i]);
+  for (let i = 0; i < moved.length; i++) payloads[i] = moved[i];
+  return order.map((i) => out[i]);
 }
 
 function toEvent(r: RawEvent): EventRow {

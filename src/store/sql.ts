@@ -370,3 +370,27 @@ export function valuesList(rows: number, columns: number): string {
   }
   return v;
 }
+
+/** A null cell of a joined column (joinLines). */
+const NULL_LINE = '\\N';
+/** PostgreSQL: reads a joinLines parameter back as text[]; `::int[]` and the like cast it further. */
+export const LINES = "string_to_array(?::text, E'\\n', '\\N')";
+
+/**
+ * A column of texts as one newline-joined parameter for LINES, instead of a text[] parameter: postgres.js
+ * escapes an array element by element (with the recorder's batches, ~1.2 µs of its CPU a run, measured).
+ * Null travels as `\N`. Undefined when the column cannot travel so (a value holding a newline or equal to
+ * `\N`, or a single empty text, which string_to_array reads as no element): the caller sends arrays then.
+ */
+export function joinLines(values: ReadonlyArray<string | number | null>): string | undefined {
+  const n = values.length;
+  const cells = new Array<string | number>(n);
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (v === null) cells[i] = NULL_LINE;
+    else if (typeof v === 'string' && (v.includes('\n') || v === NULL_LINE)) return undefined;
+    else cells[i] = v;
+  }
+  if (n === 1 && cells[0] === '') return undefined;
+  return cells.join('\n');
+}

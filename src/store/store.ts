@@ -7,7 +7,8 @@ import { AdminStore } from './admins.js';
 import { AuditStore } from './audit.js';
 import { InstanceStore } from './instances.js';
 import { migrate } from './migrations.js';
-import { causeOf, nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
+import { payloadJson } from './events.js';
+import { causeOf, joinLines, LINES, nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
 import type { ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, RoleRow, VersionFields, VersionRow } from './types.js';
 
 export const STORE_FILE = 'queryapigate.db';
@@ -481,34 +482,38 @@ export class Store {
    * Writes a batch of runs (already in the event log, so each has its event id) into each version's
    * ring of `keep` slots, in one transaction. A version's counter gives each run its number; run n goes
    * to slot n % keep, overwriting the oldest. Only the newest `keep` of a batch are written at all.
-   * Runs of a query deleted meanwhile are skipped. Rings were sized for `keep` by resizeRings.
+   * Runs of a query deleted meanwhile are skipped. Rings were sized for `keep` by resizeRings. An entry is the
+   * run's payloadJson (its event's payload, given by the recorder): query, executed_at, status and key have columns.
    */
-  async writeRuns(runs: EventRow[], keep: number, adhocKeep = ADHOC_KEEP_DEFAULT): Promise<number> {
-    const byVersion = new Map<string, EventRow[]>();
-    const adhoc: EventRow[] = [];
-    for (const r of runs) {
+  async writeRuns(runs: EventRow[], keep: number, adhocKeep = ADHOC_KEEP_DEFAULT, payloads: string[] = runs.map(payloadJson)): Promise<number> {
+    // Each version's runs, and the ad-hoc ones, as indexes into `runs` (and `payloads`), oldest first.
+    const byVersion = new Map<string, number[]>();
+    const adhoc: number[] = [];
+    for (let i = 0; i < runs.length; i++) {
+      const r = runs[i];
       if (r.query === null || r.version === null) {
-        if (r.kind === 'adhoc') adhoc.push(r);
+        if (r.kind === 'adhoc') adhoc.push(i);
         continue;
       }
       const k = `${r.query}\u0000${r.version}`;
       const group = byVersion.get(k);
-      if (group) group.push(r);
-      else byVersion.set(k, [r]);
+      if (group) group.push(i);
+      else byVersion.set(k, [i]);
     }
     if (!byVersion.size && !adhoc.length) return 0;
-    const groups = [...byVersion.values()];
+    const kept: Kept = { runs, payloads, groups: [...byVersion.values()] };
     return this.db.tx(async (t) => {
       let n = 0;
-      if (groups.length) n += t.dialect === 'postgres' ? await savedRunsPg(t, groups, keep) : await savedRunsSqlite(t, groups, keep);
+      if (kept.groups.length) n += t.dialect === 'postgres' ? await savedRunsPg(t, kept, keep) : await savedRunsSqlite(t, kept, keep);
       // Ad-hoc runs share one list under the name '' (no query's): the event id split over version and
       // slot (slot is 32-bit on PostgreSQL), so the key's own order is the runs' order and the newest
       // `adhocKeep` are found by walking its end.
       if (adhoc.length) {
-        const cols: unknown[][] = [[], [], [], [], [], [], [], []];
+        const cols = historyColumns();
         for (let j = Math.max(0, adhoc.length - adhocKeep); j < adhoc.length; j++) {
-          const r = adhoc[j];
-          pushRow(cols, ADHOC, Math.floor(r.id / ADHOC_SPLIT), r.id % ADHOC_SPLIT, r);
+          const i = adhoc[j];
+          const { id } = runs[i];
+          pushRow(cols, ADHOC, Math.floor(id / ADHOC_SPLIT), id % ADHOC_SPLIT, runs[i], payloads[i]);
         }
         await upsertRows(t, cols);
         await trimAdhoc(t, adhocKeep);
@@ -589,11 +594,12 @@ export class Store {
     if (f.until !== undefined) add('executed_at < ?', f.until);
     if (f.before !== undefined) add('event_id < ?', f.before);
     params.push(f.limit);
-    const rows = await this.db.all<{ id: number; entry_json: string }>(
-      `SELECT event_id AS id, entry_json FROM run_history ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY event_id DESC LIMIT ?`,
+    const rows = await this.db.all<HistoryRow>(
+      `SELECT event_id AS id, query_name, executed_at, status, key_name, entry_json FROM run_history ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+       ORDER BY event_id DESC LIMIT ?`,
       params,
     );
-    return rows.map((r) => ({ id: Number(r.id), ...JSON.parse(r.entry_json) }));
+    return rows.map(historyEntry);
   }
 }
 
@@ -617,8 +623,19 @@ async function trimAdhoc(t: SqlDb, keep: number): Promise<void> {
     edge.slot,
   ]);
 }
-/** One kept run as a row of the ring's columns: query, version, slot, event id, executed_at, status, key, entry. */
-function pushRow(cols: unknown[][], query: string, version: number, slot: number, r: EventRow): void {
+/** A batch for the rings: its runs, their entries (payloadJson), and each version's runs as indexes, oldest first. */
+interface Kept {
+  runs: EventRow[];
+  payloads: string[];
+  groups: number[][];
+}
+
+/** The ring's columns: query, version, slot, event id, executed_at, status, key, entry. */
+type HistoryColumns = [string[], number[], number[], number[], string[], string[], Array<string | null>, string[]];
+const historyColumns = (): HistoryColumns => [[], [], [], [], [], [], [], []];
+
+/** One kept run as a row of the ring's columns. */
+function pushRow(cols: HistoryColumns, query: string, version: number, slot: number, r: EventRow, entry: string): void {
   cols[0].push(query);
   cols[1].push(version);
   cols[2].push(slot);
@@ -626,26 +643,38 @@ function pushRow(cols: unknown[][], query: string, version: number, slot: number
   cols[4].push(r.executed_at);
   cols[5].push(r.status);
   cols[6].push(r.key_name);
-  cols[7].push(entryJson(r));
+  cols[7].push(entry);
 }
 
 /**
- * The run's JSON without its id. The event log's rows have the id first, so it is cut off the text: half
- * the CPU of copying the run without it (`{ id, ...run }`: ~1.9 against ~1.0 µs a run, measured).
+ * A history row as the API gives it: entries written since the event payload became the entry hold only
+ * the fields without a column (older ones hold all, which then agree with the columns).
  */
-function entryJson(r: EventRow): string {
-  const json = JSON.stringify(r);
-  if (json.startsWith(`{"id":${r.id},`)) return `{${json.slice(json.indexOf(',') + 1)}`;
-  const { id, ...run } = r;
-  return JSON.stringify(run);
+interface HistoryRow {
+  id: number | string;
+  query_name: string;
+  executed_at: string;
+  status: 'success' | 'error';
+  key_name: string | null;
+  entry_json: string;
+}
+function historyEntry(r: HistoryRow): HistoryEntry {
+  return {
+    id: Number(r.id),
+    query: r.query_name === ADHOC ? null : r.query_name,
+    executed_at: r.executed_at,
+    status: r.status,
+    key_name: r.key_name,
+    ...JSON.parse(r.entry_json),
+  };
 }
 
 /** Upserts rows given as columns (pushRow's). */
-async function upsertRows(t: SqlDb, cols: unknown[][]): Promise<void> {
+async function upsertRows(t: SqlDb, cols: HistoryColumns): Promise<void> {
   const n = cols[0].length;
   if (t.dialect === 'postgres') {
-    // One statement text whatever the count; the entries as one newline-joined text (JSON holds no raw newline).
-    await t.run(UPSERT_HISTORY_PG, [...cols.slice(0, 7), cols[7].join('\n')]);
+    const ring = ringParams(cols);
+    await t.run(UPSERT_HISTORY_PG[ring.joined ? 1 : 0], ring.params);
     return;
   }
   const writes: Promise<number>[] = [];
@@ -664,16 +693,17 @@ async function upsertRows(t: SqlDb, cols: unknown[][]): Promise<void> {
  * at once in UPDATE ... FROM VALUES measured no better), then the kept runs upserted. Run j of a group
  * of g is number (counter - g + j) of its version, in slot number % keep.
  */
-async function savedRunsSqlite(t: SqlDb, groups: EventRow[][], keep: number): Promise<number> {
-  const cols: unknown[][] = [[], [], [], [], [], [], [], []];
+async function savedRunsSqlite(t: SqlDb, { runs, payloads, groups }: Kept, keep: number): Promise<number> {
+  const cols = historyColumns();
   for (const g of groups) {
+    const { query, version } = runs[g[0]] as { query: string; version: number };
     const [c] = await t.all<{ n: number }>(
       'UPDATE saved_query_versions SET runs_recorded = runs_recorded + ? WHERE query_name = ? AND version = ? RETURNING runs_recorded AS n',
-      [g.length, g[0].query, g[0].version],
+      [g.length, query, version],
     );
     if (!c) continue; // the query was deleted meanwhile
     const first = Number(c.n) - g.length;
-    for (let j = Math.max(0, g.length - keep); j < g.length; j++) pushRow(cols, g[j].query!, g[j].version!, (first + j) % keep, g[j]);
+    for (let j = Math.max(0, g.length - keep); j < g.length; j++) pushRow(cols, query, version, (first + j) % keep, runs[g[j]], payloads[g[j]]);
   }
   if (cols[0].length) await upsertRows(t, cols);
   return cols[0].length;
@@ -685,36 +715,58 @@ async function savedRunsSqlite(t: SqlDb, groups: EventRow[][], keep: number): Pr
  * runs upserted into the slots their new numbers give. Runs of a version deleted meanwhile find no counter and
  * are skipped. Returns the rows written.
  */
-async function savedRunsPg(t: SqlDb, groups: EventRow[][], keep: number): Promise<number> {
+async function savedRunsPg(t: SqlDb, { runs, payloads, groups }: Kept, keep: number): Promise<number> {
   const gq: string[] = [];
   const gv: number[] = [];
   const gn: number[] = [];
-  // The kept runs as columns: query, version, j (the run's place in its group), event id, executed_at, status, key, entry.
-  const cols: unknown[][] = [[], [], [], [], [], [], [], []];
+  // The kept runs as the ring's columns, with j (the run's place in its group) for the slot.
+  const cols = historyColumns();
   for (const g of groups) {
-    gq.push(g[0].query!);
-    gv.push(g[0].version!);
+    const { query, version } = runs[g[0]] as { query: string; version: number };
+    gq.push(query);
+    gv.push(version);
     gn.push(g.length);
-    for (let j = Math.max(0, g.length - keep); j < g.length; j++) pushRow(cols, g[j].query!, g[j].version!, j, g[j]);
+    for (let j = Math.max(0, g.length - keep); j < g.length; j++) pushRow(cols, query, version, j, runs[g[j]], payloads[g[j]]);
   }
-  const [r] = await t.all<{ n: number }>(SAVED_RUNS_PG, [gq, gv, gn, keep, ...cols.slice(0, 7), cols[7].join('\n')]);
+  const ring = ringParams(cols);
+  const [r] = await t.all<{ n: number }>(SAVED_RUNS_PG[ring.joined ? 1 : 0], [gq, gv, gn, keep, ...ring.params]);
   return Number(r.n);
 }
+
+/**
+ * PostgreSQL: the ring's columns as parameters, each one newline-joined text (joinLines) or, when a text cannot
+ * travel so (never a name the API accepts), the texts as arrays; the entries always joined (JSON holds no newline).
+ */
+function ringParams(cols: HistoryColumns): { joined: boolean; params: unknown[] } {
+  const fields = cols.slice(0, 7) as unknown[][];
+  const lines = fields.map((c) => joinLines(c as Array<string | number | null>));
+  const joined = lines.every((l) => l !== undefined);
+  return { joined, params: [...(joined ? lines : fields), cols[7].join('\n')] };
+}
+const RING_TYPES = ['text', 'int', 'int', 'bigint', 'text', 'text', 'text'];
+/** `unnest(...)` over ringParams' parameters: [0] as arrays, [1] as joined texts. */
+const RING_SOURCE = [false, true].map(
+  (joined) =>
+    `unnest(${RING_TYPES.map((type) => (joined ? (type === 'text' ? LINES : `${LINES}::${type}[]`) : `?::${type}[]`)).join(', ')}, string_to_array(?::text, E'\\n'))`,
+);
+
 const HISTORY_UPSERT = `INSERT INTO run_history (query_name, version, slot, event_id, executed_at, status, key_name, entry_json)`;
 const HISTORY_ON_CONFLICT = `ON CONFLICT (query_name, version, slot) DO UPDATE SET event_id = excluded.event_id,
   executed_at = excluded.executed_at, status = excluded.status, key_name = excluded.key_name, entry_json = excluded.entry_json`;
-/** PostgreSQL: the rows from arrays, committed asynchronously (synchronous_commit off, as history writes are). */
-const UPSERT_HISTORY_PG = `${HISTORY_UPSERT}
+/** PostgreSQL: the rows from ringParams, committed asynchronously (synchronous_commit off, as history writes are). */
+const UPSERT_HISTORY_PG = RING_SOURCE.map(
+  (source) => `${HISTORY_UPSERT}
   SELECT u.q, u.v, u.s, u.id, u.at, u.st, u.k, u.e
-    FROM unnest(?::text[], ?::int[], ?::int[], ?::bigint[], ?::text[], ?::text[], ?::text[], string_to_array(?::text, E'\\n'))
-           AS u(q, v, s, id, at, st, k, e),
+    FROM ${source} AS u(q, v, s, id, at, st, k, e),
          (SELECT set_config('synchronous_commit', 'off', true)) AS cfg
-  ${HISTORY_ON_CONFLICT}`;
+  ${HISTORY_ON_CONFLICT}`,
+);
 /**
  * PostgreSQL: the counters and the rings in one statement (savedRunsPg). `locked` takes the counters' row locks in
  * key order before the UPDATE touches them; `c` gives each version the number its first run of the batch gets.
  */
-const SAVED_RUNS_PG = `WITH g AS (SELECT * FROM unnest(?::text[], ?::int[], ?::int[]) AS g(q, v, n)),
+const SAVED_RUNS_PG = RING_SOURCE.map(
+  (source) => `WITH g AS (SELECT * FROM unnest(?::text[], ?::int[], ?::int[]) AS g(q, v, n)),
   locked AS MATERIALIZED (SELECT s.query_name, s.version FROM saved_query_versions s JOIN g ON s.query_name = g.q AND s.version = g.v
              ORDER BY s.query_name, s.version FOR UPDATE OF s),
   c AS (UPDATE saved_query_versions s SET runs_recorded = s.runs_recorded + g.n FROM g, locked
@@ -722,13 +774,13 @@ const SAVED_RUNS_PG = `WITH g AS (SELECT * FROM unnest(?::text[], ?::int[], ?::i
         RETURNING s.query_name AS q, s.version AS v, s.runs_recorded - g.n AS first),
   w AS (${HISTORY_UPSERT}
     SELECT u.q, u.v, ((c.first + u.j) % ?::int)::int, u.id, u.at, u.st, u.k, u.e
-      FROM unnest(?::text[], ?::int[], ?::int[], ?::bigint[], ?::text[], ?::text[], ?::text[], string_to_array(?::text, E'\\n'))
-             AS u(q, v, j, id, at, st, k, e)
+      FROM ${source} AS u(q, v, j, id, at, st, k, e)
       JOIN c ON c.q = u.q AND c.v = u.v,
            (SELECT set_config('synchronous_commit', 'off', true)) AS cfg
     ${HISTORY_ON_CONFLICT}
     RETURNING 1)
-  SELECT count(*)::int AS n FROM w`;
+  SELECT count(*)::int AS n FROM w`,
+);
 /** SQLite: multi-row VALUES, at most 120 rows (960 markers, under the classic 999) in a few piece sizes. */
 const SQLITE_HISTORY_PIECE = 120;
 const sqliteUpserts = new Map<number, string>();

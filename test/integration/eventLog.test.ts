@@ -179,6 +179,22 @@ for (const make of [sqliteEngine, postgresEngine]) {
       assert.deepEqual(read.slice(0, all.length), all);
     });
 
+    test('texts a joined column cannot carry (a newline, \\N, a lone empty text) still read back whole', async () => {
+      const db = await engine.fresh(true);
+      const log = await EventLog.open(db, { retentionS: 3600 });
+      const odd = ['two\nlines', '\\N', '', 'plain'];
+      const written: EventRow[] = [];
+      // Alone (a batch of one: a lone empty text is no element to string_to_array), and all together.
+      for (const key of odd) written.push(...(await log.append([run({ key_name: key })])));
+      written.push(...(await log.append(odd.map((key) => run({ key_name: key, query: key === 'plain' ? null : key })))));
+      written.push(...(await log.append([run({ query: null, key_name: null, kind: 'adhoc', version: null })])));
+      assert.deepEqual(await readAll(log, 0, 100), written);
+      assert.deepEqual(
+        written.slice(0, 4).map((r) => r.key_name),
+        odd,
+      );
+    });
+
     test('reads after an id return exactly the later events once, across segment boundaries', async () => {
       const db = await engine.fresh();
       const clock = new Clock();

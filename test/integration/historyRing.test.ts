@@ -203,6 +203,41 @@ for (const engine of engines) {
       );
     });
 
+    test('an entry reads back whole, whatever its texts, and so does one written whole before', async () => {
+      const db = await engine.open();
+      await migrate(db);
+      const store = new Store(db);
+      await store.resizeRings(50);
+      await addQuery(store, 'odd');
+      const odd = ['two\nlines', '\\N', '', null, 'plain'];
+      const written: EventRow[] = [];
+      const one = (key: string | null, adhoc = false): EventRow => {
+        const [r] = runs('odd', 1, 1);
+        r.key_name = key;
+        if (adhoc) Object.assign(r, { query: null, version: null, kind: 'adhoc', sql: 'SELECT 1', params: [] });
+        return r;
+      };
+      // Each alone (a lone empty text is no element to string_to_array), then together, then ad-hoc alone and together.
+      for (const key of odd) {
+        const batch = [one(key)];
+        await store.writeRuns(batch, 50);
+        written.push(...batch);
+      }
+      for (const batch of [odd.map((k) => one(k)), [one('x', true)], odd.map((k) => one(k, true))]) {
+        await store.writeRuns(batch, 50);
+        written.push(...batch);
+      }
+      // Entries written whole (every field, as before the payload became the entry) read the same.
+      const [whole] = runs('odd', 1, 1);
+      await db.run(
+        'INSERT INTO run_history (query_name, version, slot, event_id, executed_at, status, key_name, entry_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        ['odd', 1, 49, whole.id, whole.executed_at, whole.status, whole.key_name, JSON.stringify({ ...whole, id: undefined })],
+      );
+      written.push(whole);
+      const read = await store.listHistory({ limit: 100 });
+      assert.deepEqual(read, [...written].reverse());
+    });
+
     test('runs of a deleted query are skipped; others in the batch are kept', async () => {
       const db = await engine.open();
       await migrate(db);
