@@ -229,10 +229,16 @@ for (const engine of engines) {
       }
       // Entries written whole (every field, as before the payload became the entry) read the same.
       const [whole] = runs('odd', 1, 1);
-      await db.run(
-        'INSERT INTO run_history (query_name, version, slot, event_id, executed_at, status, key_name, entry_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-        ['odd', 1, 49, whole.id, whole.executed_at, whole.status, whole.key_name, JSON.stringify({ ...whole, id: undefined })],
-      );
+      await db.run('INSERT INTO run_history (query_name, version, slot, event_id, executed_at, status, key_name, entry_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', [
+        'odd',
+        1,
+        49,
+        whole.id,
+        whole.executed_at,
+        whole.status,
+        whole.key_name,
+        JSON.stringify({ ...whole, id: undefined }),
+      ]);
       written.push(whole);
       const read = await store.listHistory({ limit: 100 });
       assert.deepEqual(read, [...written].reverse());
