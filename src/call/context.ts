@@ -98,6 +98,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
       { cache: 'result', entries: results.size() },
       { cache: 'metadata', entries: meta.size() },
       { cache: 'plan', entries: plans.size },
+      { cache: 'schema', entries: schemas.size },
     ],
   });
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: null });
@@ -112,7 +113,11 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     sources.set(conn.name, { stamp, source: opened });
     return opened;
   }
-  const warmer = planWarmer(store, plans, meta, (conn) => source(conn).warm?.());
+  const warmer = planWarmer(store, plans, meta, (conn) => {
+    const s = source(conn);
+    s.warm?.();
+    void schemas.get(conn, s); // a failed read is dropped (SchemaCache.get): the first call reads again
+  });
   warmer.warm();
   const changes = channel('changes', config.home);
   /** The newest change heard of (ChangeMessage.seq), or caught up with. */

@@ -63,6 +63,11 @@ export class SchemaCache {
     return entry;
   }
 
+  /** Connections whose schema is held or being read (queryapigate_cache_entries{cache="schema"}). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
   clear(name?: string): void {
     if (name === undefined) this.#entries.clear();
     else this.#entries.delete(name);

@@ -2,7 +2,8 @@
 // and again after each change, off the calls' path (src/call/planWarmer.ts), and fills the metadata
 // cache the change cleared with the rows calls read. Seen from outside in queryapigate_cache_entries
 // ({cache="plan"}, {cache="metadata"}), inline and with an executor thread. A PostgreSQL connection
-// a published query uses gets a connection opened before its first call (queryapigate_pool_idle_connections).
+// a published query uses gets a connection opened (queryapigate_pool_idle_connections) and its schema read
+// (queryapigate_cache_entries{cache="schema"}) before its first call.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { eventually, pgConnection, startTestServer, type TestServer } from '../helpers.js';
@@ -97,7 +98,7 @@ for (const workers of ['0', '1']) {
 }
 
 for (const workers of ['0', '1']) {
-  test(`a PostgreSQL connection a published query uses is opened before its first call (QUERYAPIGATE_WORKERS=${workers})`, async () => {
+  test(`a PostgreSQL connection a published query uses is opened and its schema read before its first call (QUERYAPIGATE_WORKERS=${workers})`, async () => {
     const s = await startTestServer({ QUERYAPIGATE_WORKERS: workers });
     const idle = async (name: string): Promise<number> => {
       const text = (await s.call('GET', '/metrics', { key: null })).text;
@@ -112,14 +113,22 @@ for (const workers of ['0', '1']) {
         body: { name: 'warm_one', connection_name: 'warm_used', description: 'one', publish: true, sql: 'SELECT 1 AS one' },
       });
       assert.equal(saved.status, 201, saved.text);
-      // No call yet: the connection open is the warmer's.
+      // No call yet: the connections open and the schema held are the warmer's.
       assert.equal(
         await eventually(
-          () => idle('warm_used'),
+          () => entries(s, 'schema'),
           (n) => n === 1,
         ),
         1,
       );
+      // One at least (the schema's statements may open more), then no more while nothing calls.
+      await eventually(
+        () => idle('warm_used'),
+        (n) => n >= 1,
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      const opened = await idle('warm_used');
+      assert.ok(opened >= 1, `${opened} idle connections`);
       // A connection no published query uses is left alone; a draft does not count.
       const draft = await s.call('POST', '/api/v1/queries', {
         body: { name: 'warm_draft', connection_name: 'warm_unused', description: 'draft', publish: false, sql: 'SELECT 2 AS two' },
@@ -127,11 +136,12 @@ for (const workers of ['0', '1']) {
       assert.equal(draft.status, 201, draft.text);
       await new Promise((r) => setTimeout(r, 300));
       assert.equal(await idle('warm_unused'), 0);
-      // The first call goes to the open connection: still one connection, now having answered.
+      // The first call goes to an open connection, and finds the schema read.
       const called = await s.call('GET', '/q/warm_one');
       assert.equal(called.status, 200, called.text);
       assert.deepEqual(called.json, [{ one: 1 }]);
-      assert.equal(await idle('warm_used'), 1);
+      assert.equal(await idle('warm_used'), opened);
+      assert.equal(await entries(s, 'schema'), 1);
     } finally {
       await s.stop();
     }
