@@ -147,3 +147,31 @@ for (const workers of ['0', '1']) {
     }
   });
 }
+
+test('a MySQL connection a published query uses has its schema read before its first call', async () => {
+  const s = await startTestServer({ QUERYAPIGATE_WORKERS: '0' });
+  try {
+    const before = await entries(s, 'schema');
+    const made = await s.call('POST', '/api/v1/connections', {
+      body: { name: 'warm_my', db: 'mysql', host: '127.0.0.1', port: 3306, database: 'test', user: 'root' },
+    });
+    assert.equal(made.status, 201, made.text);
+    const saved = await s.call('POST', '/api/v1/queries', {
+      body: { name: 'warm_my_one', connection_name: 'warm_my', description: 'one', publish: true, sql: 'SELECT 1 AS one' },
+    });
+    assert.equal(saved.status, 201, saved.text);
+    assert.equal(
+      await eventually(
+        () => entries(s, 'schema'),
+        (n) => n === before + 1,
+      ),
+      before + 1,
+    );
+    const called = await s.call('GET', '/q/warm_my_one');
+    assert.equal(called.status, 200, called.text);
+    assert.deepEqual(called.json, [{ one: 1 }]);
+    assert.equal(await entries(s, 'schema'), before + 1);
+  } finally {
+    await s.stop();
+  }
+});
