@@ -15,7 +15,7 @@ import { createMetadata, type Metadata } from '../store/metadata.js';
 import { attachStore, STORE_FILE, type Store } from '../store/store.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { Governance, Governed } from './govern.js';
-import type { CallPlan } from './plan.js';
+import { type CallPlan, fillValues, pagedStatement } from './plan.js';
 import { planWarmer } from './planWarmer.js';
 import { FORMATS, type Format } from './formats.js';
 import { answerCacheRequests, createResultCache, type ResultCache } from './resultCache.js';
@@ -113,10 +113,12 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     sources.set(conn.name, { stamp, source: opened });
     return opened;
   }
-  const warmer = planWarmer(store, plans, meta, (conn) => {
+  const warmer = planWarmer(store, plans, meta, (conn, fresh) => {
     const s = source(conn);
     s.warm?.();
     void schemas.get(conn, s); // a failed read is dropped (SchemaCache.get): the first call reads again
+    // A first page's text and values, as runStatement sends them; calls that may write use the write pool.
+    if (s.prepare) for (const p of fresh) if (!p.write) s.prepare(pagedStatement(p, 0), fillValues(p, [], 0, 0).length);
   });
   warmer.warm();
   const changes = channel('changes', config.home);

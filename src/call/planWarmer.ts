@@ -7,8 +7,9 @@
 // nobody uses never costs memory. The keys, queries and connections read for this fill the metadata
 // cache a change has just cleared, so the calls after it find their rows (no store round trip each).
 // Last, each active PostgreSQL or MySQL connection a published query uses is made ready: a connection
-// opened (Source.warm) and the schema governance reads (on PostgreSQL the function catalog alone is
-// ~25 ms of the process's very first call, measured), so no call waits for them.
+// opened (Source.warm), the schema governance reads (on PostgreSQL the function catalog alone is
+// ~25 ms of the process's very first call, measured), and the statements just planned described on
+// its open connections (Source.prepare), so no call waits for them.
 import type { LRUCache } from 'lru-cache';
 import { type SqlDialect, warmParser } from '../governance/analysis.js';
 import type { Metadata } from '../store/metadata.js';
@@ -33,8 +34,8 @@ export function planWarmer(
   store: Pick<Store, 'listConnections' | 'listQueries' | 'listKeysByHash'>,
   plans: LRUCache<string, CallPlan>,
   meta: Pick<Metadata, 'mark' | 'fill'>,
-  /** Makes a connection ready ahead of its first call: a connection opened, its schema read. */
-  readySource: (connection: ConnectionRow) => void = () => undefined,
+  /** Makes a connection ready ahead of its first call: a connection opened, its schema read, `fresh` (planned just now) described. */
+  readySource: (connection: ConnectionRow, fresh: CallPlan[]) => void = () => undefined,
 ): PlanWarmer {
   const parsed = new Set<SqlDialect>();
   let running: Promise<void> | null = null;
@@ -57,6 +58,8 @@ export function planWarmer(
       }
     }
     const used = new Set<string>();
+    /** The plans made in this pass, by connection. */
+    const fresh = new Map<string, CallPlan[]>();
     for (const q of queries) {
       const version = q.versions.find((v) => v.version === q.published_version);
       const connection = version?.connection_name;
@@ -66,7 +69,10 @@ export function planWarmer(
       if (closed || plans.size >= plans.max) return;
       await nextTurn();
       try {
-        planFor(plans, version, connection, dialect);
+        const plan = planFor(plans, version, connection, dialect);
+        const made = fresh.get(connection);
+        if (made) made.push(plan);
+        else fresh.set(connection, [plan]);
       } catch {
         // A statement that cannot be planned is not cached: its calls raise the error themselves.
       }
@@ -75,7 +81,7 @@ export function planWarmer(
     for (const c of connections) {
       if (closed || !c.active || !used.has(c.name) || dialects.get(c.name) === 'sqlite') continue;
       try {
-        readySource(c);
+        readySource(c, fresh.get(c.name) ?? []);
       } catch {
         // A source that cannot be opened is the first call's to report.
       }

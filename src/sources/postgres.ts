@@ -199,6 +199,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     syntaxError,
     connections,
     warm,
+    prepare,
     close,
   };
 
@@ -212,6 +213,26 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       .simple()
       .catch(noop)
       .finally(() => client.busy--);
+  }
+
+  /**
+   * See Source.prepare. postgres.js keys a described statement by its text and the types it infers from
+   * the values; null placeholders infer as the numbers and texts the binder gives, so those calls find
+   * it (a call binding booleans or integers beyond 2^53 describes its own). Reads only: calls that may
+   * write use the write pool.
+   */
+  function prepare(text: string, parameters: number): void {
+    if (closed) return;
+    const nulls = new Array<null>(parameters).fill(null);
+    for (const client of readPool) {
+      if (!client.open && client.busy === 0) continue;
+      client.busy++;
+      client.sql
+        .unsafe(text, nulls, { prepare: true })
+        .describe()
+        .catch(noop) // a statement the database refuses is its first call's to report
+        .finally(() => client.busy--);
+    }
   }
 
   function connections(): PoolCounts {

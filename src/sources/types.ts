@@ -169,6 +169,13 @@ export interface Source {
    * throws, never counts as a call (no breaker). Optional: a source without it opens on first use.
    */
   warm?(): void;
+  /**
+   * Parses and describes a statement on each connection open or opening, ahead of its first call
+   * (the plan warmer asks, for each version it plans): a statement with parameters is otherwise
+   * described in a round trip of its own before its first call runs. `parameters` is how many values
+   * its calls bind. Never throws. Optional: a source without it describes on first use.
+   */
+  prepare?(text: string, parameters: number): void;
   close(): Promise<void>;
 }
 

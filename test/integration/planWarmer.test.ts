@@ -142,6 +142,31 @@ for (const workers of ['0', '1']) {
       assert.deepEqual(called.json, [{ one: 1 }]);
       assert.equal(await idle('warm_used'), opened);
       assert.equal(await entries(s, 'schema'), 1);
+      // A statement with a parameter is described on the open connections as it is published: a
+      // call on any of them finds it among its session's prepared statements before its own first call.
+      for (const [name, sql] of [
+        ['warm_param', 'SELECT CAST(:n AS int) AS warm_marker'],
+        ['warm_seen', "SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement LIKE '%AS warm_marker%' AND statement NOT LIKE '%pg_prepared%'"],
+      ]) {
+        const made = await s.call('POST', '/api/v1/queries', {
+          body: {
+            name,
+            connection_name: 'warm_used',
+            description: name,
+            publish: true,
+            sql,
+            parameters: name === 'warm_param' ? { n: { type: 'integer' } } : {},
+          },
+        });
+        assert.equal(made.status, 201, made.text);
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      for (let i = 0; i < 3; i++) {
+        const seen = await s.call('GET', '/q/warm_seen');
+        assert.equal(seen.status, 200, seen.text);
+        assert.deepEqual(seen.json, [{ n: 1 }]);
+      }
+      assert.deepEqual((await s.call('GET', '/q/warm_param?n=41')).json, [{ warm_marker: 41 }]);
     } finally {
       await s.stop();
     }

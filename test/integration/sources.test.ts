@@ -310,6 +310,28 @@ describe('postgres source', () => {
     assert.equal(new Set(together).size, 4);
   });
 
+  test('prepare describes a statement on each open connection, and calls binding numbers, texts or nulls use it', async () => {
+    const s = open(pgConn(), { ...settings, poolSize: 2, pipeline: 1 });
+    const text = 'select $1::int + 1 as n, $2::text as t, $3::text as u';
+    // Every connection's prepared statements of this text (pg_prepared_statements is per session).
+    const described = async () => {
+      const both = await Promise.all([0, 1].map(() => s.run('select count(*)::int from pg_prepared_statements where statement = $1', [text], READ)));
+      return both.map((r) => Number(r.rows[0]![0]));
+    };
+    await Promise.all([described(), described()]); // both connections open
+    assert.deepEqual(s.connections(), { idle: 2, active: 0 });
+    s.prepare!(text, 3);
+    assert.deepEqual(await described(), [1, 1]);
+    // Calls on either connection find it: no second statement of the text anywhere.
+    for (let i = 0; i < 4; i++) assert.deepEqual((await s.run(text, [i, `x${i}`, null], READ)).rows, [[i + 1, `x${i}`, null]]);
+    assert.deepEqual(await described(), [1, 1]);
+    // A value postgres.js types otherwise (a boolean) is described on first use, as without prepare.
+    await s.run('select $1::bool as b, $2::text, $3::text', [true, 'a', null], READ);
+    // A statement the database refuses is left to its first call.
+    s.prepare!('select * from no_such_table_here where x = $1', 1);
+    await rejectsWith(s.run('select * from no_such_table_here where x = $1', [1], READ), 'query_failed');
+  });
+
   test('a call a turn after a slow statement does not wait for it while another connection is idle', async () => {
     const s = open(pgConn(), { ...settings, poolSize: 2, pipeline: 16 });
     const slow = s.run('select pg_backend_pid(), pg_sleep(1)', [], READ);
