@@ -113,13 +113,20 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     sources.set(conn.name, { stamp, source: opened });
     return opened;
   }
-  const warmer = planWarmer(store, plans, meta, (conn, fresh) => {
+  /**
+   * A connection made ready for its first call (the warmer asks): one connection opened, then the schema
+   * read and the statements just planned described on the connections open by then. Only once the
+   * database answers: a database that does not is for a call to find (and the breaker to hear of).
+   */
+  async function ready(conn: ConnectionRow, fresh: CallPlan[]): Promise<void> {
     const s = source(conn);
-    s.warm?.();
-    void schemas.get(conn, s); // a failed read is dropped (SchemaCache.get): the first call reads again
+    if (!(await s.warm?.())) return;
+    await schemas.get(conn, s);
     // A first page's text and values, as runStatement sends them; calls that may write use the write pool.
     if (s.prepare) for (const p of fresh) if (!p.write) s.prepare(pagedStatement(p, 0), fillValues(p, [], 0, 0).length);
-  });
+  }
+  // A failed read is dropped (SchemaCache.get): the first call reads again, and meets the failure.
+  const warmer = planWarmer(store, plans, meta, (conn, fresh) => void ready(conn, fresh).catch(() => undefined));
   warmer.warm();
   const changes = channel('changes', config.home);
   /** The newest change heard of (ChangeMessage.seq), or caught up with. */

@@ -193,8 +193,21 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     stream,
     syntaxError,
     connections,
+    warm,
     close,
   };
+
+  /** Opens one pooled connection ahead of the first call (see Source.warm); the breaker hears nothing of it. */
+  function warm(): Promise<boolean> {
+    if (closed) return Promise.resolve(false);
+    return acquire(readPool).then(
+      (c) => {
+        c.release();
+        return true;
+      },
+      () => false,
+    );
+  }
 
   /** mysql2 keeps no public count: its pool's connection lists (stable across its 3.x releases). */
   function connections(): PoolCounts {

@@ -203,15 +203,19 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     close,
   };
 
-  /** Opens the read pool's first connection when none is open or opening (see Source.warm). */
-  function warm(): void {
-    if (closed || readPool.some((c) => c.open || c.busy > 0)) return;
+  /** Opens the read pool's first connection when none is open (see Source.warm); one opening already is waited for. */
+  function warm(): Promise<boolean> {
+    if (closed) return Promise.resolve(false);
+    if (readPool.some((c) => c.open)) return Promise.resolve(true);
     const client = readPool[0]!;
     client.busy++;
-    client.sql
+    return client.sql
       .unsafe('select 1')
       .simple()
-      .catch(noop)
+      .then(
+        () => true,
+        () => false,
+      )
       .finally(() => client.busy--);
   }
 

@@ -165,10 +165,11 @@ export interface Source {
   /**
    * Opens one connection ahead of the first call, if none is open yet (the executor's plan warmer
    * asks, for each connection a published query uses): a fresh process's first call otherwise waits
-   * for the connection's start-up, about 45 ms against PostgreSQL on this project's machine. Never
-   * throws, never counts as a call (no breaker). Optional: a source without it opens on first use.
+   * for the connection's start-up, about 45 ms against PostgreSQL on this project's machine. Resolves
+   * true once a connection is open, false when none could be. Never rejects, never counts as a call
+   * (no breaker). Optional: a source without it opens on first use.
    */
-  warm?(): void;
+  warm?(): Promise<boolean>;
   /**
    * Parses and describes a statement on each connection open or opening, ahead of its first call
    * (the plan warmer asks, for each version it plans): a statement with parameters is otherwise
