@@ -75,6 +75,9 @@ export function sourceSettings(config: Config): SourceSettings {
   };
 }
 
+/** Statements a warm pass describes ahead on each connection, at most (see ready()). */
+const PREPARED_AHEAD = 100;
+
 export function createCallContext({ config, limiterMemory }: ExecutorData): CallContext {
   const store = attachStore(config, { readonly: true, max: Math.max(2, Math.min(config.poolSize, 8)) });
   // One pool per connection, replaced when the connection's row changes (updated_at).
@@ -123,7 +126,9 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     if (!(await s.warm?.())) return;
     await schemas.get(conn, s);
     // A first page's text and values, as runStatement sends them; calls that may write use the write pool.
-    if (s.prepare) for (const p of fresh) if (!p.write) s.prepare(pagedStatement(p, 0), fillValues(p, [], 0, 0).length);
+    // Each described statement stays prepared in every open session: a start with a catalog of thousands
+    // describes its first PREPARED_AHEAD (a bounded burst), the rest are prepared by their calls as before.
+    if (s.prepare) for (const p of fresh.slice(0, PREPARED_AHEAD)) if (!p.write) s.prepare(pagedStatement(p, 0), fillValues(p, [], 0, 0).length);
   }
   // A failed read is dropped (SchemaCache.get): the first call reads again, and meets the failure.
   const warmer = planWarmer(store, plans, meta, (conn, fresh) => void ready(conn, fresh).catch(() => undefined));

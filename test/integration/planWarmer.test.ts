@@ -6,7 +6,7 @@
 // (queryapigate_cache_entries{cache="schema"}) before its first call.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { eventually, pgConnection, startTestServer, type TestServer } from '../helpers.js';
+import { eventually, pgConnection, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
 const entries = async (s: TestServer, cache: string): Promise<number> => {
   const text = (await s.call('GET', '/metrics', { key: null })).text;
@@ -198,5 +198,55 @@ test('a MySQL connection a published query uses has its schema read before its f
     assert.equal(await entries(s, 'schema'), before + 1);
   } finally {
     await s.stop();
+  }
+});
+
+test('a start with more published statements than it describes ahead describes the first 100 on each connection', async () => {
+  const store = await scratchDatabase('qag_prepare_ahead');
+  const env = { QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_DATABASE_URL: store.url };
+  try {
+    const first = await startTestServer(env);
+    try {
+      assert.equal((await first.call('POST', '/api/v1/connections', { body: pgConnection('many') })).status, 201);
+      for (let i = 0; i < 120; i++) {
+        const made = await first.call('POST', '/api/v1/queries', {
+          body: {
+            name: `ahead_${String(i).padStart(3, '0')}`,
+            connection_name: 'many',
+            description: 'x',
+            publish: true,
+            sql: `SELECT CAST(:n AS int) + ${i} AS ahead_marker`,
+            parameters: { n: { type: 'integer' } },
+          },
+        });
+        assert.equal(made.status, 201, made.text);
+      }
+      const seen = await first.call('POST', '/api/v1/queries', {
+        body: {
+          name: 'zz_seen',
+          connection_name: 'many',
+          description: 'x',
+          publish: true,
+          sql: "SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement LIKE '%AS ahead_marker%' AND statement NOT LIKE '%pg_prepared%'",
+        },
+      });
+      assert.equal(seen.status, 201, seen.text);
+    } finally {
+      await first.stop();
+    }
+    // A fresh process plans all 121 at start and describes the first 100 (by name) on its open connections.
+    const second = await startTestServer(env);
+    try {
+      await eventually(
+        () => entries(second, 'plan'),
+        (n) => n >= 121,
+      );
+      await new Promise((r) => setTimeout(r, 500));
+      for (let i = 0; i < 3; i++) assert.deepEqual((await second.call('GET', '/q/zz_seen')).json, [{ n: 100 }]);
+    } finally {
+      await second.stop();
+    }
+  } finally {
+    await store.drop();
   }
 });
