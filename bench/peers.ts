@@ -559,8 +559,8 @@ const md = `# The gateway next to its peers: one lookup by primary key (${today(
 
 Made with \`npm run build && node dist/bench/peers.js${args ? ` ${args}` : ''}\` on commit ${codeVersion()},
 ${startedAt.toISOString()} to ${finishedAt.toISOString()}. **Load average before ${loadBefore}, after ${loadAfter}**
-(1, 5, 15 minutes): the machine has 2 cores and was shared with other work during the run (other
-helpers' builds and tests), so read the ratios within a round, not the absolute figures.
+(1, 5, 15 minutes): the machine has 2 cores, shared by wrk, the servers and the databases, and by any
+other work that ran meanwhile (the load average shows it), so read the ratios within a round, not the absolute figures.
 
 ## How it was made
 
