@@ -6,7 +6,7 @@
 // a plain key. With MAIN=<a build's dist/src/main.js> another build runs the same cells, interleaved.
 //
 //   npx tsc -p . && node dist/bench/firstCall.js [--versions 15] [--calls 15] [--settle 300] [--pg postgres://.../qag_oltp_bench]
-//        [--build name:path/to/dist/src/main.js ...]
+//        [--build name:path/to/dist/src/main.js ...] [--wake call|health]
 //
 // Results go to bench/results/firstcall-<date>/ (results.jsonl + README.md).
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -23,6 +23,8 @@ const { values } = parseArgs({
     settle: { type: 'string', default: '300' },
     pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/qag_oltp_bench' },
     build: { type: 'string', multiple: true, default: [] },
+    /** What wakes the server before each first call: a call of a version called before (call), or /health. */
+    wake: { type: 'string', default: 'call' },
   },
 });
 const VERSIONS = Number(values.versions);
@@ -106,6 +108,18 @@ async function cell(build: { name: string; main: string }, round: number): Promi
     await oltpConnection(api, values.pg!);
     const { secret } = await api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'first', queries: '*', connections: [] });
     let n = 0;
+    // Each statement also published once more as a version called before every measured first call (see below).
+    for (const c of CASES) {
+      await api('POST', '/api/v1/queries', {
+        name: `${c.id}_wake`,
+        connection_name: c.connection,
+        description: 'wakes',
+        publish: true,
+        sql: c.sql(round * 1000 + 999),
+        parameters: c.parameters,
+      });
+      for (let i = 0; i < 3; i++) await timed(`${l.url}/q/${c.id}_wake?${c.args(n++)}`, secret);
+    }
     for (let v = 0; v < VERSIONS; v++) {
       for (const c of CASES) {
         const name = `${c.id}_${v}`;
@@ -119,9 +133,12 @@ async function cell(build: { name: string; main: string }, round: number): Promi
         });
         await new Promise((r) => setTimeout(r, SETTLE)); // a user's first call comes some time after the publish
         // After the idle settle any request is slower, whatever it asks: /health took 3.1-3.9 ms, then
-        // 0.9-3.1 ms just after, on this machine. A request that measures nothing wakes the client, the
-        // connection and the server first, so "first - next" is the first call's own cost.
-        await (await fetch(`${l.url}/health`)).arrayBuffer();
+        // 0.9-3.1 ms just after, on this machine. A call that measures nothing wakes the client, the
+        // server's call path and the database's session first (a version of the same statement called
+        // before, on the same connection; --wake health: only /health, as before 2026-12-03), so
+        // "first - next" is the first call's own cost, not the idle's.
+        if (values.wake === 'health') await (await fetch(`${l.url}/health`)).arrayBuffer();
+        else await timed(`${l.url}/q/${c.id}_wake?${c.args(n++)}`, secret);
         const url = `${l.url}/q/${name}?`;
         const first = await timed(url + c.args(n++), secret);
         const next: number[] = [];
@@ -144,8 +161,8 @@ const load1 = loadavg();
 
 let md = `# The first call of a newly published version (${today()})
 
-Made with \`node dist/bench/firstCall.js --versions ${VERSIONS} --calls ${CALLS} --settle ${SETTLE}${values.build!.map((b) => ` --build ${b}`).join('')}\`: each build's gateway inline, in 2 interleaved rounds; in each, every
-statement published ${VERSIONS} times as a fresh text, called once ${SETTLE} ms after its publish (right after a /health request that wakes the connection), then ${CALLS} more times (their
+Made with \`node dist/bench/firstCall.js --versions ${VERSIONS} --calls ${CALLS} --settle ${SETTLE} --wake ${values.wake}${values.build!.map((b) => ` --build ${b}`).join('')}\`: each build's gateway inline, in 2 interleaved rounds; in each, every
+statement published ${VERSIONS} times as a fresh text, called once ${SETTLE} ms after its publish (right after ${values.wake === 'health' ? 'a /health request that wakes the HTTP connection' : "a call of another version of the same statement, called before, which wakes the HTTP connection, the call path and the database's session"}), then ${CALLS} more times (their
 median is "next calls"). Times are the client's wall time for the whole request over HTTP on this 2-core machine, shared
 with the databases. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} before, ${load1.map((x) => x.toFixed(1)).join(' ')} after.
 
