@@ -20,7 +20,7 @@
 //     Reads run in one REPEATABLE READ snapshot, so one read never shows a hole that the same snapshot could fill.
 // Retention: a segment is dropped (DROP TABLE) only when its newest event was written more than retentionS ago,
 //   measured with `now` of the expiring process, so every event stays at least retentionS (given clocks that agree).
-import { joinLines, LINES, nextPiece, valuesList, type SqlDb } from './sql.js';
+import { columnParams, LINES, nextPiece, valuesList, type SqlDb } from './sql.js';
 import type { EventRow, RunRecord } from '../contract/messages.js';
 
 export interface EventReadOptions {
@@ -242,7 +242,7 @@ export class EventLog {
 
   /**
    * One statement, so one round trip and one implicit transaction: ids from the sequence in input order, the rows
-   * inserted from the columns (each one newline-joined text: joinLines), the catalog row brought up to date, and the
+   * inserted from the columns (each one newline-joined text: columnParams), the catalog row brought up to date, and the
    * ids sent back as one text. Commit is asynchronous (synchronous_commit off, as for history writes), set inside
    * the statement.
    */
@@ -250,10 +250,7 @@ export class EventLog {
     const table = SEGMENT_TABLE(segment);
     const whole = from === 0 && to === c.e.length;
     const part = <T>(a: T[]): T[] => (whole ? a : a.slice(from, to));
-    const texts = [part(c.e), part(c.q), part(c.k), part(c.s)];
-    const lines = texts.map(joinLines);
-    // A text no line can carry (never a name the API accepts): that batch goes as arrays.
-    const joined = lines.every((l) => l !== undefined);
+    const { joined, params } = columnParams([part(c.e), part(c.q), part(c.k), part(c.s)]);
     const column = joined ? LINES : '?::text[]';
     const [r] = await db.all<{ ids: string }>(
       `WITH src AS (
@@ -267,7 +264,7 @@ export class EventLog {
            closed_ms = GREATEST(closed_ms, ?::bigint)
          FROM (SELECT min(id) AS lo, max(id) AS hi FROM src) AS b WHERE segment = ?::bigint)
        SELECT string_agg(id::text, ',' ORDER BY ord) AS ids FROM src`,
-      [...(joined ? lines : texts), part(c.p).join('\n'), now, segment],
+      [...params, part(c.p).join('\n'), now, segment],
     );
     return r.ids.split(',').map(Number);
   }

@@ -382,7 +382,7 @@ export const LINES = "string_to_array(?::text, E'\\n', '\\N')";
  * Null travels as `\N`. Undefined when the column cannot travel so (a value holding a newline or equal to
  * `\N`, or a single empty text, which string_to_array reads as no element): the caller sends arrays then.
  */
-export function joinLines(values: ReadonlyArray<string | number | null>): string | undefined {
+function joinLines(values: ReadonlyArray<string | number | null>): string | undefined {
   const n = values.length;
   const cells = new Array<string | number>(n);
   for (let i = 0; i < n; i++) {
@@ -393,4 +393,14 @@ export function joinLines(values: ReadonlyArray<string | number | null>): string
   }
   if (n === 1 && cells[0] === '') return undefined;
   return cells.join('\n');
+}
+
+/**
+ * Columns as parameters for LINES, each one joined text (joinLines), or, when any text cannot travel so
+ * (never a name the API accepts), all of them as the arrays given: `joined` says which SQL to send.
+ */
+export function columnParams(columns: ReadonlyArray<ReadonlyArray<string | number | null>>): { joined: boolean; params: unknown[] } {
+  const lines = columns.map(joinLines);
+  const joined = lines.every((l) => l !== undefined);
+  return { joined, params: joined ? lines : [...columns] };
 }

@@ -8,7 +8,7 @@ import { AuditStore } from './audit.js';
 import { InstanceStore } from './instances.js';
 import { migrate } from './migrations.js';
 import { payloadJson } from './events.js';
-import { causeOf, joinLines, LINES, nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
+import { causeOf, columnParams, LINES, nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
 import type { ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, RoleRow, VersionFields, VersionRow } from './types.js';
 
 export const STORE_FILE = 'queryapigate.db';
@@ -733,15 +733,10 @@ async function savedRunsPg(t: SqlDb, { runs, payloads, groups }: Kept, keep: num
   return Number(r.n);
 }
 
-/**
- * PostgreSQL: the ring's columns as parameters, each one newline-joined text (joinLines) or, when a text cannot
- * travel so (never a name the API accepts), the texts as arrays; the entries always joined (JSON holds no newline).
- */
+/** PostgreSQL: the ring's columns as parameters (columnParams), the entries always joined (JSON holds no newline). */
 function ringParams(cols: HistoryColumns): { joined: boolean; params: unknown[] } {
-  const fields = cols.slice(0, 7) as unknown[][];
-  const lines = fields.map((c) => joinLines(c as Array<string | number | null>));
-  const joined = lines.every((l) => l !== undefined);
-  return { joined, params: [...(joined ? lines : fields), cols[7].join('\n')] };
+  const { joined, params } = columnParams(cols.slice(0, 7));
+  return { joined, params: [...params, cols[7].join('\n')] };
 }
 const RING_TYPES = ['text', 'int', 'int', 'bigint', 'text', 'text', 'text'];
 /** `unnest(...)` over ringParams' parameters: [0] as arrays, [1] as joined texts. */
