@@ -453,5 +453,21 @@ function rowsOf(runs: RunRecord[], ids: number[], payloads: string[]): EventRow[
 }
 
 function toEvent(r: RawEvent): EventRow {
-  return { id: Number(r.id), query: r.query, executed_at: r.executed_at, status: r.status, key_name: r.key_name, ...JSON.parse(r.payload) };
+  return runOf(r.id, r.query, r.executed_at, r.status, r.key_name, r.payload);
+}
+
+/**
+ * A run read back from its columns and its payload (payloadJson), the event log's rows and the history
+ * rings' alike. A payload that holds the column fields too (history entries written before it held only
+ * the rest) agrees with them.
+ */
+export function runOf(
+  id: number | string,
+  query: string | null,
+  executed_at: string,
+  status: 'success' | 'error',
+  key_name: string | null,
+  payload: string,
+): EventRow {
+  return { id: Number(id), query, executed_at, status, key_name, ...JSON.parse(payload) };
 }

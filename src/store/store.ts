@@ -7,7 +7,7 @@ import { AdminStore } from './admins.js';
 import { AuditStore } from './audit.js';
 import { InstanceStore } from './instances.js';
 import { migrate } from './migrations.js';
-import { payloadJson } from './events.js';
+import { payloadJson, runOf } from './events.js';
 import { causeOf, columnParams, LINES, nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
 import type { ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, RoleRow, VersionFields, VersionRow } from './types.js';
 
@@ -659,14 +659,7 @@ interface HistoryRow {
   entry_json: string;
 }
 function historyEntry(r: HistoryRow): HistoryEntry {
-  return {
-    id: Number(r.id),
-    query: r.query_name === ADHOC ? null : r.query_name,
-    executed_at: r.executed_at,
-    status: r.status,
-    key_name: r.key_name,
-    ...JSON.parse(r.entry_json),
-  };
+  return runOf(r.id, r.query_name === ADHOC ? null : r.query_name, r.executed_at, r.status, r.key_name, r.entry_json);
 }
 
 /** Upserts rows given as columns (pushRow's). */
