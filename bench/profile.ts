@@ -1,7 +1,11 @@
 // Where a call's time goes: runs the gateway under `node --cpu-prof` (inline executors, so one
 // thread holds the whole call), puts load on a lookup, and sums the profile's self time by part of
-// the call path; with --pg, the hand-written floor (bench/floor.ts) is profiled the same way in the
-// same run. Run: npm run build && node dist/bench/profile.js [--seconds 10] [--pg postgres://.../qag_oltp_bench] [--pg-only]
+// the call path, thread by thread (the recorder's, an executor's); with --pg, the hand-written floor
+// (bench/floor.ts) is profiled the same way in the same run, and with --pooled also the gateway with
+// one executor thread (the acceptor and the executor apart: where the hand-off's cost lands); with
+// --my, the same lookup on MariaDB beside the node:http + mysql2 floor (bench/floorMysql.ts).
+// Run: npm run build && node dist/bench/profile.js [--seconds 10] [--pg postgres://.../qag_oltp_bench] [--pg-only] [--pooled]
+//      [--my mysql://root@127.0.0.1:3306/qag_bench_my]
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +15,14 @@ import { ensureWrk, runLoad } from './load.js';
 import { accountLookup, spawnListening, startGateway, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
-  options: { seconds: { type: 'string', default: '10' }, pg: { type: 'string' }, 'pg-only': { type: 'boolean', default: false } },
+  options: {
+    seconds: { type: 'string', default: '10' },
+    pg: { type: 'string' },
+    'pg-only': { type: 'boolean', default: false },
+    pooled: { type: 'boolean', default: false },
+    /** A MariaDB/MySQL database holding pgbench_accounts (bench/peers.ts --only floor-my fills qag_bench_my). */
+    my: { type: 'string' },
+  },
 });
 ensureWrk();
 
@@ -45,8 +56,17 @@ interface Profile {
   timeDeltas: number[];
 }
 
-function summarize(file: string): { parts: Array<{ part: string; ms: number; share: number }>; top: Array<{ fn: string; ms: number }> } {
+interface Summary {
+  /** main, executor, recorder or worker: told by the thread's entry script. */
+  thread: string;
+  parts: Array<{ part: string; ms: number; share: number }>;
+  top: Array<{ fn: string; ms: number }>;
+}
+
+function summarize(file: string): Summary {
   const p = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+  const entry = p.nodes.find((n) => /workers\/\w+\.js$/.test(n.callFrame.url))?.callFrame.url;
+  const thread = /\.0\.\d+\.cpuprofile$/.test(file) ? 'main' : (entry?.match(/workers\/(\w+)\.js$/)?.[1] ?? 'worker');
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const self = new Map<string, number>();
   const fns = new Map<string, number>();
@@ -68,6 +88,7 @@ function summarize(file: string): { parts: Array<{ part: string; ms: number; sha
     total += dt;
   }
   return {
+    thread,
     parts: [...self.entries()].sort((a, b) => b[1] - a[1]).map(([part, ms]) => ({ part, ms: Math.round(ms), share: Math.round((ms / total) * 1000) / 10 })),
     top: [...fns.entries()]
       .sort((a, b) => b[1] - a[1])
@@ -77,7 +98,7 @@ function summarize(file: string): { parts: Array<{ part: string; ms: number; sha
 }
 
 const rows: object[] = [];
-let md = `# Where a call's time goes (${today()})\n\nMade with \`node dist/bench/profile.js --seconds ${values.seconds}\`: the gateway under \`node --cpu-prof\`, executors inline (one thread does the whole call), 32 callers for ${values.seconds} s. The table sums the profile's self time (idle excluded) by the part of the path each function belongs to. Load average at start: ${(
+let md = `# Where a call's time goes (${today()})\n\nMade with \`node dist/bench/profile.js ${process.argv.slice(2).join(' ')}\`: the gateway under \`node --cpu-prof\`, executors inline (one thread does the whole call) unless the target says pooled, 32 callers for ${values.seconds} s. Each thread's table sums its profile's self time (idle excluded) by the part of the path each function belongs to. Load average at start: ${(
   await import('node:os')
 )
   .loadavg()
@@ -97,6 +118,7 @@ interface Target {
 }
 
 const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url));
+const FLOOR_MY = fileURLToPath(new URL('./floorMysql.js', import.meta.url));
 const targets: Target[] = [];
 if (!values['pg-only']) {
   targets.push({
@@ -117,11 +139,49 @@ if (values.pg) {
       return { ...(await accountLookup(g, pg)), pid: g.pid, stop: g.stop };
     },
   });
+  if (values.pooled) {
+    targets.push({
+      name: 'account lookup, pooled: one executor thread (PostgreSQL, plain key, metadata cache on)',
+      start: async (profArgs, home) => {
+        const g = await startGateway({ QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_HOME: home, QUERYAPIGATE_WORKERS: '1' }, 'bench-admin', profArgs);
+        return { ...(await accountLookup(g, pg)), pid: g.pid, stop: g.stop };
+      },
+    });
+  }
   // The floor under the same profiler in the same run: node:http + postgres.js, no key, no record.
   targets.push({
     name: 'the floor: node:http + postgres.js (the same lookup, not a product)',
     start: async (profArgs) => {
       const f = await spawnListening([...profArgs, FLOOR, pg, '10']);
+      return { url: `${f.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: '-', pid: f.pid, stop: f.stop };
+    },
+  });
+}
+
+if (values.my) {
+  const my = new URL(values.my);
+  targets.push({
+    name: 'account lookup (MariaDB, plain key, metadata cache on)',
+    start: async (profArgs, home) => {
+      const g = await startGateway({ QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_HOME: home, QUERYAPIGATE_WORKERS: '0' }, 'bench-admin', profArgs);
+      const connection = { host: my.hostname, port: Number(my.port || 3306), database: my.pathname.slice(1), user: decodeURIComponent(my.username) };
+      await g.api('POST', '/api/v1/connections', { name: 'my', db: 'mysql', ...connection, active: true });
+      await g.api('POST', '/api/v1/queries', {
+        name: 'account',
+        connection_name: 'my',
+        description: 'a',
+        publish: true,
+        sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid',
+        parameters: { aid: { type: 'int', required: true } },
+      });
+      const { secret } = await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] });
+      return { url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: secret, pid: g.pid, stop: g.stop };
+    },
+  });
+  targets.push({
+    name: 'the floor: node:http + mysql2 (the same lookup, not a product)',
+    start: async (profArgs) => {
+      const f = await spawnListening([...profArgs, FLOOR_MY, values.my!, '10']);
       return { url: `${f.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: '-', pid: f.pid, stop: f.stop };
     },
   });
@@ -141,18 +201,26 @@ for (const t of targets) {
       pid: p.pid,
     });
     await p.stop(); // the profile is written at exit
-    const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'))!;
-    const { parts, top } = summarize(join(profDir, file));
-    if (process.env.PROFILE_KEEP) copyFileSync(join(profDir, file), join(process.env.PROFILE_KEEP, `${rows.length}.cpuprofile`));
+    // One profile per thread (Node writes each at its exit), the main thread's first.
+    const files = readdirSync(profDir)
+      .filter((f) => f.endsWith('.cpuprofile'))
+      .sort();
+    const threads = files.map((f) => summarize(join(profDir, f))).sort((a, b) => Number(b.thread === 'main') - Number(a.thread === 'main'));
+    if (process.env.PROFILE_KEEP) for (const f of files) copyFileSync(join(profDir, f), join(process.env.PROFILE_KEEP, `${rows.length}-${f}`));
     const perCallUs = load.cpu_s ? (load.cpu_s / load.requests) * 1e6 : null;
-    rows.push({ target: t.name, load, parts, top, cpu_us_per_call: perCallUs });
+    rows.push({ target: t.name, load, threads, cpu_us_per_call: perCallUs });
     md +=
       `\n## ${t.name}\n\n${load.requests} calls, ${Math.round(load.rps)} req/s, p50 ${load.p50_ms} ms, p99 ${load.p99_ms} ms, ` +
-      `${perCallUs ? Math.round(perCallUs) : '?'} µs of CPU per call (all threads, profiler on).\n\n| Part of a call | Self time ms | Share | µs per call |\n|---|---|---|---|\n` +
-      parts.map((x) => `| ${x.part} | ${x.ms} | ${x.share}% | ${Math.round((x.ms * 1000) / load.requests)} |`).join('\n') +
-      '\n\nThe functions with the most self time:\n\n| Function | ms |\n|---|---|\n' +
-      top.map((f) => `| \`${f.fn}\` | ${f.ms} |`).join('\n') +
-      '\n';
+      `${perCallUs ? Math.round(perCallUs) : '?'} µs of CPU per call (all threads, profiler on).\n`;
+    for (const { thread, parts, top } of threads) {
+      const busy = parts.reduce((sum, x) => sum + x.ms, 0);
+      md +=
+        `\n### Thread: ${thread} (${Math.round((busy * 1000) / load.requests)} µs per call)\n\n| Part of a call | Self time ms | Share | µs per call |\n|---|---|---|---|\n` +
+        parts.map((x) => `| ${x.part} | ${x.ms} | ${x.share}% | ${Math.round((x.ms * 1000) / load.requests)} |`).join('\n') +
+        '\n\nThe functions with the most self time:\n\n| Function | ms |\n|---|---|\n' +
+        top.map((f) => `| \`${f.fn}\` | ${f.ms} |`).join('\n') +
+        '\n';
+    }
   } finally {
     rmSync(home, { recursive: true, force: true });
   }
