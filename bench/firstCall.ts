@@ -1,19 +1,25 @@
 // The first call of a newly published version against its next calls, through HTTP: the seeds'
 // statements (the film lookup on the bundled SQLite examples, the pgbench account lookup and the
-// 100-row page with the join on PostgreSQL), each published afresh (a new text, so nothing about
+// 100-row page with the join on PostgreSQL, TPC-C order_status on MariaDB through the governed key
+// of bench/tpcc: allowed tables, a hash and a mask), each published afresh (a new text, so nothing about
 // it is cached), then called once after --settle ms, then --calls more times. A call's time is the
 // client's wall time for the whole request. The gateway is inline (one thread), metadata cache on,
 // a plain key. With MAIN=<a build's dist/src/main.js> another build runs the same cells, interleaved.
 //
 //   npx tsc -p . && node dist/bench/firstCall.js [--versions 15] [--calls 15] [--settle 300] [--pg postgres://.../qag_oltp_bench]
-//        [--build name:path/to/dist/src/main.js ...] [--wake call|health]
+//        [--build name:path/to/dist/src/main.js ...] [--wake call|health] [--cases film_lookup,account_lookup,page_join,order_status]
+//        [--my mysql://root@127.0.0.1:3306/qag_tpcc_bench]
+// order_status needs the TPC-C estate on MariaDB: node dist/bench/tpcc/generate.js (one warehouse).
 //
 // Results go to bench/results/firstcall-<date>/ (results.jsonl + README.md).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import mysql from 'mysql2/promise';
 import { exampleQueries } from '../src/examples/catalog.js';
+import { DATABASE as TPCC_DATABASE } from './tpcc/generate.js';
+import { ALLOWED_TABLES, MASK, SQL as TPCC_SQL } from './tpcc/queries.js';
 import { adminApi, fmt, median, oltpConnection, spawnListening, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
@@ -25,6 +31,8 @@ const { values } = parseArgs({
     build: { type: 'string', multiple: true, default: [] },
     /** What wakes the server before each first call: a call of a version called before (call), or /health. */
     wake: { type: 'string', default: 'call' },
+    cases: { type: 'string', default: 'film_lookup,account_lookup,page_join,order_status' },
+    my: { type: 'string', default: `mysql://root@127.0.0.1:3306/${TPCC_DATABASE}` },
   },
 });
 const VERSIONS = Number(values.versions);
@@ -45,9 +53,11 @@ interface Case {
   parameters: Record<string, unknown>;
   /** A call's query string. */
   args(n: number): string;
+  /** Called through bench/tpcc's governed key (allowed tables, masks) rather than the plain one. */
+  governed?: true;
 }
 const FILM_SQL = exampleQueries.find((q) => q.name === 'example_film_lookup')!.sql;
-const CASES: Case[] = [
+const ALL_CASES: Case[] = [
   {
     id: 'film_lookup',
     label: 'example_film_lookup (SQLite)',
@@ -74,7 +84,35 @@ const CASES: Case[] = [
     parameters: { start: { type: 'int', required: true } },
     args: (n) => `start=${1 + ((n * 7919) % 999_000)}`,
   },
+  {
+    id: 'order_status',
+    label: 'TPC-C order_status, governed key (MariaDB)',
+    connection: 'tpcc',
+    // A condition every row meets (10 districts a warehouse) makes each version's text new.
+    sql: (i) => TPCC_SQL.order_status.replace('WHERE o.o_w_id = :w_id', `WHERE o.o_w_id = :w_id AND o.o_d_id <= ${10 + i}`),
+    parameters: { w_id: { type: 'int', required: true }, d_id: { type: 'int', required: true }, c_id: { type: 'int', required: true } },
+    args: (n) => `w_id=1&d_id=${1 + (n % 9)}&c_id=${1000 + ((n * 7919) % 2000)}&page_size=20`,
+    governed: true,
+  },
 ];
+const CASES = ALL_CASES.filter((c) => values.cases!.split(',').includes(c.id));
+const MY = new URL(values.my!);
+
+/** The TPC-C estate must be there before a gateway is started for it. */
+async function checkTpcc(): Promise<void> {
+  const c = await mysql.createConnection({ host: MY.hostname, port: Number(MY.port || 3306), user: decodeURIComponent(MY.username) });
+  try {
+    const [rows] = (await c.query('SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?', [
+      MY.pathname.slice(1),
+      'orders',
+    ])) as unknown as [unknown[]];
+    if (rows.length === 0)
+      throw new Error(`order_status: no TPC-C estate in ${values.my}; run node dist/bench/tpcc/generate.js first, or leave it out with --cases`);
+  } finally {
+    await c.end();
+  }
+}
+if (CASES.some((c) => c.id === 'order_status')) await checkTpcc();
 
 interface Row {
   build: string;
@@ -106,7 +144,22 @@ async function cell(build: { name: string; main: string }, round: number): Promi
   const api = adminApi(l.url, 'bench-admin');
   try {
     await oltpConnection(api, values.pg!);
-    const { secret } = await api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'first', queries: '*', connections: [] });
+    const { secret: plain } = await api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'first', queries: '*', connections: [] });
+    const keyOf = (c: Case) => (c.governed ? governed : plain);
+    let governed = '';
+    if (CASES.some((c) => c.connection === 'tpcc')) {
+      await api('POST', '/api/v1/connections', {
+        name: 'tpcc',
+        db: 'mysql',
+        host: MY.hostname,
+        port: Number(MY.port || 3306),
+        database: MY.pathname.slice(1),
+        user: decodeURIComponent(MY.username),
+        active: true,
+      });
+      const key = { name: 'governed', queries: '*', connections: [], allowed_tables: ALLOWED_TABLES, mask: MASK };
+      governed = (await api<{ secret: string }>('POST', '/api/v1/api-keys', key)).secret;
+    }
     let n = 0;
     // Each statement also published once more as a version called before every measured first call (see below).
     for (const c of CASES) {
@@ -118,7 +171,7 @@ async function cell(build: { name: string; main: string }, round: number): Promi
         sql: c.sql(round * 1000 + 999),
         parameters: c.parameters,
       });
-      for (let i = 0; i < 3; i++) await timed(`${l.url}/q/${c.id}_wake?${c.args(n++)}`, secret);
+      for (let i = 0; i < 3; i++) await timed(`${l.url}/q/${c.id}_wake?${c.args(n++)}`, keyOf(c));
     }
     for (let v = 0; v < VERSIONS; v++) {
       for (const c of CASES) {
@@ -138,11 +191,11 @@ async function cell(build: { name: string; main: string }, round: number): Promi
         // before, on the same connection; --wake health: only /health, as before 2026-12-03), so
         // "first - next" is the first call's own cost, not the idle's.
         if (values.wake === 'health') await (await fetch(`${l.url}/health`)).arrayBuffer();
-        else await timed(`${l.url}/q/${c.id}_wake?${c.args(n++)}`, secret);
+        else await timed(`${l.url}/q/${c.id}_wake?${c.args(n++)}`, keyOf(c));
         const url = `${l.url}/q/${name}?`;
-        const first = await timed(url + c.args(n++), secret);
+        const first = await timed(url + c.args(n++), keyOf(c));
         const next: number[] = [];
-        for (let i = 0; i < CALLS; i++) next.push(await timed(url + c.args(n++), secret));
+        for (let i = 0; i < CALLS; i++) next.push(await timed(url + c.args(n++), keyOf(c)));
         rows.push({ build: build.name, case: c.id, round, first_ms: first, steady_ms: median(next) });
       }
     }
@@ -161,7 +214,7 @@ const load1 = loadavg();
 
 let md = `# The first call of a newly published version (${today()})
 
-Made with \`node dist/bench/firstCall.js --versions ${VERSIONS} --calls ${CALLS} --settle ${SETTLE} --wake ${values.wake}${values.build!.map((b) => ` --build ${b}`).join('')}\`: each build's gateway inline, in 2 interleaved rounds; in each, every
+Made with \`node dist/bench/firstCall.js --versions ${VERSIONS} --calls ${CALLS} --settle ${SETTLE} --wake ${values.wake} --cases ${CASES.map((c) => c.id).join(',')}${values.build!.map((b) => ` --build ${b}`).join('')}\`: each build's gateway inline, in 2 interleaved rounds; in each, every
 statement published ${VERSIONS} times as a fresh text, called once ${SETTLE} ms after its publish (right after ${values.wake === 'health' ? 'a /health request that wakes the HTTP connection' : "a call of another version of the same statement, called before, which wakes the HTTP connection, the call path and the database's session"}), then ${CALLS} more times (their
 median is "next calls"). Times are the client's wall time for the whole request over HTTP on this 2-core machine, shared
 with the databases. Load average ${load0.map((x) => x.toFixed(1)).join(' ')} before, ${load1.map((x) => x.toFixed(1)).join(' ')} after.
