@@ -194,6 +194,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     syntaxError,
     connections,
     warm,
+    prepare,
     close,
   };
 
@@ -207,6 +208,19 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
       },
       () => false,
     );
+  }
+
+  /**
+   * See Source.prepare. Prepares the statement on every idle read connection whose session has started
+   * (so the server reads it in the mode calls run in): mysql2 keeps it in that connection's statement
+   * cache, keyed by its text, where a call's `execute` finds it instead of preparing in a round trip of
+   * its own. The connection is not taken from the pool: its commands run in turn, so a call that takes
+   * it meanwhile runs after the prepare and finds the statement. Busy connections prepare on first use.
+   */
+  function prepare(text: string): void {
+    if (closed) return;
+    const free = (readPool as unknown as { _freeConnections?: { toArray(): PoolConnection[] } })._freeConnections?.toArray() ?? [];
+    for (const c of free) if (sessions.has(c)) c.prepare(text, noop); // a statement refused is its first call's to report
   }
 
   /** mysql2 keeps no public count: its pool's connection lists (stable across its 3.x releases). */

@@ -171,10 +171,10 @@ export interface Source {
    */
   warm?(): Promise<boolean>;
   /**
-   * Parses and describes a statement on each connection open or opening, ahead of its first call
-   * (the plan warmer asks, for each version it plans): a statement with parameters is otherwise
-   * described in a round trip of its own before its first call runs. `parameters` is how many values
-   * its calls bind. Never throws. Optional: a source without it describes on first use.
+   * Parses and describes (PostgreSQL) or prepares (MySQL) a statement on the connections open, ahead
+   * of its first call (the plan warmer asks, for each version it plans): it is otherwise done in a
+   * round trip of its own before its first call runs. `parameters` is how many values its calls bind.
+   * Never throws. Optional: a source without it prepares on first use.
    */
   prepare?(text: string, parameters: number): void;
   close(): Promise<void>;

@@ -3,9 +3,11 @@
 // cache the change cleared with the rows calls read. Seen from outside in queryapigate_cache_entries
 // ({cache="plan"}, {cache="metadata"}), inline and with an executor thread. A PostgreSQL connection
 // a published query uses gets a connection opened (queryapigate_pool_idle_connections) and its schema read
-// (queryapigate_cache_entries{cache="schema"}) before its first call.
+// (queryapigate_cache_entries{cache="schema"}) before its first call; its statements are described
+// (PostgreSQL) or prepared (MySQL) on the open sessions as they are published.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import mysql from 'mysql2/promise';
 import { eventually, pgConnection, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
 const entries = async (s: TestServer, cache: string): Promise<number> => {
@@ -197,6 +199,56 @@ test('a MySQL connection a published query uses has its schema read before its f
     assert.deepEqual(called.json, [{ one: 1 }]);
     assert.equal(await entries(s, 'schema'), before + 1);
   } finally {
+    await s.stop();
+  }
+});
+
+test('a MySQL statement is prepared on the open sessions as it is published: its first call prepares nothing', async () => {
+  const s = await startTestServer({ QUERYAPIGATE_WORKERS: '0' });
+  const my = await mysql.createConnection({ host: '127.0.0.1', port: 3306, user: 'root' });
+  // The server's count of statements prepared, by every session; this one only queries. Read once the
+  // count has held still for a while, so no prepare of an earlier step is still on its way.
+  const prepares = async () => {
+    const [rows] = (await my.query("SHOW GLOBAL STATUS LIKE 'Com_stmt_prepare'")) as unknown as [Array<{ Value: string }>];
+    return Number(rows[0].Value);
+  };
+  const settled = async () => {
+    let last = await prepares();
+    for (let i = 0; i < 50; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      const now = await prepares();
+      if (now === last) return now;
+      last = now;
+    }
+    throw new Error(`the server's prepares did not settle: ${last}`);
+  };
+  try {
+    const made = await s.call('POST', '/api/v1/connections', {
+      body: { name: 'ahead_my', db: 'mysql', host: '127.0.0.1', port: 3306, database: 'test', user: 'root' },
+    });
+    assert.equal(made.status, 201, made.text);
+    const publish = async (name: string, sql: string) => {
+      const saved = await s.call('POST', '/api/v1/queries', {
+        body: { name, connection_name: 'ahead_my', description: name, publish: true, sql, parameters: { n: { type: 'integer' } } },
+      });
+      assert.equal(saved.status, 201, saved.text);
+    };
+    // A first version opens the session (its schema read, a call); then each new version is prepared
+    // on it ahead, and its calls find it there.
+    await publish('ahead_my_a', 'SELECT :n + 1 AS a');
+    assert.deepEqual((await s.call('GET', '/q/ahead_my_a?n=1')).json, [{ a: 2 }]);
+    for (const [i, sql] of ['SELECT :n + 2 AS b', 'SELECT :n * 3 AS c, :n AS n'].entries()) {
+      const before = await settled();
+      await publish(`ahead_my_${i}`, sql);
+      const ahead = await settled();
+      assert.ok(ahead > before, `version ${i}: nothing was prepared ahead (${before} prepares before the publish, ${ahead} after)`);
+      const called = await s.call('GET', `/q/ahead_my_${i}?n=4`);
+      assert.equal(called.status, 200, called.text);
+      assert.deepEqual(called.json, [i === 0 ? { b: 6 } : { c: 12, n: 4 }]);
+      assert.equal(await prepares(), ahead, `version ${i}: its first call prepared the statement itself`);
+    }
+  } finally {
+    await my.end();
     await s.stop();
   }
 });
