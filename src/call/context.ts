@@ -13,10 +13,10 @@ import { openSource } from '../sources/index.js';
 import type { Source, SourceSettings } from '../sources/types.js';
 import { createMetadata, type Metadata } from '../store/metadata.js';
 import { attachStore, STORE_FILE, type Store } from '../store/store.js';
-import type { ConnectionRow } from '../store/types.js';
-import type { Governance, Governed } from './govern.js';
+import type { ConnectionRow, KeyRow } from '../store/types.js';
+import { type Governance, type Governed, governAhead } from './govern.js';
 import { type CallPlan, fillValues, pagedStatement } from './plan.js';
-import { planWarmer } from './planWarmer.js';
+import { type FreshPlan, planWarmer } from './planWarmer.js';
 import { FORMATS, type Format } from './formats.js';
 import { answerCacheRequests, createResultCache, type ResultCache } from './resultCache.js';
 import { SchemaCache } from './schemaCache.js';
@@ -77,6 +77,8 @@ export function sourceSettings(config: Config): SourceSettings {
 
 /** Statements a warm pass describes ahead on each connection, at most (see ready()). */
 const PREPARED_AHEAD = 100;
+/** Mask traces a warm pass makes ahead on each connection, at most (one per statement and key policy; see govern.ts governAhead). */
+const TRACED_AHEAD = 200;
 
 export function createCallContext({ config, limiterMemory }: ExecutorData): CallContext {
   const store = attachStore(config, { readonly: true, max: Math.max(2, Math.min(config.poolSize, 8)) });
@@ -102,6 +104,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
       { cache: 'metadata', entries: meta.size() },
       { cache: 'plan', entries: plans.size },
       { cache: 'schema', entries: schemas.size },
+      { cache: 'trace', entries: governance.traces.size },
     ],
   });
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: null });
@@ -116,22 +119,46 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     sources.set(conn.name, { stamp, source: opened });
     return opened;
   }
+  const governance: Governance = {
+    allowWrites: config.allowWrites,
+    schemas,
+    traces: new LRUCache<string, Governed>({ max: 5000 }),
+    maskSecret() {
+      secret ??= config.maskKey
+        ? Promise.resolve(Buffer.from(config.maskKey, 'utf8'))
+        : store.readSecret('mask').then(
+            (s) => {
+              if (!s) throw new Error('the store has no mask secret');
+              return Buffer.from(s, 'hex');
+            },
+            (e: unknown) => {
+              secret = null; // a store that could not be read is asked again by the next call
+              throw e;
+            },
+          );
+      return secret;
+    },
+  };
   /**
    * A connection made ready for its first call (the warmer asks): one connection opened, then the schema
-   * read and the statements just planned described on the connections open by then. Only once the
-   * database answers: a database that does not is for a call to find (and the breaker to hear of).
+   * read, the statements just planned described on the connections open by then, and governed for the
+   * keys with rules that may call them. Only once the database answers: a database that does not is for
+   * a call to find (and the breaker to hear of).
    */
-  async function ready(conn: ConnectionRow, fresh: CallPlan[]): Promise<void> {
+  async function ready(conn: ConnectionRow, fresh: FreshPlan[], keys: KeyRow[]): Promise<void> {
     const s = source(conn);
     if (!(await s.warm?.())) return;
     await schemas.get(conn, s);
     // A first page's text and values, as runStatement sends them; calls that may write use the write pool.
     // Each described statement stays prepared in every open session: a start with a catalog of thousands
     // describes its first PREPARED_AHEAD (a bounded burst), the rest are prepared by their calls as before.
-    if (s.prepare) for (const p of fresh.slice(0, PREPARED_AHEAD)) if (!p.write) s.prepare(pagedStatement(p, 0), fillValues(p, [], 0, 0).length);
+    if (s.prepare) {
+      for (const { plan: p } of fresh.slice(0, PREPARED_AHEAD)) if (!p.write) s.prepare(pagedStatement(p, 0), fillValues(p, [], 0, 0).length);
+    }
+    await governAhead(governance, fresh, keys, conn, s, TRACED_AHEAD);
   }
   // A failed read is dropped (SchemaCache.get): the first call reads again, and meets the failure.
-  const warmer = planWarmer(store, plans, meta, (conn, fresh) => void ready(conn, fresh).catch(() => undefined));
+  const warmer = planWarmer(store, plans, meta, (conn, fresh, keys) => void ready(conn, fresh, keys).catch(() => undefined));
   warmer.warm();
   const changes = channel('changes', config.home);
   /** The newest change heard of (ChangeMessage.seq), or caught up with. */
@@ -164,26 +191,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     source,
     runs,
     results,
-    governance: {
-      allowWrites: config.allowWrites,
-      schemas,
-      traces: new LRUCache<string, Governed>({ max: 5000 }),
-      maskSecret() {
-        secret ??= config.maskKey
-          ? Promise.resolve(Buffer.from(config.maskKey, 'utf8'))
-          : store.readSecret('mask').then(
-              (s) => {
-                if (!s) throw new Error('the store has no mask secret');
-                return Buffer.from(s, 'hex');
-              },
-              (e: unknown) => {
-                secret = null; // a store that could not be read is asked again by the next call
-                throw e;
-              },
-            );
-        return secret;
-      },
-    },
+    governance,
     limits,
     metrics: thread.metrics,
     statements: statementCounters(thread.metrics),

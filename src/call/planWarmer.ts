@@ -9,11 +9,12 @@
 // Last, each active PostgreSQL or MySQL connection a published query uses is made ready: a connection
 // opened (Source.warm), the schema governance reads (on PostgreSQL the function catalog alone is
 // ~25 ms of the process's very first call, measured), and the statements just planned described on
-// its open connections (Source.prepare), so no call waits for them.
+// its open connections (Source.prepare), and the governance of the keys with rules that may call them
+// decided (their mask traces), so no call waits for them.
 import type { LRUCache } from 'lru-cache';
 import { type SqlDialect, warmParser } from '../governance/analysis.js';
 import type { Metadata } from '../store/metadata.js';
-import type { ConnectionRow } from '../store/types.js';
+import type { ConnectionRow, KeyRow, QueryRow } from '../store/types.js';
 import type { Store } from '../store/store.js';
 import { type CallPlan, planFor, planKey } from './plan.js';
 
@@ -21,6 +22,12 @@ import { type CallPlan, planFor, planKey } from './plan.js';
 export const PARSED_AS: Record<string, SqlDialect> = { postgres: 'postgres', postgresql: 'postgres', sqlite: 'sqlite', mysql: 'mysql' };
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** A plan made in this pass, and the query whose published version it is. */
+export interface FreshPlan {
+  plan: CallPlan;
+  query: QueryRow;
+}
 
 export interface PlanWarmer {
   /** Plans what is published and not planned yet; a call while it runs makes it run once more after. */
@@ -34,8 +41,11 @@ export function planWarmer(
   store: Pick<Store, 'listConnections' | 'listQueries' | 'listKeysByHash'>,
   plans: LRUCache<string, CallPlan>,
   meta: Pick<Metadata, 'mark' | 'fill'>,
-  /** Makes a connection ready ahead of its first call: a connection opened, its schema read, `fresh` (planned just now) described. */
-  readySource: (connection: ConnectionRow, fresh: CallPlan[]) => void = () => undefined,
+  /**
+   * Makes a connection ready ahead of its first call: a connection opened, its schema read, `fresh`
+   * (planned just now) described and governed for `keys` (every stored key, as the pass read them).
+   */
+  readySource: (connection: ConnectionRow, fresh: FreshPlan[], keys: KeyRow[]) => void = () => undefined,
 ): PlanWarmer {
   const parsed = new Set<SqlDialect>();
   let running: Promise<void> | null = null;
@@ -59,7 +69,7 @@ export function planWarmer(
     }
     const used = new Set<string>();
     /** The plans made in this pass, by connection. */
-    const fresh = new Map<string, CallPlan[]>();
+    const fresh = new Map<string, FreshPlan[]>();
     for (const q of queries) {
       const version = q.versions.find((v) => v.version === q.published_version);
       const connection = version?.connection_name;
@@ -69,10 +79,10 @@ export function planWarmer(
       if (closed || plans.size >= plans.max) return;
       await nextTurn();
       try {
-        const plan = planFor(plans, version, connection, dialect);
-        const made = fresh.get(connection);
-        if (made) made.push(plan);
-        else fresh.set(connection, [plan]);
+        const made = { plan: planFor(plans, version, connection, dialect), query: q };
+        const list = fresh.get(connection);
+        if (list) list.push(made);
+        else fresh.set(connection, [made]);
       } catch {
         // A statement that cannot be planned is not cached: its calls raise the error themselves.
       }
@@ -81,7 +91,11 @@ export function planWarmer(
     for (const c of connections) {
       if (closed || !c.active || !used.has(c.name) || dialects.get(c.name) === 'sqlite') continue;
       try {
-        readySource(c, fresh.get(c.name) ?? []);
+        readySource(
+          c,
+          fresh.get(c.name) ?? [],
+          keys.map(([, key]) => key),
+        );
       } catch {
         // A source that cannot be opened is the first call's to report.
       }

@@ -4,7 +4,8 @@
 // ({cache="plan"}, {cache="metadata"}), inline and with an executor thread. A PostgreSQL connection
 // a published query uses gets a connection opened (queryapigate_pool_idle_connections) and its schema read
 // (queryapigate_cache_entries{cache="schema"}) before its first call; its statements are described
-// (PostgreSQL) or prepared (MySQL) on the open sessions as they are published.
+// (PostgreSQL) or prepared (MySQL) on the open sessions as they are published, and governed for the
+// keys with rules that may call them (queryapigate_cache_entries{cache="trace"}).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import mysql from 'mysql2/promise';
@@ -252,6 +253,74 @@ test('a MySQL statement is prepared on the open sessions as it is published: its
     await s.stop();
   }
 });
+
+for (const workers of ['0', '1']) {
+  test(`the keys with rules that may call a published statement are governed before its first call (QUERYAPIGATE_WORKERS=${workers})`, async () => {
+    const db = await scratchDatabase('qag_govern_ahead');
+    await db.sql`CREATE TABLE people (id int PRIMARY KEY, email text, city text)`;
+    await db.sql`INSERT INTO people VALUES (1, 'ann@example.com', 'Oslo')`;
+    const s = await startTestServer({ QUERYAPIGATE_WORKERS: workers });
+    const key = async (body: Record<string, unknown>) => {
+      const made = await s.call('POST', '/api/v1/api-keys', { body: { connections: [], ...body } });
+      assert.equal(made.status, 201, made.text);
+      return (made.json as { secret: string }).secret;
+    };
+    try {
+      assert.equal((await s.call('POST', '/api/v1/connections', { body: { ...pgConnection('ahead_pg'), database: db.name } })).status, 201);
+      // A draft first, so keys can be granted it before it is published.
+      const saved = await s.call('POST', '/api/v1/queries', {
+        body: {
+          name: 'people_one',
+          connection_name: 'ahead_pg',
+          description: 'one person',
+          publish: false,
+          sql: 'SELECT id, email, city FROM people WHERE id = :id',
+          parameters: { id: { type: 'integer', required: true } },
+        },
+      });
+      assert.equal(saved.status, 201, saved.text);
+      const other = await s.call('POST', '/api/v1/queries', {
+        body: { name: 'people_two', connection_name: 'ahead_pg', description: 'another', publish: false, sql: 'SELECT 2 AS two' },
+      });
+      assert.equal(other.status, 201, other.text);
+      // Two policies that may call it, one key that has no rules, one with rules that is not granted it.
+      const hashed = await key({ name: 'ahead_hash', queries: '*', mask: [{ column: 'people.email', action: 'hash' }] });
+      const tabled = await key({ name: 'ahead_tables', queries: ['people_one'], allowed_tables: ['people'] });
+      await key({ name: 'ahead_plain', queries: '*' });
+      await key({ name: 'ahead_elsewhere', queries: ['people_two'], mask: [{ column: '*.city', action: 'null' }] });
+      // An executor thread's gauges join the scrape once it has answered one.
+      const before = await eventually(
+        () => entries(s, 'trace'),
+        (n) => !Number.isNaN(n),
+      );
+      const published = await s.call('POST', '/api/v1/queries/people_one/publish', { body: { version: 1 } });
+      assert.equal(published.status, 200, published.text);
+      // No call yet: one trace for each policy that may call it.
+      assert.equal(
+        await eventually(
+          () => entries(s, 'trace'),
+          (n) => n === before + 2,
+        ),
+        before + 2,
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(await entries(s, 'trace'), before + 2);
+      // The calls find them: answered as governed, nothing traced on their path.
+      const masked = await s.call('GET', '/q/people_one?id=1', { key: hashed });
+      assert.equal(masked.status, 200, masked.text);
+      const [row] = masked.json as Array<{ id: number; email: string; city: string }>;
+      assert.equal(row.city, 'Oslo');
+      assert.notEqual(row.email, 'ann@example.com');
+      assert.ok(row.email.length > 0);
+      const plain = await s.call('GET', '/q/people_one?id=1', { key: tabled });
+      assert.deepEqual(plain.json, [{ id: 1, email: 'ann@example.com', city: 'Oslo' }]);
+      assert.equal(await entries(s, 'trace'), before + 2);
+    } finally {
+      await s.stop();
+      await db.drop();
+    }
+  });
+}
 
 test('a start with more published statements than it describes ahead describes the first 100 on each connection', async () => {
   const store = await scratchDatabase('qag_prepare_ahead');
