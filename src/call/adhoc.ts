@@ -39,7 +39,7 @@ export function parseAdhoc(req: Request): AdhocRequest {
   return adhocRequest(body, parseQueryString(req.query));
 }
 
-export function adhocRequest(body: Record<string, unknown>, args: Record<string, string>): AdhocRequest {
+export function adhocRequest(body: Record<string, unknown>, args: ReadonlyMap<string, string>): AdhocRequest {
   for (const k of Object.keys(body)) if (!BODY_FIELDS.has(k)) throw new GatewayError('unknown_field', `Unknown field '${k}'`);
   const { sql, params, connection_name: connection, database } = body;
   if (sql === undefined || sql === null || (typeof sql === 'string' && sql.trim() === '')) throw new GatewayError('sql_required', 'sql is required');
@@ -50,15 +50,13 @@ export function adhocRequest(body: Record<string, unknown>, args: Record<string,
     throw new GatewayError('invalid_body', 'params must be a JSON object');
   }
   if (database !== undefined && database !== null && typeof database !== 'string') throw new GatewayError('invalid_body', 'database must be a string');
-  const options = callOptions((k) => (args[k] !== undefined ? args[k] : BODY_OPTIONS.has(k) ? body[k] : undefined));
+  const options = callOptions((k) => args.get(k) ?? (BODY_OPTIONS.has(k) ? body[k] : undefined));
   return {
-    name: '',
-    version: null,
+    ...options,
     sql,
     connectionName: connection,
     database: database ?? null,
-    ...options,
-    params: Object.assign(Object.create(null), params ?? {}),
+    params: new Map(Object.entries(params ?? {})),
     typed: true,
   };
 }
@@ -92,12 +90,12 @@ export async function adhocCall(ctx: CallContext, caller: Caller, call: AdhocReq
       throw new GatewayError('invalid_request', 'Running against another database of the server is not supported; add a connection for it');
     }
     run = { query: null, version: null, connectionName: call.connectionName, executedAt: localTimestamp(), transport: o.transport };
-    run.adhoc = adhocEntry(call.sql, ctx.config.historyAdhocSql, Object.keys(call.params));
+    run.adhoc = adhocEntry(call.sql, ctx.config.historyAdhocSql, [...call.params.keys()]);
     const connection = checkConnection(await ctx.meta.connection(call.connectionName), call.connectionName);
     const source = ctx.source(connection);
     const plan = adhocPlan(ctx.adhocPlans, call.sql, connection.name, source.dialect);
     run.adhoc.params = [...plan.params].sort(); // the statement's markers, not whatever names the body sent
-    const bound = plan.bind({ kind: 'json', get: (n) => call.params[n] });
+    const bound = plan.bind({ kind: 'json', get: (n) => call.params.get(n) });
     return await runStatement(ctx, caller, call, { plan, bound, connection, source, run, queryName: null, fileName: 'result', cache: null }, o);
   } catch (e) {
     return failure(ctx, o.requestId, '/execute_sql', e, caller, run, true);

@@ -17,8 +17,8 @@ export interface CallRequest {
   pageSize: string | null;
   /** Seconds asked for by the caller, or null for the server's limit. */
   timeout: number | null;
-  /** Parameter values: strings from the query string, JSON values from a POST body's params. */
-  params: Record<string, unknown>;
+  /** Parameter values by name: strings from the query string, JSON values from a POST body's params. */
+  params: ReadonlyMap<string, unknown>;
   /** True when params came from a JSON body, so values must already have their types. */
   typed: boolean;
   /** ?stream=true: the whole result as an export, from a database cursor. */
@@ -29,8 +29,13 @@ export const STREAM_FORMATS: readonly Format[] = ['csv', 'tsv', 'ndjson', 'parqu
 
 const decoder = new TextDecoder();
 
-export function parseQueryString(qs: string): Record<string, string> {
-  const out: Record<string, string> = Object.create(null);
+/**
+ * The query string's names and values, decoded, the first value of a name winning. A Map, not an
+ * object: any name is a plain entry (`__proto__`, `constructor`), and on the hot path a small Map is
+ * several times cheaper to fill and read than a null-prototype object (dictionary mode).
+ */
+export function parseQueryString(qs: string): Map<string, string> {
+  const out = new Map<string, string>();
   if (!qs) return out;
   let start = 0;
   while (start <= qs.length) {
@@ -40,7 +45,7 @@ export function parseQueryString(qs: string): Record<string, string> {
       const eq = qs.indexOf('=', start);
       const hasValue = eq !== -1 && eq < end;
       const k = decode(qs.slice(start, hasValue ? eq : end));
-      if (!(k in out)) out[k] = hasValue ? decode(qs.slice(eq + 1, end)) : ''; // first value wins
+      if (!out.has(k)) out.set(k, hasValue ? decode(qs.slice(eq + 1, end)) : ''); // first value wins
     }
     start = end + 1;
   }
@@ -84,17 +89,7 @@ function queryName(url: string): string {
 export function parseCall(req: Request): CallRequest {
   const args = parseQueryString(req.query);
   const body = req.method === 'POST' ? parseJsonObject(req.body) : null;
-  const params: Record<string, unknown> = Object.create(null);
-  for (const k in args) if (!RESERVED.has(k)) params[k] = args[k];
-  let typed = false;
-  if (body && body.params !== undefined) {
-    if (body.params === null || typeof body.params !== 'object' || Array.isArray(body.params)) {
-      throw new GatewayError('invalid_body', 'params must be a JSON object');
-    }
-    Object.assign(params, body.params);
-    typed = true;
-  }
-  const pick = (k: string): unknown => (args[k] !== undefined ? args[k] : body?.[k]);
+  const pick = body ? (k: string): unknown => args.get(k) ?? body[k] : (k: string): unknown => args.get(k);
   const options = callOptions(pick);
 
   let version: number | null = null;
@@ -106,18 +101,30 @@ export function parseCall(req: Request): CallRequest {
     }
   }
   const connectionName = pick('connection_name');
-  return {
-    name: queryName(req.url),
-    version,
-    connectionName: connectionName === undefined || connectionName === '' ? null : String(connectionName),
-    ...options,
-    params,
-    typed,
-  };
+  // The query string's names less the options are the parameters (the Map itself: nothing else reads it).
+  const params: Map<string, unknown> = args;
+  for (const k of RESERVED) params.delete(k);
+  let typed = false;
+  if (body && body.params !== undefined) {
+    if (body.params === null || typeof body.params !== 'object' || Array.isArray(body.params)) {
+      throw new GatewayError('invalid_body', 'params must be a JSON object');
+    }
+    for (const [k, v] of Object.entries(body.params)) params.set(k, v);
+    typed = true;
+  }
+  options.name = queryName(req.url);
+  options.version = version;
+  options.connectionName = connectionName === undefined || connectionName === '' ? null : String(connectionName);
+  options.params = params;
+  options.typed = typed;
+  return options;
 }
 
-/** The options every statement call takes (format, timeout, paging, stream), each from the query string or the body. */
-export function callOptions(pick: (k: string) => unknown): Pick<CallRequest, 'format' | 'timeout' | 'page' | 'pageSize' | 'stream'> {
+/**
+ * The options every statement call takes (format, timeout, paging, stream), each from the query string
+ * or the body, in a CallRequest whose other fields the caller fills (one object a call, not a copy).
+ */
+export function callOptions(pick: (k: string) => unknown): CallRequest {
   const formatRaw = pick('format');
   const format = (formatRaw === undefined || formatRaw === '' ? 'json' : String(formatRaw).toLowerCase()) as Format;
   if (!FORMATS.includes(format)) {
@@ -139,13 +146,20 @@ export function callOptions(pick: (k: string) => unknown): Pick<CallRequest, 'fo
   const page = pick('page');
   const pageSize = pick('page_size');
   return {
+    name: '',
+    version: null,
+    connectionName: null,
     format,
     page: page === undefined ? null : String(page),
     pageSize: pageSize === undefined ? null : String(pageSize),
     timeout,
+    params: NO_PARAMS,
+    typed: false,
     stream,
   };
 }
+
+const NO_PARAMS: ReadonlyMap<string, unknown> = new Map();
 
 export interface Paging {
   page: number;

@@ -55,7 +55,9 @@ export async function savedCall(ctx: CallContext, caller: Caller, query: QueryRo
     const connection = checkConnection(row, target.connectionName);
     const source = ctx.source(connection);
     const plan = planFor(ctx.plans, target.version, connection.name, source.dialect);
-    const values: ParamSource = call.typed ? { kind: 'json', get: (n) => call.params[n] } : { kind: 'query', get: (n) => call.params[n] as string | undefined };
+    const values: ParamSource = call.typed
+      ? { kind: 'json', get: (n) => call.params.get(n) }
+      : { kind: 'query', get: (n) => call.params.get(n) as string | undefined };
     const bound = plan.bind(plan.claims.length ? bindClaims(plan.claims, caller, values) : values);
     const { version } = target;
     return await runStatement(

@@ -47,7 +47,7 @@ export async function callTool(ctx: CallContext, caller: Caller, name: string, a
       if (size !== undefined && (!Number.isSafeInteger(size) || (size as number) < 1))
         throw new GatewayError('invalid_paging', 'page_size must be a positive integer');
       const rowCap = Math.min(cap, (size as number | undefined) ?? cap);
-      const call = adhocRequest(body, {});
+      const call = adhocRequest(body, new Map());
       return fromAnswer(await adhocCall(ctx, caller, call, options(!mayWrite(caller, null, ctx.config.allowWrites), rowCap)), rowCap);
     }
     const query = (await queryTools(ctx, caller)).get(name);
@@ -62,7 +62,7 @@ export async function callTool(ctx: CallContext, caller: Caller, name: string, a
       page: null,
       pageSize: null,
       timeout: null,
-      params: Object.assign(Object.create(null), args),
+      params: new Map(Object.entries(args)),
       typed: true,
       stream: false,
     };

@@ -29,8 +29,11 @@ function outcome(req: Request): CallRequest | ErrorCode {
   }
 }
 
+/** A call with its params as a plain object, as the cases write them. */
+type Plain = Omit<CallRequest, 'params'> & { params: Record<string, unknown> };
+
 /** What a call looks like when the request asks for nothing special. */
-const DEFAULTS: CallRequest = {
+const DEFAULTS: Plain = {
   name: 'films',
   version: null,
   connectionName: null,
@@ -44,7 +47,7 @@ const DEFAULTS: CallRequest = {
 };
 
 /** Expected: the fields that differ from DEFAULTS (params compared as plain objects), or an error code. */
-type Want = Partial<CallRequest> | ErrorCode;
+type Want = Partial<Plain> | ErrorCode;
 
 function check(req: Request, want: Want): void {
   const got = outcome(req);
@@ -54,9 +57,9 @@ function check(req: Request, want: Want): void {
   }
   assert.notEqual(typeof got, 'string', `refused with ${String(got)}`);
   const call = got as CallRequest;
-  // params is a null-prototype object (so names like constructor are plain names): compare its entries.
-  assert.equal(Object.getPrototypeOf(call.params), null);
-  assert.deepEqual({ ...call, params: { ...call.params } }, { ...DEFAULTS, ...want, params: { ...(want.params ?? {}) } });
+  // params is a Map (so names like constructor are plain names): compare its entries.
+  assert.ok(call.params instanceof Map);
+  assert.deepEqual({ ...call, params: Object.fromEntries(call.params) }, { ...DEFAULTS, ...want, params: { ...(want.params ?? {}) } });
 }
 
 test('parseCall: GET query strings', async (t) => {
@@ -211,15 +214,20 @@ test('parseCall: refusals are 400s', () => {
 
 test('parseQueryString: names like __proto__ are plain entries', () => {
   const args = parseQueryString('__proto__=1&constructor=2&toString=3');
-  assert.equal(Object.getPrototypeOf(args), null);
-  assert.deepEqual(Object.entries(args), [
-    ['__proto__', '1'],
-    ['constructor', '2'],
-    ['toString', '3'],
-  ]);
-  // and as parameters they reach the params, not a prototype
-  const call = parseCall(get('constructor=x'));
-  assert.equal(call.params.constructor, 'x');
+  assert.deepEqual(
+    [...args],
+    [
+      ['__proto__', '1'],
+      ['constructor', '2'],
+      ['toString', '3'],
+    ],
+  );
+  // and as parameters they reach the params, not a prototype; a name not sent is not there
+  const call = parseCall(get('constructor=x&__proto__=y'));
+  assert.equal(call.params.get('constructor'), 'x');
+  assert.equal(call.params.get('__proto__'), 'y');
+  assert.equal(call.params.get('toString'), undefined);
+  assert.equal(call.params.get('hasOwnProperty'), undefined);
 });
 
 test('parseJsonObject: one JSON object or nothing', () => {
@@ -240,7 +248,7 @@ test('parseJsonObject: one JSON object or nothing', () => {
 
 /** A call with only page and page_size set, as parseCall leaves them (text or null). */
 function paging(page: string | null, pageSize: string | null): CallRequest {
-  return { ...DEFAULTS, page, pageSize };
+  return { ...DEFAULTS, page, pageSize, params: new Map() };
 }
 
 test('parsePaging: defaults, limits and invalid_paging', async (t) => {
