@@ -2,7 +2,7 @@
 // the day, rotation grace boundaries, address allow-lists (IPv4, IPv6, CIDR), proxy hops.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { addressAllowed, keyIsUsable } from '../../src/auth/keys.js';
+import { addressAllowed, isAdminKey, keyIsUsable } from '../../src/auth/keys.js';
 import { forwardedClient } from '../../src/http/respond.js';
 import type { KeyRow } from '../../src/store/types.js';
 import { keyRow } from '../fixtures.js';
@@ -64,4 +64,15 @@ test('proxy hops: the Nth X-Forwarded-For entry from the right; the peer when th
     ['::ffff:10.1.2.3', '', 0, '10.1.2.3'],
   ];
   for (const [peer, xff, hops, want] of cases) assert.equal(forwardedClient(peer, xff, hops), want, `${xff} hops ${hops}`);
+});
+
+test('isAdminKey: the configured key only, byte for byte (a scoped key is told apart by its length)', () => {
+  const admin = Buffer.from('clé-admin', 'utf8');
+  assert.equal(isAdminKey(admin, 'clé-admin'), true);
+  assert.equal(isAdminKey(admin, 'cle-admin'), false); // one byte shorter
+  assert.equal(isAdminKey(admin, 'cle-admin!'), false); // as many bytes, not the same
+  assert.equal(isAdminKey(admin, 'clé-admin '), false);
+  assert.equal(isAdminKey(admin, `sk_${'x'.repeat(43)}`), false);
+  assert.equal(isAdminKey(admin, ''), false);
+  assert.equal(isAdminKey(null, 'clé-admin'), false);
 });
