@@ -4,7 +4,7 @@
 // (bench/floor.ts) is profiled the same way in the same run, and with --pooled also the gateway with
 // one executor thread (the acceptor and the executor apart: where the hand-off's cost lands); with
 // --my, the same lookup on MariaDB beside the node:http + mysql2 floor (bench/floorMysql.ts).
-// Run: npm run build && node dist/bench/profile.js [--seconds 10] [--pg postgres://.../qag_oltp_bench] [--pg-only] [--pooled]
+// Run: npm run build && node dist/bench/profile.js [--seconds 10] [--pg postgres://.../qag_oltp_bench] [--pg-only] [--pooled] [--callers 32]
 //      [--my mysql://root@127.0.0.1:3306/qag_bench_my]
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +20,8 @@ const { values } = parseArgs({
     pg: { type: 'string' },
     'pg-only': { type: 'boolean', default: false },
     pooled: { type: 'boolean', default: false },
+    /** Callers (wrk connections); at 1 what a call costs is not shared with others in its turn. */
+    callers: { type: 'string', default: '32' },
     /** A MariaDB/MySQL database holding pgbench_accounts (bench/peers.ts --only floor-my fills qag_bench_my). */
     my: { type: 'string' },
   },
@@ -98,7 +100,7 @@ function summarize(file: string): Summary {
 }
 
 const rows: object[] = [];
-let md = `# Where a call's time goes (${today()})\n\nMade with \`node dist/bench/profile.js ${process.argv.slice(2).join(' ')}\`: the gateway under \`node --cpu-prof\`, executors inline (one thread does the whole call) unless the target says pooled, 32 callers for ${values.seconds} s. Each thread's table sums its profile's self time (idle excluded) by the part of the path each function belongs to. Load average at start: ${(
+let md = `# Where a call's time goes (${today()})\n\nMade with \`node dist/bench/profile.js ${process.argv.slice(2).join(' ')}\`: the gateway under \`node --cpu-prof\`, executors inline (one thread does the whole call) unless the target says pooled, ${values.callers} caller(s) for ${values.seconds} s. Each thread's table sums its profile's self time (idle excluded) by the part of the path each function belongs to. Load average at start: ${(
   await import('node:os')
 )
   .loadavg()
@@ -195,7 +197,7 @@ for (const t of targets) {
     const load = await runLoad({
       randRegexUrl: p.url,
       duration: Number(values.seconds),
-      connections: 32,
+      connections: Number(values.callers),
       warmup: 2,
       headers: { 'X-API-Key': p.key },
       pid: p.pid,
