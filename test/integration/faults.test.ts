@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { GatewayError } from '../../src/contract/errors.js';
+import { openSource } from '../../src/sources/index.js';
 import { openPostgres } from '../../src/store/sql.js';
 import { type FaultOptions, type FaultOutcome, type PrivatePostgres, dataSourceOutage, startPrivatePostgres, storeOutage } from '../faultRig.js';
 import { scratchDatabase, startTestServer } from '../helpers.js';
@@ -275,6 +276,33 @@ test('the recorder store writes are limited in time: a transaction and a stateme
     );
   } finally {
     await db.close().catch(() => undefined);
+    await proxy.close();
+    await scratch.drop();
+  }
+});
+
+test('a PostgreSQL call whose connection stops answering ends at its limit and the backstop, and the source goes on', async () => {
+  const scratch = await scratchDatabase('qag_faults_backstop');
+  const proxy = await freezingProxy(new URL(scratch.url));
+  const target = new URL(scratch.url);
+  const source = openSource(
+    { name: 'frozen', db: 'postgres', host: '127.0.0.1', port: proxy.port, database: target.pathname.slice(1), user: decodeURIComponent(target.username) },
+    { poolSize: 1, home: tmpdir(), connectTimeoutMs: 1000 },
+  );
+  const limit = { readOnly: true, timeoutMs: 300 };
+  try {
+    assert.deepEqual((await source.run('SELECT 1 AS one', [], limit)).rows, [[1]]);
+    // The statement_timeout cannot help: the session never hears of the statement. The gateway's own
+    // timer gives up 1 s (BACKSTOP_MS) past the call's limit, and retires the client.
+    proxy.freeze(true);
+    const t0 = performance.now();
+    await assert.rejects(source.run('SELECT 2 AS two', [], limit), (e: unknown) => e instanceof GatewayError && e.code === 'query_timeout');
+    const waited = performance.now() - t0;
+    assert.ok(waited >= 1200 && waited < 3000, `gave up after ${waited} ms`);
+    proxy.freeze(false);
+    assert.deepEqual((await source.run('SELECT 3 AS three', [], limit)).rows, [[3]]);
+  } finally {
+    await source.close().catch(() => undefined);
     await proxy.close();
     await scratch.drop();
   }
