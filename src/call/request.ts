@@ -79,6 +79,7 @@ export function parseJsonObject(bytes: Uint8Array | null): Record<string, unknow
 /** The query's name from a /q/<name> path; a name that is not valid URL encoding is taken as sent. */
 function queryName(url: string): string {
   const raw = url.slice(3);
+  if (raw.indexOf('%') === -1) return raw; // nothing to decode: most names
   try {
     return decodeURIComponent(raw);
   } catch {

@@ -73,7 +73,20 @@ export function attachStore(where: StoreLocation, opts: { readonly: boolean; max
 }
 
 /** Local time as the contract writes it: YYYY-MM-DD HH:MM:SS. */
-export function localTimestamp(d = new Date()): string {
+export function localTimestamp(d?: Date): string {
+  if (d !== undefined) return formatLocal(d);
+  // Now, made once per second: every call records when it ran.
+  const second = Math.floor(Date.now() / 1000);
+  if (second !== lastSecond) {
+    lastSecond = second;
+    lastStamp = formatLocal(new Date(second * 1000));
+  }
+  return lastStamp;
+}
+let lastSecond = Number.NaN;
+let lastStamp = '';
+
+function formatLocal(d: Date): string {
   const p = (n: number) => (n < 10 ? `0${n}` : `${n}`);
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
