@@ -20,7 +20,7 @@ import mysql from 'mysql2/promise';
 import { exampleQueries } from '../src/examples/catalog.js';
 import { DATABASE as TPCC_DATABASE } from './tpcc/generate.js';
 import { ALLOWED_TABLES, MASK, SQL as TPCC_SQL } from './tpcc/queries.js';
-import { adminApi, fmt, median, oltpConnection, spawnListening, today, writeResults } from './gateway.js';
+import { adminApi, fmt, median, mysqlConnection, oltpConnection, spawnListening, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -148,15 +148,7 @@ async function cell(build: { name: string; main: string }, round: number): Promi
     const keyOf = (c: Case) => (c.governed ? governed : plain);
     let governed = '';
     if (CASES.some((c) => c.connection === 'tpcc')) {
-      await api('POST', '/api/v1/connections', {
-        name: 'tpcc',
-        db: 'mysql',
-        host: MY.hostname,
-        port: Number(MY.port || 3306),
-        database: MY.pathname.slice(1),
-        user: decodeURIComponent(MY.username),
-        active: true,
-      });
+      await mysqlConnection(api, 'tpcc', values.my!);
       const key = { name: 'governed', queries: '*', connections: [], allowed_tables: ALLOWED_TABLES, mask: MASK };
       governed = (await api<{ secret: string }>('POST', '/api/v1/api-keys', key)).secret;
     }

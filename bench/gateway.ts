@@ -95,6 +95,20 @@ export async function oltpConnection(api: Gateway['api'], pgUrl: string): Promis
   });
 }
 
+/** The connection `name` on a gateway, to the MySQL/MariaDB database at `myUrl` (mysql://user@host:port/db). */
+export async function mysqlConnection(api: Gateway['api'], name: string, myUrl: string): Promise<void> {
+  const u = new URL(myUrl);
+  await api('POST', '/api/v1/connections', {
+    name,
+    db: 'mysql',
+    host: u.hostname,
+    port: Number(u.port || 3306),
+    database: u.pathname.slice(1),
+    user: decodeURIComponent(u.username) || 'root',
+    active: true,
+  });
+}
+
 /**
  * The seeds' lookup on a gateway: the connection `oltp` to the pgbench database at `pgUrl`, the saved
  * query `account` and a plain key `p` for it; the wrk URL pattern (a random aid) and the key's secret.

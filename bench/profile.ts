@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureWrk, runLoad } from './load.js';
-import { accountLookup, spawnListening, startGateway, today, writeResults } from './gateway.js';
+import { accountLookup, mysqlConnection, spawnListening, startGateway, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -161,13 +161,11 @@ if (values.pg) {
 }
 
 if (values.my) {
-  const my = new URL(values.my);
   targets.push({
     name: 'account lookup (MariaDB, plain key, metadata cache on)',
     start: async (profArgs, home) => {
       const g = await startGateway({ QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_HOME: home, QUERYAPIGATE_WORKERS: '0' }, 'bench-admin', profArgs);
-      const connection = { host: my.hostname, port: Number(my.port || 3306), database: my.pathname.slice(1), user: decodeURIComponent(my.username) };
-      await g.api('POST', '/api/v1/connections', { name: 'my', db: 'mysql', ...connection, active: true });
+      await mysqlConnection(g.api, 'my', values.my!);
       await g.api('POST', '/api/v1/queries', {
         name: 'account',
         connection_name: 'my',

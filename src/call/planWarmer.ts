@@ -88,14 +88,11 @@ export function planWarmer(
       }
     }
     // Pooled sources only: a SQLite file is opened by its first call.
+    const keyRows = keys.map(([, key]) => key);
     for (const c of connections) {
       if (closed || !c.active || !used.has(c.name) || dialects.get(c.name) === 'sqlite') continue;
       try {
-        readySource(
-          c,
-          fresh.get(c.name) ?? [],
-          keys.map(([, key]) => key),
-        );
+        readySource(c, fresh.get(c.name) ?? [], keyRows);
       } catch {
         // A source that cannot be opened is the first call's to report.
       }
