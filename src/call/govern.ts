@@ -165,17 +165,20 @@ export async function governAhead(
   source: Source,
   max: number,
 ): Promise<void> {
-  const governed = keys.filter((k) => k.active && (k.mask?.length || k.allowed_tables));
+  const callers: Array<Caller & { kind: 'key' }> = [];
+  for (const key of keys) if (key.active && (key.mask?.length || key.allowed_tables)) callers.push({ kind: 'key', name: key.name, key });
+  if (callers.length === 0) return;
   let left = max;
   for (const { plan, query } of fresh) {
+    // A turn between statements too: with many keys, finding who may call one is itself some work.
+    await nextTurn();
     const traced = new Set<string>();
-    for (const key of governed) {
-      const caller: Caller = { kind: 'key', name: key.name, key };
+    for (const caller of callers) {
       const policy = policyFingerprint(caller);
       if (traced.has(policy) || !mayCall(caller, query, connection.name)) continue;
       if (left-- <= 0) return;
       traced.add(policy);
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await nextTurn();
       try {
         await governCall(g, plan, caller, query.name, connection, source);
       } catch {
@@ -184,6 +187,8 @@ export async function governAhead(
     }
   }
 }
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function mayCall(caller: Caller, query: QueryRow, connection: string): boolean {
   try {
