@@ -268,7 +268,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       let res: Awaited<typeof query>;
       if (ms > 0) {
         // One promise settled by the statement or, past the backstop, by the timer (once it has, the
-        // cancelled statement's failure is nobody's): not a race of two, 0.3 µs a call less.
+        // cancelled statement's failure is nobody's): not a race of two promises, one fewer a call.
         res = await new Promise<Awaited<typeof query>>((resolve, reject) => {
           timer = setTimeout(() => {
             query.cancel();
