@@ -14,9 +14,9 @@ import type { Source, SourceSettings } from '../sources/types.js';
 import { createMetadata, type Metadata } from '../store/metadata.js';
 import { attachStore, STORE_FILE, type Store } from '../store/store.js';
 import type { ConnectionRow, KeyRow } from '../store/types.js';
-import { type Governance, type Governed, governAhead } from './govern.js';
+import type { Governance, Governed } from './govern.js';
 import { type CallPlan, fillValues, pagedStatement } from './plan.js';
-import { type FreshPlan, planWarmer } from './planWarmer.js';
+import { type FreshPlan, governAhead, planWarmer } from './planWarmer.js';
 import { FORMATS, type Format } from './formats.js';
 import { answerCacheRequests, createResultCache, type ResultCache } from './resultCache.js';
 import { SchemaCache } from './schemaCache.js';
@@ -77,7 +77,7 @@ export function sourceSettings(config: Config): SourceSettings {
 
 /** Statements a warm pass describes ahead on each connection, at most (see ready()). */
 const PREPARED_AHEAD = 100;
-/** Mask traces a warm pass makes ahead on each connection, at most (one per statement and key policy; see govern.ts governAhead). */
+/** Mask traces a warm pass makes ahead on each connection, at most (one per statement and key policy; see planWarmer.ts governAhead). */
 const TRACED_AHEAD = 200;
 
 export function createCallContext({ config, limiterMemory }: ExecutorData): CallContext {

@@ -10,8 +10,7 @@ import { allSafe, checkFunctions } from '../governance/functions.js';
 import { resolveTable } from '../governance/names.js';
 import { checkOutsideReads, checkStatement, checkTables } from '../governance/policy.js';
 import type { Source } from '../sources/types.js';
-import type { ConnectionRow, KeyRow, QueryRow } from '../store/types.js';
-import { authorizeCall } from './authorize.js';
+import type { ConnectionRow } from '../store/types.js';
 import type { CallPlan } from './plan.js';
 import { policyFingerprint } from './resultCache.js';
 import type { KnownSchema, SchemaCache } from './schemaCache.js';
@@ -147,54 +146,4 @@ async function traceMasks(
     }
   };
   return { masker, masked: maskPlan.masked.length ? maskPlan.masked : null };
-}
-
-/**
- * Decides ahead, for statements just planned (the plan warmer asks, once their connection's schema is
- * read), the governance of the stored keys with rules (allowed tables, masks) that may call them: each
- * policy's mask trace is cached as a call would cache it, so the first governed call finds it (tracing
- * the TPC-C order_status for a key with a hash and a mask was a good part of its first call's cost).
- * One trace per plan and policy, at most `max`; a turn of the event loop between them, so calls go
- * between. A refusal is not kept: the call meets it.
- */
-export async function governAhead(
-  g: Governance,
-  fresh: Array<{ plan: CallPlan; query: QueryRow }>,
-  keys: KeyRow[],
-  connection: ConnectionRow,
-  source: Source,
-  max: number,
-): Promise<void> {
-  const callers: Array<Caller & { kind: 'key' }> = [];
-  for (const key of keys) if (key.active && (key.mask?.length || key.allowed_tables)) callers.push({ kind: 'key', name: key.name, key });
-  if (callers.length === 0) return;
-  let left = max;
-  for (const { plan, query } of fresh) {
-    // A turn between statements too: with many keys, finding who may call one is itself some work.
-    await nextTurn();
-    const traced = new Set<string>();
-    for (const caller of callers) {
-      const policy = policyFingerprint(caller);
-      if (traced.has(policy) || !mayCall(caller, query, connection.name)) continue;
-      if (left-- <= 0) return;
-      traced.add(policy);
-      await nextTurn();
-      try {
-        await governCall(g, plan, caller, query.name, connection, source);
-      } catch {
-        // refused: thrown again by the call itself
-      }
-    }
-  }
-}
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-function mayCall(caller: Caller, query: QueryRow, connection: string): boolean {
-  try {
-    authorizeCall(caller, query.name, connection, connection, query.collection);
-    return true;
-  } catch {
-    return false;
-  }
 }
