@@ -219,19 +219,15 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
    */
   function prepare(text: string): void {
     if (closed) return;
-    const free = (readPool as unknown as { _freeConnections?: { toArray(): PoolConnection[] } })._freeConnections?.toArray() ?? [];
-    for (const c of free) if (sessions.has(c)) c.prepare(text, noop); // a statement refused is its first call's to report
+    for (const c of poolLists(readPool).free) if (sessions.has(c)) c.prepare(text, noop); // a statement refused is its first call's to report
   }
 
-  /** mysql2 keeps no public count: its pool's connection lists (stable across its 3.x releases). */
   function connections(): PoolCounts {
     const counts = { idle: 0, active: 0 };
     for (const pool of writePool ? [readPool, writePool] : [readPool]) {
-      const lists = pool as unknown as { _allConnections?: { length: number }; _freeConnections?: { length: number } };
-      const all = lists._allConnections?.length ?? 0;
-      const free = lists._freeConnections?.length ?? 0;
-      counts.idle += free;
-      counts.active += all - free;
+      const { all, free } = poolLists(pool);
+      counts.idle += free.length;
+      counts.active += all - free.length;
     }
     return counts;
   }
@@ -569,6 +565,15 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     killer ??= makePool(1);
     killer.query(`KILL QUERY ${Number(threadId)}`, noop); // an unknown thread (already gone) is fine
   }
+}
+
+/**
+ * A pool's connections (how many) and its idle ones: mysql2 keeps no public count, so its pool's lists
+ * are read (stable across its 3.x releases), here only.
+ */
+function poolLists(pool: Pool): { all: number; free: PoolConnection[] } {
+  const lists = pool as unknown as { _allConnections?: { length: number }; _freeConnections?: { toArray(): PoolConnection[] } };
+  return { all: lists._allConnections?.length ?? 0, free: lists._freeConnections?.toArray() ?? [] };
 }
 
 function acquire(pool: Pool): Promise<PoolConnection> {
