@@ -110,14 +110,17 @@ export async function mysqlConnection(api: Gateway['api'], name: string, myUrl: 
 }
 
 /**
- * The seeds' lookup on a gateway: the connection `oltp` to the pgbench database at `pgUrl`, the saved
- * query `account` and a plain key `p` for it; the wrk URL pattern (a random aid) and the key's secret.
+ * The seeds' lookup on a gateway: the connection `oltp` to the pgbench database at `dbUrl` (or `my` to
+ * a MariaDB one, for a mysql:// URL), the saved query `account` and a plain key `p` for it; the wrk URL pattern (a random aid) and the key's secret.
  */
-export async function accountLookup(g: Pick<Gateway, 'url' | 'api'>, pgUrl: string): Promise<{ url: string; key: string }> {
-  await oltpConnection(g.api, pgUrl);
+export async function accountLookup(g: Pick<Gateway, 'url' | 'api'>, dbUrl: string): Promise<{ url: string; key: string }> {
+  // bench/peers.ts fills the same table on MariaDB (qag_bench_my).
+  const connection = dbUrl.startsWith('mysql:') ? 'my' : 'oltp';
+  if (connection === 'my') await mysqlConnection(g.api, connection, dbUrl);
+  else await oltpConnection(g.api, dbUrl);
   await g.api('POST', '/api/v1/queries', {
     name: 'account',
-    connection_name: 'oltp',
+    connection_name: connection,
     description: 'a',
     publish: true,
     sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid',

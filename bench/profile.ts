@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureWrk, runLoad } from './load.js';
-import { accountLookup, mysqlConnection, spawnListening, startGateway, today, writeResults } from './gateway.js';
+import { accountLookup, spawnListening, startGateway, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -165,17 +165,7 @@ if (values.my) {
     name: 'account lookup (MariaDB, plain key, metadata cache on)',
     start: async (profArgs, home) => {
       const g = await startGateway({ QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_HOME: home, QUERYAPIGATE_WORKERS: '0' }, 'bench-admin', profArgs);
-      await mysqlConnection(g.api, 'my', values.my!);
-      await g.api('POST', '/api/v1/queries', {
-        name: 'account',
-        connection_name: 'my',
-        description: 'a',
-        publish: true,
-        sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid',
-        parameters: { aid: { type: 'int', required: true } },
-      });
-      const { secret } = await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] });
-      return { url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: secret, pid: g.pid, stop: g.stop };
+      return { ...(await accountLookup(g, values.my!)), pid: g.pid, stop: g.stop };
     },
   });
   targets.push({
