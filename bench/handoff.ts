@@ -1,25 +1,29 @@
 // What handing a call to an executor thread costs, without the call: piscina's round trip per call
-// (a task and its result) against the calls of one turn sent as one task and answered a turn at a
-// time on a BroadcastChannel (as http/callBatches.ts does). The executor answers at once, so the
-// CPU counted (the whole process, both threads) is the hand-off's. 32 callers, interleaved rounds.
+// (a task and its result) against the gateway's own hand-off, http/callBatches.ts with
+// call/answerBatches.ts in the worker (the calls of one turn as one task, answered a turn at a time
+// on a channel). The executor answers at once, so the CPU counted (the whole process, both threads)
+// is the hand-off's. 32 callers, interleaved rounds.
 //   npm run build && node dist/bench/handoff.js [--calls 40000] [--rounds 3]
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import type { Answer, AnswerBatch, CallBatch, Request } from '../src/contract/exchange.js';
+import type { Answer, Request } from '../src/contract/exchange.js';
+import { createCallBatcher } from '../src/http/callBatches.js';
 import { median, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '40000' }, rounds: { type: 'string', default: '3' } } });
 const CALLS = Number(values.calls);
 const CALLERS = 32;
 
+/** The answers channel's scope, as the gateway gives its executors one (ExecutorData.answers). */
+const SCOPE = 'bench-handoff';
 const pool = new Piscina({
   filename: fileURLToPath(new URL('./handoffWorker.js', import.meta.url)),
   minThreads: 1,
   maxThreads: 1,
   concurrentTasksPerWorker: 64,
   atomics: 'disabled',
+  workerData: SCOPE,
 });
 const request = (i: number): Request => ({
   method: 'GET',
@@ -34,31 +38,8 @@ const request = (i: number): Request => ({
   started: 0,
 });
 
-const channel = new BroadcastChannel('qag-bench-handoff');
-const waiting = new Map<number, (a: Answer) => void>();
-channel.onmessage = (e: unknown) => {
-  const { ids, answers } = (e as { data: AnswerBatch }).data;
-  for (let i = 0; i < ids.length; i++) {
-    waiting.get(ids[i])!(answers[i]);
-    waiting.delete(ids[i]);
-  }
-};
-let nextId = 0;
-let outgoing: CallBatch['calls'] = [];
-function batched(req: Request): Promise<Answer> {
-  return new Promise((resolve) => {
-    const id = nextId++;
-    waiting.set(id, resolve);
-    if (outgoing.length === 0) {
-      setImmediate(() => {
-        const calls = outgoing;
-        outgoing = [];
-        void pool.run({ calls } satisfies CallBatch, { name: 'batch' });
-      });
-    }
-    outgoing.push({ id, task: 'call', req });
-  });
-}
+const batcher = createCallBatcher(pool, SCOPE, { running: 1024, queue: 1024 });
+const batched = (req: Request): Promise<Answer> => batcher.run(req, 'call');
 const perCall = (req: Request): Promise<Answer> => pool.run(req) as Promise<Answer>;
 
 async function measure(send: (req: Request) => Promise<Answer>): Promise<{ cpu_us: number; wall_us: number }> {
@@ -82,7 +63,7 @@ for (let round = 0; round < Number(values.rounds); round++) {
   for (const [cell, send] of Object.entries(cells)) rows.push({ round, cell, ...(await measure(send)) });
 }
 await pool.destroy();
-channel.close();
+batcher.close();
 
 const table = Object.keys(cells)
   .map((cell) => {

@@ -1,11 +1,9 @@
 // NOT A PRODUCT: the executor side of bench/handoff.ts: answers a request-shaped task with an
-// answer-shaped value at once, one by one (the default task) or a batch at a time on a channel.
-import { BroadcastChannel } from 'node:worker_threads';
-import type { Answer, AnswerBatch, CallBatch, Request } from '../src/contract/exchange.js';
-
-const out = new BroadcastChannel('qag-bench-handoff');
-let ids: number[] = [];
-let answers: Answer[] = [];
+// answer-shaped value at once, one by one (the default task), or a batch at a time through the
+// gateway's own call/answerBatches.ts.
+import { workerData } from 'node:worker_threads';
+import { batchRunner } from '../src/call/answerBatches.js';
+import type { Answer, Request } from '../src/contract/exchange.js';
 
 const answer = (req: Request): Answer => ({
   status: 200,
@@ -18,18 +16,4 @@ export default function one(req: Request): Answer {
   return answer(req);
 }
 
-export function batch({ calls }: CallBatch): null {
-  if (ids.length === 0) {
-    setImmediate(() => {
-      const m: AnswerBatch = { ids, answers };
-      ids = [];
-      answers = [];
-      out.postMessage(m);
-    });
-  }
-  for (const c of calls) {
-    ids.push(c.id);
-    answers.push(answer(c.req));
-  }
-  return null;
-}
+export const batch = batchRunner((_task, req) => Promise.resolve(answer(req)), workerData as string);

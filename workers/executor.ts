@@ -7,7 +7,8 @@ import { runAdhoc } from '../src/call/adhoc.js';
 import { batchRunner } from '../src/call/answerBatches.js';
 import { runCall } from '../src/call/runCall.js';
 import { buildCatalog, type CatalogDocuments, type CatalogTask } from '../src/catalog/build.js';
-import type { Answer, CallBatch, Request } from '../src/contract/exchange.js';
+import type { CallBatch } from '../src/contract/crossing.js';
+import type { Answer, Request } from '../src/contract/exchange.js';
 import type { McpTask, McpToolListing, McpToolsTask } from '../src/mcp/server.js';
 import { configureLogs, SERVER_LOG_FD } from '../src/log.js';
 
@@ -24,7 +25,7 @@ export function adhoc(req: Request): Promise<Answer> {
 }
 
 /** /q/ and /execute_sql calls as the acceptor hands them over: a batch, each answered on its own. */
-export const batch: (calls: CallBatch) => Promise<void> = batchRunner(ctx, data.answers);
+export const batch: (calls: CallBatch) => Promise<void> = batchRunner((task, req) => (task === 'adhoc' ? runAdhoc(ctx, req) : runCall(ctx, req)), data.answers);
 
 export function catalog(task: CatalogTask): Promise<CatalogDocuments> {
   return buildCatalog(ctx, task);

@@ -68,20 +68,6 @@ export interface Answer {
   addressNeeded?: true;
 }
 
-/**
- * Calls handed to an executor together (one piscina task): every call the acceptor took in one turn
- * of its event loop. Each is answered on its own, as it finishes, in an AnswerBatch.
- */
-export interface CallBatch {
-  calls: Array<{ id: number; task: 'call' | 'adhoc'; req: Request }>;
-}
-
-/** Answers an executor finished in one turn of its loop, by call id: `ids[i]` is answered by `answers[i]`. */
-export interface AnswerBatch {
-  ids: number[];
-  answers: Answer[];
-}
-
 const JSON_HEADERS = ['Content-Type', 'application/json'];
 const utf8 = new TextDecoder();
 

@@ -6,10 +6,11 @@
 // Since piscina's own limits count batches, the calls are bounded here: at most `running` at once,
 // `queue` more waiting for room, and the rest refused at once (503 unavailable) and counted.
 import type { Piscina } from 'piscina';
-import { type Answer, type AnswerBatch, type CallBatch, errorAnswer, type Request } from '../contract/exchange.js';
+import { ANSWER_SLOTS, type AnswerBatch, answerAt, answerIdAt, CALL_SLOTS, type CallBatch, type CallTask, callIdAt, packCall } from '../contract/crossing.js';
+import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
 import { channel } from '../contract/messages.js';
 
-export type CallTask = 'call' | 'adhoc';
+export type { CallTask };
 
 export interface CallBatcher {
   run(req: Request, task: CallTask): Promise<Answer>;
@@ -25,15 +26,19 @@ export function busyAnswer(requestId: string): Answer {
   return busy;
 }
 
-type Call = CallBatch['calls'][number];
+interface Call {
+  id: number;
+  task: CallTask;
+  req: Request;
+}
 
 /** `scope`: the answers channel's, as the executors were given it (ExecutorData.answers). */
 export function createCallBatcher(pool: Piscina, scope: string, limits: { running: number; queue: number }): CallBatcher {
   const answers = channel('answers', scope);
   /** Every call not answered yet (queued, taken or sent), by id. */
   const waiters = new Map<number, { resolve(a: Answer): void; reject(e: unknown): void }>();
-  /** Taken this turn, sent together at its end. */
-  let outgoing: Call[] = [];
+  /** Taken this turn, sent together at its end (packed: contract/crossing.ts). */
+  let outgoing: CallBatch = [];
   /** Waiting for room, oldest first. */
   const queued: Call[] = [];
   /** Calls taken and not answered yet. */
@@ -41,30 +46,35 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
   let nextId = 0;
   let refused = 0;
 
-  /** Settles call `id` with `how`, unless it was settled already. */
-  const settle = (id: number, how: (w: { resolve(a: Answer): void; reject(e: unknown): void }) => void): void => {
+  /** Takes call `id`'s waiter out to settle it, unless it was settled already. */
+  const claim = (id: number): { resolve(a: Answer): void; reject(e: unknown): void } | undefined => {
     const w = waiters.get(id);
-    if (!w) return;
+    if (!w) return undefined;
     waiters.delete(id);
     running--;
-    how(w);
+    return w;
   };
 
   answers.onmessage = (e: MessageEvent) => {
-    const { ids, answers: list } = e.data as AnswerBatch;
-    for (let i = 0; i < ids.length; i++) settle(ids[i], (w) => w.resolve(list[i]));
+    const batch = e.data as AnswerBatch;
+    for (let at = 0; at < batch.length; at += ANSWER_SLOTS) {
+      claim(answerIdAt(batch, at))?.resolve(answerAt(batch, at));
+    }
     admit();
   };
 
   /** Moves queued calls into this turn's batch while there is room. */
   function admit(): void {
-    while (queued.length && running < limits.running) take(queued.shift()!);
+    while (queued.length && running < limits.running) {
+      const call = queued.shift()!;
+      take(call.id, call.task, call.req);
+    }
   }
 
-  function take(call: Call): void {
+  function take(id: number, task: CallTask, req: Request): void {
     running++;
     if (outgoing.length === 0) setImmediate(send);
-    outgoing.push(call);
+    packCall(outgoing, id, task, req);
   }
 
   function send(): void {
@@ -72,8 +82,8 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
     outgoing = [];
     // Resolves once every call in it is answered; a rejection means the executor failed (it died, or
     // the pool is closing): the calls not answered yet fail with it.
-    pool.run({ calls } satisfies CallBatch, { name: 'batch' }).then(undefined, (err: unknown) => {
-      for (const c of calls) settle(c.id, (w) => w.reject(err));
+    pool.run(calls, { name: 'batch' }).then(undefined, (err: unknown) => {
+      for (let at = 0; at < calls.length; at += CALL_SLOTS) claim(callIdAt(calls, at))?.reject(err);
       admit();
     });
   }
@@ -85,10 +95,10 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
         return Promise.resolve(busyAnswer(req.requestId));
       }
       return new Promise<Answer>((resolve, reject) => {
-        const call: Call = { id: nextId++, task, req };
-        waiters.set(call.id, { resolve, reject });
-        if (running < limits.running) take(call);
-        else queued.push(call);
+        const id = nextId++;
+        waiters.set(id, { resolve, reject });
+        if (running < limits.running) take(id, task, req);
+        else queued.push({ id, task, req });
       });
     },
     get refused() {
