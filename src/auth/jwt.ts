@@ -2,7 +2,7 @@
 // QUERYAPIGATE_JWT_SECRET (HMAC) or a JWKS URL, and the caller it names, `jwt:<user claim>`, with the
 // grants of a key role read live. Verification is jose's (a well-kept library: algorithms, `exp`,
 // `iss`, `aud` and JWKS rotation are easy to get subtly wrong by hand). Knows nothing of HTTP.
-import { createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
+import type * as Jose from 'jose';
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../config.js';
 import type { Remote } from '../contract/exchange.js';
@@ -31,13 +31,17 @@ interface Verified {
   built: { role: RoleRow; caller: Caller } | null;
 }
 
+/** jose, loaded by the first JwtAuth: imported up front it sat in every thread's heap (about 1 MB) with JWT off. */
+let jose: Promise<typeof Jose> | null = null;
+
 /** True when the config turns signed-in users on. */
 export function jwtEnabled(config: Config): boolean {
   return config.jwtSecret !== null || config.jwtJwksUrl !== null;
 }
 
 export class JwtAuth {
-  readonly #key: Uint8Array | JWTVerifyGetKey;
+  /** The HMAC secret, or jose's key set for a JWKS URL (made once jose is loaded). */
+  readonly #key: Promise<Uint8Array | Jose.JWTVerifyGetKey>;
   readonly #options: { algorithms: string[]; issuer?: string; audience?: string[]; clockTolerance: number; requiredClaims: string[] };
   readonly #userClaim: string;
   readonly #roleClaim: string[] | null;
@@ -47,13 +51,14 @@ export class JwtAuth {
   readonly #verified = new LRUCache<string, Verified>({ max: MAX_TOKENS, maxSize: MAX_TOKEN_CHARS, sizeCalculation: (_v, k) => k.length });
 
   constructor(config: Config) {
-    if (config.jwtJwksUrl) {
-      // jose keeps the key set (one document), refetches it for a key id it has not seen (a
-      // rotation), at most every 30 s, and at the latest after 10 minutes.
-      this.#key = createRemoteJWKSet(new URL(config.jwtJwksUrl), { cacheMaxAge: 600_000, cooldownDuration: 30_000, timeoutDuration: 5000 });
-    } else {
-      this.#key = new TextEncoder().encode(config.jwtSecret ?? '');
-    }
+    jose ??= import('jose');
+    const url = config.jwtJwksUrl;
+    // jose keeps the key set (one document), refetches it for a key id it has not seen (a
+    // rotation), at most every 30 s, and at the latest after 10 minutes.
+    this.#key = url
+      ? jose.then((j) => j.createRemoteJWKSet(new URL(url), { cacheMaxAge: 600_000, cooldownDuration: 30_000, timeoutDuration: 5000 }))
+      : Promise.resolve(new TextEncoder().encode(config.jwtSecret ?? ''));
+    this.#key.catch(() => undefined); // a failure is #verify's to meet, not an unhandled rejection before it
     this.#options = {
       algorithms: config.jwtAlgorithms ?? [config.jwtJwksUrl ? 'RS256' : 'HS256'],
       clockTolerance: LEEWAY_S,
@@ -93,9 +98,10 @@ export class JwtAuth {
   }
 
   async #verify(token: string): Promise<Verified | null> {
-    let claims: JWTPayload;
+    let claims: Jose.JWTPayload;
+    const { jwtVerify, errors } = await (jose as Promise<typeof Jose>);
     try {
-      const key = this.#key;
+      const key = await this.#key;
       ({ payload: claims } = typeof key === 'function' ? await jwtVerify(token, key, this.#options) : await jwtVerify(token, key, this.#options));
     } catch (e) {
       // A token that fails is the caller's problem (401); anything else (a JWKS that cannot be fetched) too, but it is not cached.

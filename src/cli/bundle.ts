@@ -3,15 +3,20 @@
 // views, reads and checks a file once (shape here, the SQL and parameter rules with the same
 // functions the API saves with), and tells whether two versions are the same (SQL, connection,
 // parameters). Connections themselves are not in it: they hold passwords.
+import { createRequire } from 'node:module';
 import * as v from 'valibot';
 // YAML through `yaml` (eemeli/yaml): a well-kept, dependency-free YAML 1.2 parser and writer whose
 // block literals keep multi-line SQL readable and exact; JSON files are YAML too, so one reader serves both.
-import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import type * as Yaml from 'yaml';
 import { checkName } from '../api/validate.js';
 import { normalizeParameters, toPublicRule } from '../call/paramRules.js';
 import type { GatewayError } from '../contract/errors.js';
 import { scanMarkers } from '../governance/markers.js';
 import { Failure } from './tree.js';
+
+/** `yaml`, required on first use: every command's module is loaded by `serve` too (cli/commands.ts). */
+const requireCjs = createRequire(import.meta.url);
+const yaml = (): typeof Yaml => requireCjs('yaml') as typeof Yaml;
 
 export const BUNDLE_FORMAT = 'queryapigate-queries/1';
 
@@ -68,14 +73,14 @@ export function buildBundle(details: QueryDetail[], at: string): Bundle {
 export function formatBundle(bundle: Bundle, format: 'yaml' | 'json'): string {
   if (format === 'json') return `${JSON.stringify(bundle, null, 2)}\n`;
   // Literal blocks only: a folded block would be read back the same, but is harder to read as SQL.
-  return stringifyYaml(bundle, { blockQuote: 'literal', lineWidth: 0 });
+  return yaml().stringify(bundle, { blockQuote: 'literal', lineWidth: 0 });
 }
 
 /** Reads and checks a bundle file's text; every problem is a Failure naming where it is. */
 export function readBundle(source: string, content: string): Bundle {
   let value: unknown;
   try {
-    value = parseYaml(content, { uniqueKeys: true });
+    value = yaml().parse(content, { uniqueKeys: true });
   } catch (e) {
     throw new Failure(`${source}: not YAML or JSON: ${(e as Error).message.split('\n')[0]}`);
   }

@@ -6,7 +6,6 @@
 // --watch-seconds it lists the tools (its own request, never forwarded) and, when the list differs
 // from the one the client last read, sends notifications/tools/list_changed (and says it will, as
 // the tools capability's listChanged, in the initialize result it relays).
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { commandConfig } from './settings.js';
 import type { Command } from './tree.js';
@@ -47,6 +46,9 @@ export const MCP: Command = {
     const watchSeconds = Number((inv.values['watch-seconds'] as string | undefined) ?? DEFAULT_WATCH_SECONDS);
     if (!Number.isFinite(watchSeconds) || watchSeconds < 0) throw new Error('--watch-seconds must be a number of seconds, 0 or more');
 
+    // The SDK (and zod under it) is loaded by this command only: imported up front it sat in every
+    // `serve` process's heap (about 5 MB live), since the command tree imports every command.
+    const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
     const transport = new StdioServerTransport();
     let protocolVersion: string | null = null; // told to the server on every message after initialize
     const inFlight = new Set<Promise<void>>();

@@ -4,17 +4,20 @@
 // an xlsx stream's output keeping pace with its rows (bounded memory) and its truncation note.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { test } from 'node:test';
+import { before, test } from 'node:test';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import XLSX from 'xlsx';
 import { parse as parseYaml } from 'yaml';
 import { GatewayError } from '../../src/contract/errors.js';
-import { openParquetStream, parquetTypeNames, STREAM_ROW_GROUP, writeParquet } from '../../src/call/formats/parquet.js';
+import { loadParquet, openParquetStream, parquetTypeNames, STREAM_ROW_GROUP, writeParquet } from '../../src/call/formats/parquet.js';
 import { openXlsxStream, truncatedNote, writeXlsx } from '../../src/call/formats/xlsx.js';
 import { dateMsOf, integerOf, timestampUsOf, unscaledOf, xmlSafe } from '../../src/call/formats/values.js';
 import { compileXmlWriter, xmlName } from '../../src/call/formats/xml.js';
 import { compileYamlWriter } from '../../src/call/formats/yaml.js';
 import { COLUMN } from '../../src/sources/types.js';
+
+// hyparquet-writer is loaded before the first parquet answer, as the call path does (formats/index.ts).
+before(loadParquet);
 
 test('decimals are scaled from their shortest text, rounded half away from zero', () => {
   assert.equal(unscaledOf(123.45, 2), 12345n);

@@ -3,7 +3,7 @@
 // types and answers bytes; and, for ?stream=true, the encoder a stream writes its chunks with.
 import type { ColumnTypes } from '../../sources/types.js';
 import { CONTENT_TYPES, compileWriter, type Format, type Writer } from '../formats.js';
-import { openParquetStream, writeParquet } from './parquet.js';
+import { loadParquet, openParquetStream, type ParquetStream, writeParquet } from './parquet.js';
 import { openXlsxStream, writeXlsx } from './xlsx.js';
 import { compileXmlWriter } from './xml.js';
 import { compileYamlWriter } from './yaml.js';
@@ -33,7 +33,10 @@ export function compileAnyWriter(columns: readonly string[], format: Format): An
     case 'xlsx':
       return binary(format, (rows, types, maxBytes) => writeXlsx(columns, rows, types, maxBytes));
     case 'parquet':
-      return binary(format, (rows, types, maxBytes) => writeParquet(columns, rows, types, maxBytes));
+      return binary(format, async (rows, types, maxBytes) => {
+        await loadParquet();
+        return writeParquet(columns, rows, types, maxBytes);
+      });
     default:
       return compileWriter(columns, format);
   }
@@ -64,8 +67,13 @@ export interface StreamEncoder {
 /** The encoder for a stream of `format` (a STREAM_FORMATS one), opened on its first batch. */
 export function openStreamEncoder(writer: AnyWriter, columns: readonly string[], first: Rows, types: ColumnTypes | undefined): StreamEncoder {
   if (writer.format === 'parquet') {
-    const file = openParquetStream(columns, first, types);
-    return { head: '', rows: file.rows, end: file.end };
+    let file: ParquetStream | null = null;
+    const opened = async (): Promise<ParquetStream> => {
+      await loadParquet();
+      file ??= openParquetStream(columns, first, types);
+      return file;
+    };
+    return { head: '', rows: async (rows) => (await opened()).rows(rows), end: async (truncatedAfter) => (await opened()).end(truncatedAfter) };
   }
   if (writer.format === 'xlsx') {
     const file = openXlsxStream(columns, types);

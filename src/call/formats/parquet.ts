@@ -14,14 +14,30 @@
 // The type comes from the source's column type where it gives one and every value fits it; else from
 // the values (a page: all of them; a stream: its first batch). A mix of kinds is VARCHAR. A stream
 // decides on its first batch, so a later value its type cannot take ends the stream (query_failed).
-import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
+import type * as HyparquetWriter from 'hyparquet-writer';
 import { GatewayError } from '../../contract/errors.js';
 import type { ColumnType, ColumnTypes } from '../../sources/types.js';
 import { answerTooLarge, textValue, uniqueColumnNames } from '../formats.js';
 import { dateMsOf, integerOf, timestampUsOf, unscaledOf } from './values.js';
 
 type Rows = readonly (readonly unknown[])[];
-type SchemaElement = ConstructorParameters<typeof ParquetWriter>[0]['schema'][number];
+type SchemaElement = ConstructorParameters<typeof HyparquetWriter.ParquetWriter>[0]['schema'][number];
+
+/**
+ * hyparquet-writer, loaded before the first parquet answer (loadParquet): imported up front it sat in
+ * every thread's heap (about 1.4 MB), and an ES module cannot be required on demand.
+ */
+let library: typeof HyparquetWriter | null = null;
+
+export async function loadParquet(): Promise<void> {
+  library ??= await import('hyparquet-writer');
+}
+
+function parquetWriter(schema: SchemaElement[]): { writer: HyparquetWriter.ByteWriter; file: HyparquetWriter.ParquetWriter } {
+  if (!library) throw new Error('hyparquet-writer is not loaded: await loadParquet() first');
+  const writer = new library.ByteWriter();
+  return { writer, file: new library.ParquetWriter({ writer, schema, createdBy: CREATED_BY }) };
+}
 
 /** A value that does not fit a column's type. */
 const MISFIT = Symbol('misfit');
@@ -214,8 +230,7 @@ const CREATED_BY = 'queryapigate (hyparquet-writer)';
 export function writeParquet(columns: readonly string[], rows: Rows, hints: ColumnTypes | undefined, maxBytes = Number.POSITIVE_INFINITY): Uint8Array {
   const names = uniqueColumnNames(columns);
   const { types, data } = decide(rows, names.length, hints);
-  const writer = new ByteWriter();
-  const file = new ParquetWriter({ writer, schema: schemaOf(names, types), createdBy: CREATED_BY });
+  const { writer, file } = parquetWriter(schemaOf(names, types));
   for (let start = 0; start < Math.max(1, rows.length); start += STREAM_ROW_GROUP) {
     const end = Math.min(rows.length, start + STREAM_ROW_GROUP);
     const whole = start === 0 && end === rows.length;
@@ -243,8 +258,7 @@ export interface ParquetStream {
 export function openParquetStream(columns: readonly string[], first: Rows, hints: ColumnTypes | undefined, groupRows = STREAM_ROW_GROUP): ParquetStream {
   const names = uniqueColumnNames(columns);
   const { types } = decide(first, names.length, hints);
-  const writer = new ByteWriter();
-  const file = new ParquetWriter({ writer, schema: schemaOf(names, types), createdBy: CREATED_BY });
+  const { writer, file } = parquetWriter(schemaOf(names, types));
   let pending: unknown[][] = names.map(() => []);
   let held = 0;
   /** The bytes written since the last call, in a buffer of their own; the writer starts over. */

@@ -2,10 +2,15 @@
 // project's YAML library, for query bundles: YAML 1.2, it quotes whatever would read back as
 // another type). The values are the JSON answer's (formats.ts jsonValue): numbers, booleans and
 // nulls as YAML scalars, a 64-bit integer past 2^53 and a timestamp as strings, JSON and bytes as text.
-import { stringify } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
 import { CONTENT_TYPES, jsonValue, uniqueColumnNames, type Writer } from '../formats.js';
 
 type Rows = readonly (readonly unknown[])[];
+
+/** `yaml`, required on the first yaml answer: loaded up front it sat in every thread's heap (about 1 MB). */
+const requireCjs = createRequire(import.meta.url);
+let stringify: typeof Yaml.stringify | null = null;
 
 export function compileYamlWriter(columns: readonly string[]): Writer {
   const names = uniqueColumnNames(columns);
@@ -19,6 +24,7 @@ export function compileYamlWriter(columns: readonly string[]): Writer {
       for (let c = 0; c < names.length; c++) item.set(names[c], plain(row[c]));
       list[r] = item;
     }
+    stringify ??= (requireCjs('yaml') as typeof Yaml).stringify;
     return stringify(list, { lineWidth: 0 });
   };
   return Object.assign(chunk, { format: 'yaml' as const, contentType: CONTENT_TYPES.yaml, head: '', chunk });
