@@ -2,9 +2,10 @@
 // I/O-bound tasks, or the same modules inline when QUERYAPIGATE_WORKERS=0. A full queue answers 503 at
 // once (counted), and shutdown can wait for the tasks in flight.
 import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { Piscina } from 'piscina';
+import type * as PiscinaModule from 'piscina';
 import { type CallContext, createCallContext, type ExecutorData } from '../call/context.js';
 import { runAdhoc } from '../call/adhoc.js';
 import { runCall } from '../call/runCall.js';
@@ -50,6 +51,8 @@ type Named = <N extends TaskName>(name: N, task: Parameters<(typeof TASKS)[N]>[1
 const WANT_ADDRESS_MAX = 10_000;
 
 const EXECUTOR = fileURLToPath(new URL('../../workers/executor.js', import.meta.url));
+/** piscina, required only with executors: inline (QUERYAPIGATE_WORKERS=0) its ~1 MB would sit in the heap unused. */
+const requireCjs = createRequire(import.meta.url);
 
 /**
  * `changesPosted`: how many changes the acceptor has posted to the executors; every request that
@@ -74,6 +77,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
     // Call ids are this dispatcher's: its answers channel is its own, even beside another server in the process.
     const answers = `${config.home}\u0000${randomUUID()}`;
     const data: ExecutorData = { config, limiterMemory, answers };
+    const { Piscina } = requireCjs('piscina') as typeof PiscinaModule;
     const pool = new Piscina({
       filename: EXECUTOR,
       workerData: data,

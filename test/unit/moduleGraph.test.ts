@@ -1,5 +1,5 @@
 // The server's threads load only what every call needs: libraries for one format, one command or
-// one setting (the MCP SDK and zod, yaml, hyparquet-writer, jose, exceljs, mysql2, ioredis) load on
+// one setting (the MCP SDK and zod, yaml, hyparquet-writer, jose, exceljs, mysql2, ioredis, piscina) load on
 // first use. Each was a few MB of every thread's heap, and the old generation grows with the live heap.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const dist = fileURLToPath(new URL('../../', import.meta.url));
-const LAZY = ['@modelcontextprotocol/sdk', 'zod', 'yaml', 'hyparquet-writer', 'jose', 'exceljs', 'mysql2', 'ioredis'];
+const LAZY = ['@modelcontextprotocol/sdk', 'zod', 'yaml', 'hyparquet-writer', 'jose', 'exceljs', 'mysql2', 'ioredis', 'piscina'];
 
 test('the modules every server thread loads leave out the libraries of one format, command or setting', () => {
   const file = join(mkdtempSync(join(tmpdir(), 'qag-modules-')), 'resolved');
