@@ -1,16 +1,15 @@
 // In charge of carrying /q/ and /execute_sql calls to the executors in batches: every call taken in
 // one turn of the acceptor's event loop crosses as one piscina task (a CallBatch), and each executor
 // posts its answers a turn at a time on the `answers` channel (call/answerBatches.ts), each call
-// answered as soon as it is done. A piscina round trip per call cost 23 µs of CPU on this machine's
-// kind, a batched one 8 (32 calls in flight, an executor that answers at once: bench/handoff.ts).
+// answered as soon as it is done; both cross as flat arrays (contract/crossing.ts). A piscina round
+// trip per call cost 18-23 µs of CPU on this machine's kind, a batched one 6-8 (32 calls in flight, an
+// executor that answers at once: bench/handoff.ts).
 // Since piscina's own limits count batches, the calls are bounded here: at most `running` at once,
 // `queue` more waiting for room, and the rest refused at once (503 unavailable) and counted.
 import type { Piscina } from 'piscina';
 import { ANSWER_SLOTS, type AnswerBatch, answerAt, answerIdAt, CALL_SLOTS, type CallBatch, type CallTask, callIdAt, packCall } from '../contract/crossing.js';
 import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
 import { channel } from '../contract/messages.js';
-
-export type { CallTask };
 
 export interface CallBatcher {
   run(req: Request, task: CallTask): Promise<Answer>;

@@ -12,12 +12,11 @@ import { runCall } from '../call/runCall.js';
 import { buildCatalog, type CatalogDocuments, type CatalogTask } from '../catalog/build.js';
 import type { McpTask, McpToolListing, McpToolsTask } from '../mcp/server.js';
 import type { Config } from '../config.js';
+import type { CallTask } from '../contract/crossing.js';
 import { GatewayError } from '../contract/errors.js';
 import type { Answer, Request } from '../contract/exchange.js';
-import { busyAnswer, type CallBatcher, type CallTask, createCallBatcher } from './callBatches.js';
+import { busyAnswer, type CallBatcher, createCallBatcher } from './callBatches.js';
 import { addresslessRequest, plainRequest } from './respond.js';
-
-export type { CallTask };
 
 export interface Dispatcher {
   /** `transfer` moves a stream's port to the executor (inline mode keeps it in this thread). */

@@ -5,7 +5,8 @@
 import { MessageChannel } from 'node:worker_threads';
 import type { Answer, Request } from '../contract/exchange.js';
 import type { StreamCredit, StreamFrame } from '../contract/messages.js';
-import type { CallTask, Dispatcher } from './dispatch.js';
+import type { CallTask } from '../contract/crossing.js';
+import type { Dispatcher } from './dispatch.js';
 import { plainRequest, type StreamOut, type StreamStart } from './respond.js';
 
 export function relayStream(req: Request, dispatcher: Dispatcher, task: CallTask = 'call'): Promise<Answer | StreamStart> {
