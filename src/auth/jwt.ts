@@ -31,8 +31,9 @@ interface Verified {
   built: { role: RoleRow; caller: Caller } | null;
 }
 
-/** jose, loaded by the first JwtAuth: imported up front it sat in every thread's heap (about 1 MB) with JWT off. */
-let jose: Promise<typeof Jose> | null = null;
+/** jose, loaded on first use (JWT on): imported up front it sat in every thread's heap (about 1 MB) with JWT off. */
+let joseModule: Promise<typeof Jose> | null = null;
+const jose = (): Promise<typeof Jose> => (joseModule ??= import('jose'));
 
 /** True when the config turns signed-in users on. */
 export function jwtEnabled(config: Config): boolean {
@@ -51,12 +52,11 @@ export class JwtAuth {
   readonly #verified = new LRUCache<string, Verified>({ max: MAX_TOKENS, maxSize: MAX_TOKEN_CHARS, sizeCalculation: (_v, k) => k.length });
 
   constructor(config: Config) {
-    jose ??= import('jose');
     const url = config.jwtJwksUrl;
     // jose keeps the key set (one document), refetches it for a key id it has not seen (a
     // rotation), at most every 30 s, and at the latest after 10 minutes.
     this.#key = url
-      ? jose.then((j) => j.createRemoteJWKSet(new URL(url), { cacheMaxAge: 600_000, cooldownDuration: 30_000, timeoutDuration: 5000 }))
+      ? jose().then((j) => j.createRemoteJWKSet(new URL(url), { cacheMaxAge: 600_000, cooldownDuration: 30_000, timeoutDuration: 5000 }))
       : Promise.resolve(new TextEncoder().encode(config.jwtSecret ?? ''));
     this.#key.catch(() => undefined); // a failure is #verify's to meet, not an unhandled rejection before it
     this.#options = {
@@ -99,7 +99,7 @@ export class JwtAuth {
 
   async #verify(token: string): Promise<Verified | null> {
     let claims: Jose.JWTPayload;
-    const { jwtVerify, errors } = await (jose as Promise<typeof Jose>);
+    const { jwtVerify, errors } = await jose();
     try {
       const key = await this.#key;
       ({ payload: claims } = typeof key === 'function' ? await jwtVerify(token, key, this.#options) : await jwtVerify(token, key, this.#options));

@@ -191,7 +191,7 @@ export async function streamCall(
       if (governed.masker && rows.length) ({ columns, rows } = governed.masker(columns, rows)); // every row, before rendering
       if (!encoder) {
         const writer = writerFor(plan, columns, req.format);
-        encoder = openStreamEncoder(writer, columns, rows, typesAfterMask(cols, types, columns));
+        encoder = await openStreamEncoder(writer, columns, rows, typesAfterMask(cols, types, columns));
         if (text) rowEncoder = compileTextRowEncoder(columns, text, raw);
         head();
         if (encoder.head.length) await send(encoder.head);

@@ -3,7 +3,7 @@
 // types and answers bytes; and, for ?stream=true, the encoder a stream writes its chunks with.
 import type { ColumnTypes } from '../../sources/types.js';
 import { CONTENT_TYPES, compileWriter, type Format, type Writer } from '../formats.js';
-import { loadParquet, openParquetStream, type ParquetStream, writeParquet } from './parquet.js';
+import { loadParquet, openParquetStream, writeParquet } from './parquet.js';
 import { openXlsxStream, writeXlsx } from './xlsx.js';
 import { compileXmlWriter } from './xml.js';
 import { compileYamlWriter } from './yaml.js';
@@ -65,15 +65,11 @@ export interface StreamEncoder {
 }
 
 /** The encoder for a stream of `format` (a STREAM_FORMATS one), opened on its first batch. */
-export function openStreamEncoder(writer: AnyWriter, columns: readonly string[], first: Rows, types: ColumnTypes | undefined): StreamEncoder {
+export async function openStreamEncoder(writer: AnyWriter, columns: readonly string[], first: Rows, types: ColumnTypes | undefined): Promise<StreamEncoder> {
   if (writer.format === 'parquet') {
-    let file: ParquetStream | null = null;
-    const opened = async (): Promise<ParquetStream> => {
-      await loadParquet();
-      file ??= openParquetStream(columns, first, types);
-      return file;
-    };
-    return { head: '', rows: async (rows) => (await opened()).rows(rows), end: async (truncatedAfter) => (await opened()).end(truncatedAfter) };
+    await loadParquet();
+    const file = openParquetStream(columns, first, types);
+    return { head: '', rows: file.rows, end: file.end };
   }
   if (writer.format === 'xlsx') {
     const file = openXlsxStream(columns, types);
