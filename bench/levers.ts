@@ -2,13 +2,15 @@
 // interleaved rounds, calls per gateway CPU-s and req/s at 32 callers; the floor in the same rounds.
 //   node dist/bench/levers.js --pg postgres://postgres@127.0.0.1:5432/qag_oltp_bench [--seconds 5] [--rounds 3]
 //        [--variant 'name:ENV=V,ENV2=V2' ...]   (MAIN=<a build's dist/src/main.js> runs that build,
-//        NODE_ARGS='<node flags>' starts it with them) [--floor-args '<node flags>']
+//        NODE_ARGS='<node flags>' starts it with them; QUERYAPIGATE_DATABASE_URL=postgres://.../<db> puts its
+//        store there, a database this bench drops and creates afresh for every cell) [--floor-args '<node flags>']
 // Variants must keep the log level at info or below: the start is seen by its "listening on" line.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import postgres from 'postgres';
 import { ensureWrk, runLoad } from './load.js';
 import { accountLookup, adminApi, fmt, median, spawnListening, startGateway, today, writeResults } from './gateway.js';
 
@@ -25,7 +27,8 @@ const { values } = parseArgs({
 ensureWrk();
 const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url));
 const variants = values.variant!.map((v) => {
-  const [name, envs = ''] = v.split(':');
+  const colon = v.indexOf(':'); // the first one: a value may hold more (a database URL)
+  const [name, envs] = colon < 0 ? [v, ''] : [v.slice(0, colon), v.slice(colon + 1)];
   return {
     name,
     env: Object.fromEntries(
@@ -43,6 +46,7 @@ async function gatewayCell(env: Record<string, string>): Promise<{ url: string; 
   // NODE_ARGS=<flags, space-separated> starts node with them (V8 flags NODE_OPTIONS refuses).
   const { MAIN: main, NODE_ARGS: nodeArgs = '', ...rest } = env;
   const args = nodeArgs.split(' ').filter(Boolean);
+  if (rest.QUERYAPIGATE_DATABASE_URL) await freshDatabase(rest.QUERYAPIGATE_DATABASE_URL);
   const settings = { QUERYAPIGATE_HOME: home, QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_WORKERS: '0', ...rest };
   const g = main
     ? await (async () => {
@@ -61,6 +65,20 @@ async function gatewayCell(env: Record<string, string>): Promise<{ url: string; 
       rmSync(home, { recursive: true, force: true });
     },
   };
+}
+
+/** Drops and creates the database a PostgreSQL URL names, so each cell's store starts empty as a SQLite one does. */
+async function freshDatabase(url: string): Promise<void> {
+  const u = new URL(url);
+  const name = u.pathname.slice(1);
+  u.pathname = '/postgres';
+  const admin = postgres(u.href, { max: 1, onnotice: () => undefined });
+  try {
+    await admin.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await admin.unsafe(`CREATE DATABASE "${name}"`);
+  } finally {
+    await admin.end();
+  }
 }
 
 /** VmRSS of a process in MiB, read just before it is stopped (after its cell's load). */
