@@ -54,7 +54,10 @@ async function gatewayCell(env: Record<string, string>): Promise<{ url: string; 
         return { ...l, api: adminApi(l.url, 'bench-admin') };
       })()
     : await startGateway(settings, 'bench-admin', args);
-  const { url, key } = await accountLookup(g, values.pg!);
+  const { url, key } = await accountLookup(g, values.pg!).catch(async (e) => {
+    await g.stop(); // a failed setup leaves no server behind to disturb later runs
+    throw e;
+  });
   return {
     url,
     key,
@@ -101,24 +104,27 @@ const cells: Array<{ name: string; start: () => Promise<{ url: string; key: stri
   ...variants.map((v) => ({ name: v.name, start: () => gatewayCell(v.env) })),
 ];
 const got = new Map<string, Array<{ rps: number; perCpu: number; p50: number; p99: number; rss: number }>>();
-for (let r = 0; r < Number(values.rounds); r++) {
-  for (const c of [...cells.slice(r % cells.length), ...cells.slice(0, r % cells.length)]) {
-    const p = await c.start();
-    const load = await runLoad({
-      randRegexUrl: p.url,
-      duration: Number(values.seconds),
-      connections: 32,
-      warmup: 2,
-      headers: { 'X-API-Key': p.key },
-      pid: p.pid,
-    });
-    await p.stop();
-    const row = { rps: load.rps, perCpu: load.cpu_s ? load.requests / load.cpu_s : 0, p50: load.p50_ms, p99: load.p99_ms, rss };
-    got.set(c.name, [...(got.get(c.name) ?? []), row]);
-    console.log(r, c.name, Math.round(row.rps), Math.round(row.perCpu), row.p50, row.p99, row.rss);
+try {
+  for (let r = 0; r < Number(values.rounds); r++) {
+    for (const c of [...cells.slice(r % cells.length), ...cells.slice(0, r % cells.length)]) {
+      const p = await c.start();
+      const load = await runLoad({
+        randRegexUrl: p.url,
+        duration: Number(values.seconds),
+        connections: 32,
+        warmup: 2,
+        headers: { 'X-API-Key': p.key },
+        pid: p.pid,
+      });
+      await p.stop();
+      const row = { rps: load.rps, perCpu: load.cpu_s ? load.requests / load.cpu_s : 0, p50: load.p50_ms, p99: load.p99_ms, rss };
+      got.set(c.name, [...(got.get(c.name) ?? []), row]);
+      console.log(r, c.name, Math.round(row.rps), Math.round(row.perCpu), row.p50, row.p99, row.rss);
+    }
   }
+} finally {
+  await floor.stop();
 }
-await floor.stop();
 const floorPerCpu = median(got.get('floor')!.map((x) => x.perCpu));
 let md = `# Levers on the account lookup (${today()})\n\nMade with \`node dist/bench/levers.js ${process.argv.slice(2).join(' ')}\`: 32 callers, ${values.seconds} s cells, ${values.rounds} interleaved rounds, medians; metadata cache on, plain key.\n\n| Cell | req/s | calls per CPU-s | ÷ floor per CPU-s | p50 ms | p99 ms | RSS after, MiB |\n|---|---|---|---|---|---|---|\n`;
 for (const [name, xs] of got) {
