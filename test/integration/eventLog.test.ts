@@ -428,3 +428,16 @@ describe('event log on postgres: concurrent appenders', () => {
     );
   });
 });
+
+test("a SQLite store's connection caches 2 MB of pages (SQLite's default), not better-sqlite3's 16 MB", async () => {
+  // The recorder's appends fill whatever the cache allows, and the process keeps it (RSS after load).
+  const dir = mkdtempSync(join(tmpdir(), 'qag-cache-'));
+  const db = openSqlite(join(dir, 'store.db'));
+  try {
+    const [row] = await db.all<{ cache_size: number }>('PRAGMA cache_size');
+    assert.equal(row.cache_size, -2000);
+  } finally {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
