@@ -115,8 +115,7 @@ try {
         warmup: 2,
         headers: { 'X-API-Key': p.key },
         pid: p.pid,
-      });
-      await p.stop();
+      }).finally(() => p.stop());
       const row = { rps: load.rps, perCpu: load.cpu_s ? load.requests / load.cpu_s : 0, p50: load.p50_ms, p99: load.p99_ms, rss };
       got.set(c.name, [...(got.get(c.name) ?? []), row]);
       console.log(r, c.name, Math.round(row.rps), Math.round(row.perCpu), row.p50, row.p99, row.rss);
