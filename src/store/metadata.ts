@@ -60,6 +60,7 @@ export interface MetadataRows {
 const MAX_ROWS = 10_000;
 /** lru-cache cannot hold null; a miss is remembered as this marker (a key that does not exist). */
 const NONE = Symbol('none');
+const oneRow = () => 1;
 
 export function createMetadata(store: Store, ttlSeconds: number): Metadata {
   if (ttlSeconds <= 0) {
@@ -82,7 +83,9 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
   let generation = 0;
   const cached = <T extends object>(read: (k: string) => Promise<T | null>) => {
     // Rows past their TTL stay (until evicted or cleared) for when the store cannot be read.
-    const cache = new LRUCache<string, T | typeof NONE>({ max: MAX_ROWS, ttl, ttlAutopurge: false, noDeleteOnStaleGet: true });
+    // Bounded by count through maxSize (a row counts 1), not `max`: lru-cache allocates `max` slots up front,
+    // ~316 KB a cache at 10,000 in every thread that reads metadata, for the few rows these hold.
+    const cache = new LRUCache<string, T | typeof NONE>({ maxSize: MAX_ROWS, sizeCalculation: oneRow, ttl, ttlAutopurge: false, noDeleteOnStaleGet: true });
     // The rows an expire() took out of `cache`: looked at only when the store cannot be read.
     let expired = new Map<string, T | typeof NONE>();
     /** The row from the store, kept unless a clear came meanwhile; a stale row when the store cannot be read. */

@@ -232,3 +232,15 @@ test('metadata cache: rows filled after a mark are answered at once; a change be
   uncached.fill(uncached.mark(), rows);
   assert.ok(uncached.key('h1') instanceof Promise);
 });
+
+test('metadata cache: at most 10,000 rows of a kind, the least recently used dropped first', async () => {
+  const { store, state } = flakyStore(keyRow({ hash: 'h1' }));
+  const meta = createMetadata(store, 60);
+  for (let i = 0; i < 10_050; i++) await meta.key(`miss-${i}`); // misses are rows too (remembered as none)
+  assert.equal(meta.size(), 10_000);
+  const reads = state.reads;
+  assert.equal(meta.key('miss-10049'), null, 'the newest, at once');
+  assert.equal(meta.key('miss-50'), null, 'the oldest kept, at once');
+  assert.ok(meta.key('miss-49') instanceof Promise, 'the 50 oldest were dropped: read again');
+  assert.equal(state.reads, reads + 1);
+});
