@@ -4,6 +4,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type postgres from 'postgres';
 
 const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
 export const RESULTS = fileURLToPath(new URL('../../bench/results/', import.meta.url));
@@ -166,3 +167,9 @@ export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimu
 /** The median with the min-max in brackets; a single value alone. */
 export const range = (xs: number[], digits = 0) =>
   xs.length === 1 ? fmt(xs[0], digits) : `${fmt(median(xs), digits)} (${fmt(Math.min(...xs), digits)}-${fmt(Math.max(...xs), digits)})`;
+
+/** Drops and creates database `name` through `admin` (a connection to another database), so a store starts empty. */
+export async function freshDatabase(admin: postgres.Sql, name: string): Promise<void> {
+  await admin.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  await admin.unsafe(`CREATE DATABASE "${name}"`);
+}

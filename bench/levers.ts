@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { ensureWrk, runLoad } from './load.js';
-import { accountLookup, adminApi, fmt, median, spawnListening, startGateway, today, writeResults } from './gateway.js';
+import { accountLookup, adminApi, fmt, freshDatabase, median, spawnListening, startGateway, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -46,7 +46,7 @@ async function gatewayCell(env: Record<string, string>): Promise<{ url: string; 
   // NODE_ARGS=<flags, space-separated> starts node with them (V8 flags NODE_OPTIONS refuses).
   const { MAIN: main, NODE_ARGS: nodeArgs = '', ...rest } = env;
   const args = nodeArgs.split(' ').filter(Boolean);
-  if (rest.QUERYAPIGATE_DATABASE_URL) await freshDatabase(rest.QUERYAPIGATE_DATABASE_URL);
+  if (rest.QUERYAPIGATE_DATABASE_URL) await freshStore(rest.QUERYAPIGATE_DATABASE_URL);
   const settings = { QUERYAPIGATE_HOME: home, QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_WORKERS: '0', ...rest };
   const g = main
     ? await (async () => {
@@ -70,15 +70,14 @@ async function gatewayCell(env: Record<string, string>): Promise<{ url: string; 
   };
 }
 
-/** Drops and creates the database a PostgreSQL URL names, so each cell's store starts empty as a SQLite one does. */
-async function freshDatabase(url: string): Promise<void> {
+/** The database a PostgreSQL URL names, made afresh (through the server's `postgres` database), so each cell's store starts empty as a SQLite one does. */
+async function freshStore(url: string): Promise<void> {
   const u = new URL(url);
   const name = u.pathname.slice(1);
   u.pathname = '/postgres';
   const admin = postgres(u.href, { max: 1, onnotice: () => undefined });
   try {
-    await admin.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-    await admin.unsafe(`CREATE DATABASE "${name}"`);
+    await freshDatabase(admin, name);
   } finally {
     await admin.end();
   }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type postgres from 'postgres';
-import { accountLookup, spawnListening, startGateway, type Listening } from './gateway.js';
+import { accountLookup, freshDatabase, spawnListening, startGateway, type Listening } from './gateway.js';
 
 const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url));
 export const BENCH_DB = 'qag_oltp_bench';
@@ -33,8 +33,7 @@ export async function startLookupServer(spec: LookupSpec, pg: string): Promise<L
     const f = await spawnListening([FLOOR, `${pg}/${BENCH_DB}`, '8']);
     return { ...f, pattern: `${f.url}/q/account\\?aid=${AID}`, headers: {} };
   }
-  await spec.admin.unsafe(`DROP DATABASE IF EXISTS ${spec.storeDb} WITH (FORCE)`);
-  await spec.admin.unsafe(`CREATE DATABASE ${spec.storeDb}`);
+  await freshDatabase(spec.admin, spec.storeDb);
   const home = mkdtempSync(join(tmpdir(), 'qag-lookup-'));
   const g = await startGateway({
     QUERYAPIGATE_HOME: home,

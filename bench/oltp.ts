@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { ensureWrk, runLoad, type LoadResult } from './load.js';
-import { fmt, median, range, spawnListening, startGateway, today, writeResults, type Gateway } from './gateway.js';
+import { fmt, freshDatabase, median, range, spawnListening, startGateway, today, writeResults, type Gateway } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -185,8 +185,7 @@ async function setup(): Promise<{ initialised: boolean }> {
     console.log(`${BENCH_DB} is already at scale ${scale}: VACUUM ANALYZE pgbench_accounts`);
     await bench`VACUUM ANALYZE pgbench_accounts`;
   }
-  await admin.unsafe(`DROP DATABASE IF EXISTS ${STORE_DB} WITH (FORCE)`);
-  await admin.unsafe(`CREATE DATABASE ${STORE_DB}`);
+  await freshDatabase(admin, STORE_DB);
   store = postgres(STORE_URL, { max: 1, onnotice: () => undefined });
   return { initialised };
 }

@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util';
 import mysql from 'mysql2/promise';
 import postgres from 'postgres';
 import { ensureWrk, runLoad, type LoadOptions, type LoadResult } from './load.js';
-import { fmt, median, range, spawnListening, startGateway, today, writeResults, type Listening } from './gateway.js';
+import { fmt, freshDatabase, median, range, spawnListening, startGateway, today, writeResults, type Listening } from './gateway.js';
 import { treeCpuSeconds, treeRssMiB } from './processTree.js';
 
 const ALL_CELLS = ['pgbench', 'floor', 'inline', 'pooled', 'platformatic', 'postgraphile', 'floor-my', 'inline-my'] as const;
@@ -138,8 +138,7 @@ async function setupPostgres(): Promise<string> {
       how = `initialised by this run (pgbench -i -s ${SCALE} -q)`;
     }
     const [s] = await bench`SELECT pg_size_pretty(pg_database_size(${BENCH_DB})) AS size, (SELECT count(*)::int FROM pgbench_accounts) AS n`;
-    await admin.unsafe(`DROP DATABASE IF EXISTS ${STORE_DB} WITH (FORCE)`);
-    await admin.unsafe(`CREATE DATABASE ${STORE_DB}`);
+    await freshDatabase(admin, STORE_DB);
     return `${fmt(s.n)} accounts, ${s.size}, ${how}`;
   } finally {
     await bench.end();
