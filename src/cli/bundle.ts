@@ -3,20 +3,16 @@
 // views, reads and checks a file once (shape here, the SQL and parameter rules with the same
 // functions the API saves with), and tells whether two versions are the same (SQL, connection,
 // parameters). Connections themselves are not in it: they hold passwords.
-import { createRequire } from 'node:module';
 import * as v from 'valibot';
+import { checkName } from '../api/validate.js';
 // YAML through `yaml` (eemeli/yaml): a well-kept, dependency-free YAML 1.2 parser and writer whose
 // block literals keep multi-line SQL readable and exact; JSON files are YAML too, so one reader serves both.
-import type * as Yaml from 'yaml';
-import { checkName } from '../api/validate.js';
+// Loaded on first use, as for yaml answers (every command's module is loaded by `serve` too: cli/commands.ts).
+import { yamlLibrary as yaml } from '../call/formats/yaml.js';
 import { normalizeParameters, toPublicRule } from '../call/paramRules.js';
 import type { GatewayError } from '../contract/errors.js';
 import { scanMarkers } from '../governance/markers.js';
 import { Failure } from './tree.js';
-
-/** `yaml`, required on first use: every command's module is loaded by `serve` too (cli/commands.ts). */
-const requireCjs = createRequire(import.meta.url);
-const yaml = (): typeof Yaml => requireCjs('yaml') as typeof Yaml;
 
 export const BUNDLE_FORMAT = 'queryapigate-queries/1';
 

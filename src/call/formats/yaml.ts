@@ -8,9 +8,13 @@ import { CONTENT_TYPES, jsonValue, uniqueColumnNames, type Writer } from '../for
 
 type Rows = readonly (readonly unknown[])[];
 
-/** `yaml`, required on the first yaml answer: loaded up front it sat in every thread's heap (about 1 MB). */
+/**
+ * `yaml`, required on first use (a yaml answer, a query bundle: cli/bundle.ts): loaded up front it sat in
+ * every thread's heap (about 1 MB).
+ */
 const requireCjs = createRequire(import.meta.url);
-let stringify: typeof Yaml.stringify | null = null;
+let library: typeof Yaml | null = null;
+export const yamlLibrary = (): typeof Yaml => (library ??= requireCjs('yaml') as typeof Yaml);
 
 export function compileYamlWriter(columns: readonly string[]): Writer {
   const names = uniqueColumnNames(columns);
@@ -24,8 +28,7 @@ export function compileYamlWriter(columns: readonly string[]): Writer {
       for (let c = 0; c < names.length; c++) item.set(names[c], plain(row[c]));
       list[r] = item;
     }
-    stringify ??= (requireCjs('yaml') as typeof Yaml).stringify;
-    return stringify(list, { lineWidth: 0 });
+    return yamlLibrary().stringify(list, { lineWidth: 0 });
   };
   return Object.assign(chunk, { format: 'yaml' as const, contentType: CONTENT_TYPES.yaml, head: '', chunk });
 }
