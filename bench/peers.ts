@@ -19,10 +19,11 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
 import mysql from 'mysql2/promise';
 import postgres from 'postgres';
 import { ensureWrk, runLoad, type LoadOptions, type LoadResult } from './load.js';
-import { fmt, freshDatabase, median, range, spawnListening, startGateway, today, writeResults, type Listening } from './gateway.js';
+import { fmt, freshDatabase, median, range, countEvents, spawnListening, startGateway, today, writeResults, type Listening } from './gateway.js';
 import { treeCpuSeconds, treeRssMiB } from './processTree.js';
 
 const ALL_CELLS = ['pgbench', 'floor', 'inline', 'pooled', 'platformatic', 'postgraphile', 'floor-my', 'inline-my'] as const;
@@ -48,6 +49,8 @@ if (!CALLERS.every((c) => Number.isInteger(c) && c >= 1)) throw new Error('--cal
 const only = values.only!.split(',').map((s) => s.trim());
 for (const o of only) if (!(ALL_CELLS as readonly string[]).includes(o)) throw new Error(`--only: no cell ${o} (cells: ${ALL_CELLS.join(',')})`);
 const WARMUP = 2;
+/** The pause between a cell's warm-up and its window, the same for every cell (a gateway's event count waits in it). */
+const SETTLE_MS = 1000;
 const DRIFT_WINDOWS = 6; // 6 x 10 s back to back: the 60 s cell
 const DRIFT_WINDOW_S = 10;
 
@@ -172,6 +175,9 @@ const ADMIN_KEY = 'bench-admin';
 let plainKey = '';
 let peersDir = '';
 
+/** A gateway's server can count the runs in its store's event log, once its recorder has written them all. */
+type Server = Listening & { events?: () => Promise<number> };
+
 /** One server per cell run: started, loaded at each caller count, measured, stopped. */
 interface Cell {
   id: CellId;
@@ -179,17 +185,17 @@ interface Cell {
   /** The floor its req/s is divided by within a round. */
   floor: 'floor' | 'floor-my';
   db: 'PostgreSQL' | 'MariaDB';
-  start(): Promise<Listening>;
+  start(): Promise<Server>;
   load(url: string): Omit<LoadOptions, 'connections' | 'duration'>;
   /** One call before the load: a setup mistake fails loudly, not as non-2xx counts. */
   smoke(url: string): Promise<void>;
 }
 
+// Every run is recorded in the store's event log, and the bench counts them there (runs kept), as the
+// seeds count them; the run history keeps its default newest 50 a version.
 const GATEWAY_ENV = {
   QUERYAPIGATE_DATABASE_URL: STORE_URL,
   QUERYAPIGATE_METADATA_CACHE_TTL: '5',
-  // Every run recorded: the most the limit per version accepts, as bench/oltp.ts sets it.
-  QUERYAPIGATE_HISTORY_LIMIT: '1000000',
 };
 
 async function expect200(res: Response, what: string, check: (body: string) => boolean): Promise<void> {
@@ -209,6 +215,10 @@ function gatewayCell(id: CellId, label: string, workers: string, query: string, 
       const g = await startGateway({ ...GATEWAY_ENV, QUERYAPIGATE_WORKERS: workers, QUERYAPIGATE_HOME: home }, ADMIN_KEY);
       return {
         ...g,
+        async events() {
+          await g.api('GET', '/api/v1/history?limit=1'); // a history read writes every run made before it
+          return countEvents(STORE_DB);
+        },
         async stop() {
           await g.stop();
           rmSync(home, { recursive: true, force: true });
@@ -318,6 +328,8 @@ type Row = LoadResult & {
   db: string;
   calls_per_cpu_s: number | null;
   rss_after_mib: number;
+  /** Runs in the store's event log from the window / calls wrk counted; null for a server that records none. */
+  runs_kept: number | null;
   rps_vs_floor?: number;
   per_cpu_vs_floor?: number;
   rps_vs_platformatic?: number;
@@ -359,7 +371,13 @@ async function cellUnit(round: number, cell: Cell): Promise<void> {
     for (const callers of CALLERS) {
       const base = { ...cell.load(s.url), connections: callers };
       await runLoad({ ...base, duration: WARMUP });
+      // Every cell pauses as long: a gateway's warm-up runs reach the event log before the count.
+      const t0 = performance.now();
+      const events0 = s.events ? await s.events() : 0;
+      await sleep(Math.max(0, SETTLE_MS - (performance.now() - t0)));
       const r = await runLoad({ ...base, duration: seconds, cpuSeconds: () => treeCpuSeconds(s.pid) });
+      const rss = treeRssMiB(s.pid);
+      const runsKept = s.events ? ((await s.events()) - events0) / r.requests : null;
       const row: Row = {
         ...r,
         kind: 'cell',
@@ -368,13 +386,15 @@ async function cellUnit(round: number, cell: Cell): Promise<void> {
         label: cell.label,
         db: cell.db,
         calls_per_cpu_s: r.cpu_s ? Math.round(r.requests / r.cpu_s) : null,
-        rss_after_mib: treeRssMiB(s.pid),
+        rss_after_mib: rss,
+        runs_kept: runsKept === null ? null : Math.round(runsKept * 10_000) / 10_000,
       };
       rows.push(row);
       keep(row);
       console.log(
         `r${round} ${cell.id.padEnd(13)} c=${String(callers).padEnd(3)} ${fmt(r.rps).padStart(7)} req/s p50 ${r.p50_ms} p99 ${r.p99_ms} ` +
-          `non2xx ${r.non2xx + r.errors} cpu ${r.cpu_s}s ${row.calls_per_cpu_s}/cpu-s rss ${row.rss_after_mib} MiB`,
+          `non2xx ${r.non2xx + r.errors} cpu ${r.cpu_s}s ${row.calls_per_cpu_s}/cpu-s rss ${row.rss_after_mib} MiB` +
+          (row.runs_kept === null ? '' : ` runs kept ${(row.runs_kept * 100).toFixed(2)}%`),
       );
     }
   } finally {
@@ -499,11 +519,17 @@ const ratios = (xs: (number | undefined)[]) => {
   return v.length === 1 ? `${v[0].toFixed(2)}x` : `${median(v).toFixed(2)}x (${Math.min(...v).toFixed(2)}-${Math.max(...v).toFixed(2)})`;
 };
 
+/** Runs kept, the lowest round's share (the one that matters); '-' for a server that records none. */
+const kept = (rs: Row[]) => {
+  const ks = rs.map((r) => r.runs_kept).filter((k) => k !== null);
+  return ks.length ? `${(Math.min(...ks) * 100).toFixed(2)}%${ks.length > 1 ? ' (lowest)' : ''}` : '-';
+};
+
 function cellTable(db: Cell['db']): string {
   const peers = db === 'PostgreSQL';
   let t =
-    `| Cell | Callers | req/s | p50 ms | p99 ms | non-2xx + errors | server CPU-s | calls per CPU-s | RSS after MiB | req/s vs floor | calls per CPU-s vs floor |${peers ? ' req/s vs Platformatic |' : ''}\n` +
-    `|---|---|---|---|---|---|---|---|---|---|---|${peers ? '---|' : ''}\n`;
+    `| Cell | Callers | req/s | p50 ms | p99 ms | non-2xx + errors | server CPU-s | calls per CPU-s | RSS after MiB | runs kept | req/s vs floor | calls per CPU-s vs floor |${peers ? ' req/s vs Platformatic |' : ''}\n` +
+    `|---|---|---|---|---|---|---|---|---|---|---|---|${peers ? '---|' : ''}\n`;
   for (const callers of CALLERS) {
     for (const c of cellsRun.filter((x) => x.db === db)) {
       const rs = rows.filter((r) => r.cell === c.id && r.callers === callers);
@@ -520,7 +546,7 @@ function cellTable(db: Cell['db']): string {
         `${range(
           rs.map((r) => r.rss_after_mib),
           1,
-        )} | ${ratios(rs.map((r) => r.rps_vs_floor))} | ${ratios(rs.map((r) => r.per_cpu_vs_floor))} |` +
+        )} | ${kept(rs)} | ${ratios(rs.map((r) => r.rps_vs_floor))} | ${ratios(rs.map((r) => r.per_cpu_vs_floor))} |` +
         `${peers ? ` ${ratios(rs.map((r) => r.rps_vs_platformatic))} |` : ''}\n`;
     }
   }
@@ -583,8 +609,12 @@ other work that ran meanwhile (the load average shows it), so read the ratios wi
 - **QueryAPIGate**: this commit's \`dist/src/main.js serve\`, a saved query \`account\` (and \`my_account\`
   on MariaDB) called as \`GET /q/account?aid=N\` with a plain key (no governance), the store in a
   fresh PostgreSQL database \`${STORE_DB}\`, \`QUERYAPIGATE_METADATA_CACHE_TTL=5\`,
-  \`QUERYAPIGATE_HISTORY_LIMIT=1000000\` (every run recorded), \`QUERYAPIGATE_WORKERS=0\` (inline) or
-  \`=1\` (pooled); everything else at its defaults.
+  \`QUERYAPIGATE_WORKERS=0\` (inline) or \`=1\` (pooled); everything else at its defaults (the run history
+  keeps the newest 50 runs a version; every run goes to the event log).
+- **Runs kept** (the gateway's cells): runs its store's event log gained over the window / calls wrk counted,
+  the lowest round's. Each count follows a \`GET /api/v1/history\`, which has the recorder write every run made
+  before it. Every cell,
+  gateway or not, pauses ${SETTLE_MS / 1000} s between its warm-up and its window (the gateway's count waits in it).
 - **Platformatic DB** (${versions.split(', ')[0] ?? ''}): \`bench/peers/platformatic.mjs\`, its \`buildServer\` on the
   same database, REST (OpenAPI) on, GraphQL and events off, no authorization rules, logger at
   \`warn\` (its default \`info\` logs every request); called as \`GET /pgbenchAccounts/N?fields=aid,bid,abalance\`, the primary key route with the same three columns.

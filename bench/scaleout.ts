@@ -12,7 +12,7 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { request, scratchDatabase } from '../test/helpers.js';
 import { killUnderLoad, type Rig, revocationDelays, rollingRestart, startRig } from '../test/scaleoutRig.js';
-import { fmt, median, range, writeResults } from './gateway.js';
+import { countEvents, fmt, median, range, writeResults } from './gateway.js';
 import { runLoad } from './load.js';
 
 const { values } = parseArgs({
@@ -183,24 +183,6 @@ function cpuSeconds(pid: number): number {
 /** Resident memory of a process, in MB. */
 function rss(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
-}
-
-/** Rows in the store's event log: the sum over its segment tables. */
-async function countEvents(db: string): Promise<number> {
-  const url = `postgres://postgres@127.0.0.1:5432/${db}`;
-  const { default: postgres } = await import('postgres');
-  const sql = postgres(url, { max: 1, onnotice: () => undefined });
-  try {
-    const tables = await sql<{ name: string }[]>`SELECT table_name AS name FROM event_segments`;
-    let total = 0;
-    for (const t of tables) {
-      const [{ n }] = await sql.unsafe<{ n: string }[]>(`SELECT count(*) AS n FROM "${t.name}"`);
-      total += Number(n);
-    }
-    return total;
-  } finally {
-    await sql.end({ timeout: 5 });
-  }
 }
 
 function report(
