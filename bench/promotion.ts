@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { fmt, median, range, writeResults } from './gateway.js';
+import { BENCH_DB } from './lookupServers.js';
 
 const MODES = {
   unsafe: "sql.unsafe(text, [aid], { prepare: true }).values(), a 1 ms pause (setTimeout) between a loop's queries",
@@ -17,7 +18,7 @@ const MODES = {
   tagged: 'a tagged template, no pause',
 } as const;
 type Mode = keyof typeof MODES;
-const URL_ = 'postgres://postgres@127.0.0.1:5432/qag_oltp_bench';
+const DATA_URL = `postgres://postgres@127.0.0.1:5432/${BENCH_DB}`;
 const LOOPS = 32;
 const CLIENTS = 8;
 
@@ -27,7 +28,7 @@ if (values.child) await child(values.child as Mode, Number(values.seconds));
 else await parent();
 
 async function child(mode: Mode, seconds: number): Promise<void> {
-  const clients = Array.from({ length: CLIENTS }, () => postgres(URL_, { max: 1, prepare: true, fetch_types: false, onnotice: () => undefined }));
+  const clients = Array.from({ length: CLIENTS }, () => postgres(DATA_URL, { max: 1, prepare: true, fetch_types: false, onnotice: () => undefined }));
   const pause = () => new Promise((r) => setTimeout(r, 1));
   let n = 0;
   let next = 0;
