@@ -64,6 +64,18 @@ export async function spawnListening(args: string[], env: Record<string, string>
   };
 }
 
+/**
+ * A bench's `--variant 'name:ENV=V,ENV2=V2'`: a name and the environment it sets. A value may hold ':'
+ * (a database URL) and '=' (NODE_OPTIONS); NODE_ARGS=<flags, space-separated> is for the bench to pass
+ * to node itself (the V8 flags NODE_OPTIONS refuses).
+ */
+export function parseVariant(spec: string): { name: string; env: Record<string, string> } {
+  const colon = spec.indexOf(':');
+  const [name, envs] = colon < 0 ? [spec, ''] : [spec.slice(0, colon), spec.slice(colon + 1)];
+  const pairs = envs.split(',').filter(Boolean);
+  return { name, env: Object.fromEntries(pairs.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)])) };
+}
+
 /** A management API client for `url` with the admin key: JSON in, JSON out, throws on 4xx/5xx. */
 export function adminApi(url: string, adminKey: string): Gateway['api'] {
   return async <T>(method: string, path: string, body?: unknown): Promise<T> => {

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { ensureWrk, runLoad } from './load.js';
-import { accountLookup, adminApi, fmt, freshDatabase, median, spawnListening, startGateway, today, writeResults } from './gateway.js';
+import { accountLookup, adminApi, fmt, freshDatabase, median, parseVariant, spawnListening, startGateway, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -26,19 +26,7 @@ const { values } = parseArgs({
 });
 ensureWrk();
 const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url));
-const variants = values.variant!.map((v) => {
-  const colon = v.indexOf(':'); // the first one: a value may hold more (a database URL)
-  const [name, envs] = colon < 0 ? [v, ''] : [v.slice(0, colon), v.slice(colon + 1)];
-  return {
-    name,
-    env: Object.fromEntries(
-      envs
-        .split(',')
-        .filter(Boolean)
-        .map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]), // a value may hold '=' (NODE_OPTIONS)
-    ),
-  };
-});
+const variants = values.variant!.map(parseVariant);
 
 async function gatewayCell(env: Record<string, string>): Promise<{ url: string; key: string; pid: number; stop(): Promise<void> }> {
   const home = mkdtempSync(join(tmpdir(), 'qag-levers-'));

@@ -294,7 +294,16 @@ function ticksPerSecond(): number {
 /** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat; with `reaped`, those
  *  of its children that exited and were waited for too (a PostgreSQL server's ended backends). */
 export function processCpuSeconds(pid: number, reaped = false): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return statCpuSeconds(`/proc/${pid}/stat`, reaped);
+}
+
+/** CPU seconds one thread (`tid`) of process `pid` has used so far. */
+export function threadCpuSeconds(pid: number, tid: number): number {
+  return statCpuSeconds(`/proc/${pid}/task/${tid}/stat`, false);
+}
+
+function statCpuSeconds(path: string, reaped: boolean): number {
+  const stat = readFileSync(path, 'utf8');
   // fields after "(comm)": state is field 3, utime field 14, stime field 15, cutime 16, cstime 17
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const own = Number(f[11]) + Number(f[12]);

@@ -1,0 +1,52 @@
+// Loaded into a server by bench/gcWindows.ts (`node --expose-gc --import <this> ...`): what V8's
+// collections do in a window of load. SIGURG opens a window (a GCProfiler, and the main thread's
+// pauses counted from here); SIGUSR2 closes it and writes the window's figures, then those of a full
+// collection, to QAG_GC_PROBE_OUT as JSON. Signals, so that nothing reaches the server's HTTP surface.
+import { writeFileSync } from 'node:fs';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
+import v8 from 'node:v8';
+
+const OUT = process.env.QAG_GC_PROBE_OUT ?? `/tmp/qag-gc-probe-${process.pid}.json`;
+const KINDS: Record<number, string> = {
+  [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+};
+const pauses: Record<string, { n: number; ms: number }> = {};
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    const kind = KINDS[(e as unknown as { detail: { kind: number } }).detail.kind] ?? 'other';
+    pauses[kind] ??= { n: 0, ms: 0 };
+    pauses[kind].n++;
+    pauses[kind].ms += e.duration;
+  }
+}).observe({ entryTypes: ['gc'] });
+
+let profiler: v8.GCProfiler | null = null;
+let from: Record<string, { n: number; ms: number }> = {};
+
+const used = (spaces: { spaceName: string; spaceUsedSize: number }[], name: string) => spaces.find((s) => s.spaceName === name)?.spaceUsedSize ?? 0;
+
+process.on('SIGURG', () => {
+  from = structuredClone(pauses);
+  profiler = new v8.GCProfiler();
+  profiler.start();
+});
+
+process.on('SIGUSR2', () => {
+  const events = profiler?.stop()?.statistics ?? [];
+  profiler = null;
+  // A scavenge's promotion is what the old space gained across it; its survivors, what stayed young.
+  let promoted = 0;
+  let survived = 0;
+  let scavenges = 0;
+  for (const e of events) {
+    if (e.gcType !== 'Scavenge') continue;
+    scavenges++;
+    promoted += used(e.afterGC.heapSpaceStatistics, 'old_space') - used(e.beforeGC.heapSpaceStatistics, 'old_space');
+    survived += used(e.afterGC.heapSpaceStatistics, 'new_space');
+  }
+  const window = Object.fromEntries(Object.entries(pauses).map(([k, v]) => [k, { n: v.n - (from[k]?.n ?? 0), ms: v.ms - (from[k]?.ms ?? 0) }]));
+  (globalThis as { gc?: () => void }).gc?.();
+  writeFileSync(OUT, JSON.stringify({ promoted, survived, scavenges, pauses: window, liveAfterFullGc: process.memoryUsage().heapUsed }));
+});
