@@ -15,6 +15,7 @@ import postgres from 'postgres';
 import { accountLookup, fmt, freshDatabase, type Listening, median, parseVariant, range, spawnListening, startGateway, writeResults } from './gateway.js';
 import { ensureWrk, processCpuSeconds, runLoad, threadCpuSeconds } from './load.js';
 import { AID, BENCH_DB } from './lookupServers.js';
+import { treeRssMiB } from './processTree.js';
 
 const { values } = parseArgs({
   options: {
@@ -51,7 +52,6 @@ type Window = {
 };
 
 const mainThreadCpu = (pid: number) => threadCpuSeconds(pid, pid);
-const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 const admin = postgres(`${PG}/postgres`, { max: 1, onnotice: () => undefined });
 const cells: { name: string; start(out: string): Promise<Listening & { pattern: string; headers: Record<string, string> }> }[] = [
@@ -117,7 +117,7 @@ try {
           const load = await runLoad({ randRegexUrl: s.pattern, connections: 32, duration: Number(values.seconds), headers: s.headers });
           const main = mainThreadCpu(s.pid) - main0;
           const all = processCpuSeconds(s.pid) - all0;
-          const rss = rssMiB(s.pid);
+          const rss = treeRssMiB(s.pid); // the server alone: it starts no processes
           const p = await closeWindow(s.pid, out);
           const n = load.requests;
           const row: Window = {
