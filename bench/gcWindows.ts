@@ -6,15 +6,15 @@
 // so windows, not one long cell: a process may change mode between them.
 //   npm run build && node dist/bench/gcWindows.js [--seconds 4] [--windows 4] [--pause 1] [--runs 2]
 //        [--variant 'name:ENV=V,NODE_ARGS=<node flags>' ...]   (gateway variants; floor and inline always run)
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
-import { accountLookup, fmt, freshDatabase, type Listening, median, parseVariant, range, spawnListening, startGateway, writeResults } from './gateway.js';
+import { fmt, median, parseVariant, range, writeResults } from './gateway.js';
 import { ensureWrk, processCpuSeconds, runLoad, threadCpuSeconds } from './load.js';
-import { AID, BENCH_DB } from './lookupServers.js';
+import { type LookupServer, startLookupServer } from './lookupServers.js';
 import { treeRssMiB } from './processTree.js';
 
 const { values } = parseArgs({
@@ -30,7 +30,6 @@ ensureWrk();
 const PG = 'postgres://postgres@127.0.0.1:5432';
 const STORE_DB = 'qag_bench_gc_store';
 const PROBE = fileURLToPath(new URL('./gcProbe.js', import.meta.url));
-const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Probe = { promoted: number; survived: number; scavenges: number; pauses: Record<string, { n: number; ms: number }>; liveAfterFullGc: number };
@@ -54,42 +53,24 @@ type Window = {
 const mainThreadCpu = (pid: number) => threadCpuSeconds(pid, pid);
 
 const admin = postgres(`${PG}/postgres`, { max: 1, onnotice: () => undefined });
-const cells: { name: string; start(out: string): Promise<Listening & { pattern: string; headers: Record<string, string> }> }[] = [
-  {
-    name: 'floor',
-    start: async (out) => {
-      const f = await spawnListening(['--expose-gc', '--import', PROBE, FLOOR, `${PG}/${BENCH_DB}`, '8'], { QAG_GC_PROBE_OUT: out });
-      return { ...f, pattern: `${f.url}/q/account\\?aid=${AID}`, headers: {} };
-    },
-  },
-  ...[{ name: 'inline', env: {} as Record<string, string> }, ...values.variant!.map(parseVariant)].map((v) => ({
-    name: v.name,
-    start: async (out: string) => {
-      const { NODE_ARGS: nodeArgs = '', ...env } = v.env;
-      await freshDatabase(admin, STORE_DB);
-      const home = mkdtempSync(join(tmpdir(), 'qag-gc-'));
-      const g = await startGateway(
+const PROBE_ARGS = ['--expose-gc', '--import', PROBE];
+const cells: { name: string; start(out: string): Promise<LookupServer> }[] = [
+  { name: 'floor', start: (out) => startLookupServer({ kind: 'floor', nodeArgs: PROBE_ARGS, env: { QAG_GC_PROBE_OUT: out } }, PG) },
+  ...[{ name: 'inline', env: {} as Record<string, string> }, ...values.variant!.map(parseVariant)].map(({ name, env: { NODE_ARGS = '', ...env } }) => ({
+    name,
+    start: (out: string) =>
+      startLookupServer(
         {
-          QUERYAPIGATE_HOME: home,
-          QUERYAPIGATE_DATABASE_URL: `${PG}/${STORE_DB}`,
-          QUERYAPIGATE_WORKERS: '0',
-          QUERYAPIGATE_METADATA_CACHE_TTL: '5',
-          QAG_GC_PROBE_OUT: out,
-          ...env,
+          kind: 'gateway',
+          workers: 0,
+          metadataCacheTtl: 5,
+          storeDb: STORE_DB,
+          admin,
+          nodeArgs: [...PROBE_ARGS, ...NODE_ARGS.split(' ').filter(Boolean)],
+          env: { QAG_GC_PROBE_OUT: out, ...env },
         },
-        'bench-admin',
-        ['--expose-gc', '--import', PROBE, ...nodeArgs.split(' ').filter(Boolean)],
-      );
-      const stop = async () => {
-        await g.stop();
-        rmSync(home, { recursive: true, force: true });
-      };
-      const { key } = await accountLookup(g, `${PG}/${BENCH_DB}`).catch(async (e) => {
-        await stop();
-        throw e;
-      });
-      return { ...g, stop, pattern: `${g.url}/q/account\\?aid=${AID}`, headers: { 'X-API-Key': key } };
-    },
+        PG,
+      ),
   })),
 ];
 

@@ -25,22 +25,29 @@ export interface LookupServer extends Listening {
   runs?: () => Promise<Runs>;
 }
 
-export type LookupSpec = { kind: 'floor' } | { kind: 'gateway'; workers: 0 | 1; metadataCacheTtl: number; storeDb: string; admin: postgres.Sql };
+/** `nodeArgs` and `env` start the server's node with these flags and variables too (a probe, a variant's settings). */
+type Extras = { nodeArgs?: string[]; env?: Record<string, string> };
+export type LookupSpec = ({ kind: 'floor' } | { kind: 'gateway'; workers: 0 | 1; metadataCacheTtl: number; storeDb: string; admin: postgres.Sql }) & Extras;
 
 /** Starts the server, with the lookup's database (and a gateway's store) at `pg` (postgres://user@host:port). */
 export async function startLookupServer(spec: LookupSpec, pg: string): Promise<LookupServer> {
   if (spec.kind === 'floor') {
-    const f = await spawnListening([FLOOR, `${pg}/${BENCH_DB}`, '8']);
+    const f = await spawnListening([...(spec.nodeArgs ?? []), FLOOR, `${pg}/${BENCH_DB}`, '8'], spec.env);
     return { ...f, pattern: `${f.url}/q/account\\?aid=${AID}`, headers: {} };
   }
   await freshDatabase(spec.admin, spec.storeDb);
   const home = mkdtempSync(join(tmpdir(), 'qag-lookup-'));
-  const g = await startGateway({
-    QUERYAPIGATE_HOME: home,
-    QUERYAPIGATE_DATABASE_URL: `${pg}/${spec.storeDb}`,
-    QUERYAPIGATE_WORKERS: String(spec.workers),
-    QUERYAPIGATE_METADATA_CACHE_TTL: String(spec.metadataCacheTtl),
-  });
+  const g = await startGateway(
+    {
+      QUERYAPIGATE_HOME: home,
+      QUERYAPIGATE_DATABASE_URL: `${pg}/${spec.storeDb}`,
+      QUERYAPIGATE_WORKERS: String(spec.workers),
+      QUERYAPIGATE_METADATA_CACHE_TTL: String(spec.metadataCacheTtl),
+      ...spec.env,
+    },
+    undefined,
+    spec.nodeArgs,
+  );
   try {
     const { key } = await accountLookup(g, `${pg}/${BENCH_DB}`);
     return {
