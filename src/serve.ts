@@ -1,4 +1,4 @@
-// The composition root of a server: opens the store, starts the recorder thread, the executors and
+// The composition root of a server: opens the store, starts the recorder, the executors and
 // the change feed, builds the acceptor and listens, saying what it did in one line each (the store,
 // the examples and where their secrets went, the mode, the executors, the address); on stop, drains
 // in order (stop accepting, finish calls in flight, every executor's last batch to the recorder,
@@ -64,10 +64,15 @@ export async function startServer(config: Config): Promise<RunningServer> {
     log.info(`examples: ${where} (the store keeps only hashes). A new secret for one: queryapigate keys rotate ${EXAMPLE_KEY}`);
   }
   await announceMode(config, store);
+  // The recorder shares the acceptor's thread when calls run there too and its writes cannot block it:
+  // a PostgreSQL store's are asynchronous, a SQLite store's are not (a history batch holds the thread
+  // for tens of ms). A thread of its own costs ~40 MiB (its own V8 heap at full size under load) and
+  // as much CPU a call as it saves (bench/results/levers-2026-12-03-recorder).
+  const recorderPlace = config.workers === 0 && store.db.dialect === 'postgres' ? 'here' : 'thread';
   log.info(
     config.workers
       ? `executors: ${config.workers} thread${config.workers === 1 ? '' : 's'} (QUERYAPIGATE_WORKERS), ${config.tasksPerWorker} calls each at once`
-      : 'executors: none, calls run in the acceptor thread (QUERYAPIGATE_WORKERS=0)',
+      : `executors: none, calls run in the acceptor thread (QUERYAPIGATE_WORKERS=0)${recorderPlace === 'here' ? ', and so does the recorder (a PostgreSQL store)' : ''}`,
   );
 
   const events = await EventLog.open(store.db, { retentionS: config.eventRetention });
@@ -79,6 +84,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     (rows) => hub.publish(rows),
     (runs) => signals.dropped.note('runs', runs),
     () => hub.size > 0,
+    recorderPlace,
   );
   // Rate-limit buckets live in shared memory, so every thread of the process counts in the same ones.
   const limiterMemory = createLimiterMemory();

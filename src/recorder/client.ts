@@ -1,10 +1,12 @@
-// In charge of the acceptor's side of the recorder thread: starting it, and its requests (flush,
-// stop) and replies (ready, done, events, dropped) as the typed messages of contract/messages.ts.
+// In charge of the acceptor's side of the recorder: starting it, on its own thread or on the
+// acceptor's, and its requests (flush, stop). On its own thread, these and its replies (ready, done,
+// events, dropped) are the typed messages of contract/messages.ts. Executors reach it the same way
+// in both places: their batches go over the runs channel (recorder/batcher.ts).
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { channel, type DrainMessage, type EventRow, type RecorderReply, type RecorderRequest } from '../contract/messages.js';
 import { unpackEvents } from '../contract/runs.js';
-import type { RecorderSettings } from './recorder.js';
+import { Recorder, type RecorderSettings } from './recorder.js';
 import { logger } from '../log.js';
 
 const ENTRY = fileURLToPath(new URL('../../workers/recorder.js', import.meta.url));
@@ -12,23 +14,51 @@ const ENTRY = fileURLToPath(new URL('../../workers/recorder.js', import.meta.url
 export interface RecorderClient {
   /** Resolves once every run made so far, by any of the `executors`, is in the store. */
   flush(executors: number): Promise<void>;
-  /** Waits for `executors` final batches, writes them and stops the thread. */
+  /** Waits for `executors` final batches, writes them and stops the recorder. */
   stop(executors: number): Promise<void>;
 }
 
+/** Where the recorder runs: its own thread, or this one (see serve.ts for which). */
+export type RecorderPlace = 'thread' | 'here';
+
 /**
- * Starts the recorder thread; resolves once it listens, so executors started after it miss no run.
- * Written events come packed; they are unpacked for `onEvents` only while `listening()` (someone
- * follows /events), so the acceptor spends nothing on them otherwise.
+ * Starts the recorder; resolves once it listens, so executors started after it miss no run. Written
+ * events reach `onEvents` only while `listening()` (someone follows /events); from the thread they
+ * come packed and are unpacked only then, so the acceptor spends nothing on them otherwise.
  */
 export async function startRecorder(
   settings: RecorderSettings,
   onEvents: (rows: EventRow[]) => void,
   onDropped: (runs: number) => void = () => undefined,
   listening: () => boolean = () => true,
+  place: RecorderPlace = 'thread',
 ): Promise<RecorderClient> {
-  const worker = new Worker(ENTRY, { workerData: settings });
+  const drain = channel('drain', settings.home);
   let next = 0;
+  /** Asks each executor for its batch now (DrainMessage 'flush'); the recorder waits for their answers to request `id`. */
+  const askExecutors = () => {
+    const id = ++next;
+    drain.postMessage({ kind: 'flush', id } satisfies DrainMessage);
+    return id;
+  };
+  if (place === 'here') {
+    // Listening as soon as it is made: the runs channel's handler is set in the constructor.
+    const recorder = new Recorder(
+      settings,
+      (rows) => {
+        if (listening()) onEvents(rows);
+      },
+      onDropped,
+    );
+    return {
+      flush: (executors) => recorder.flushAfter(askExecutors(), executors),
+      async stop(executors) {
+        await recorder.close(executors);
+        drain.close();
+      },
+    };
+  }
+  const worker = new Worker(ENTRY, { workerData: settings });
   const pending = new Map<number, () => void>();
   const ready = new Promise<void>((resolve, reject) => {
     worker.once('error', reject);
@@ -50,13 +80,8 @@ export async function startRecorder(
       pending.set(m.id, resolve);
       worker.postMessage(m);
     });
-  const drain = channel('drain', settings.home);
   return {
-    flush(executors) {
-      const id = ++next;
-      drain.postMessage({ kind: 'flush', id } satisfies DrainMessage); // each executor posts its batch now
-      return ask({ op: 'flush', id, executors });
-    },
+    flush: (executors) => ask({ op: 'flush', id: askExecutors(), executors }),
     async stop(executors) {
       await ask({ op: 'stop', id: ++next, executors });
       await worker.terminate();

@@ -8,45 +8,61 @@ import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { ADMIN_KEY, request, scratchDatabase, startProcess } from '../helpers.js';
 
-test('SIGTERM: calls in flight finish, history is flushed, exit code 0', async () => {
-  const home = mkdtempSync(join(tmpdir(), 'qag-life-'));
-  const data = await scratchDatabase('qag_life');
-  try {
-    const p = startProcess({
-      QUERYAPIGATE_HOME: home,
-      QUERYAPIGATE_PORT: '0',
-      QUERYAPIGATE_API_KEY: ADMIN_KEY,
-      QUERYAPIGATE_WORKERS: '1',
-      QUERYAPIGATE_HISTORY_FLUSH_INTERVAL: '30',
-    });
-    const url = await p.listening;
-    const ok = (r: { status: number; text: string }) => assert.ok(r.status < 300, r.text);
-    ok(
-      await request(url, 'POST', '/api/v1/connections', {
-        body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres' },
-      }),
-    );
-    ok(
-      await request(url, 'POST', '/api/v1/queries', {
-        body: { name: 'nap', description: 'sleeps', connection_name: 'pg', sql: 'SELECT pg_sleep(0.7)::text AS slept', publish: true },
-      }),
-    );
-    const inFlight = request(url, 'GET', '/q/nap', { headers: { 'X-Request-Id': 'in-flight-1' } });
-    await new Promise((r) => setTimeout(r, 200));
-    p.child.kill('SIGTERM');
-    const answer = await inFlight;
-    assert.equal(answer.status, 200, answer.text);
-    assert.equal(await p.exited, 0, p.output());
-    const store = new Database(join(home, 'queryapigate.db'), { readonly: true });
-    const runs = store.prepare("SELECT entry_json FROM run_history WHERE query_name = 'nap'").all() as Array<{ entry_json: string }>;
-    store.close();
-    assert.equal(runs.length, 1, 'the run in flight was recorded before exit');
-    assert.equal(JSON.parse(runs[0].entry_json).request_id, 'in-flight-1');
-  } finally {
-    await data.drop();
-    rmSync(home, { recursive: true, force: true });
-  }
-});
+// The recorder runs on its own thread (executors, or a SQLite store) or on the acceptor's (calls inline on
+// a PostgreSQL store, serve.ts): either way the run in flight at SIGTERM is in history before the exit.
+for (const where of [
+  { name: 'the recorder on its own thread (executors, SQLite store)', workers: '1', pgStore: false },
+  { name: "the recorder on the acceptor's thread (calls inline, PostgreSQL store)", workers: '0', pgStore: true },
+]) {
+  test(`SIGTERM: calls in flight finish, history is flushed, exit code 0; ${where.name}`, async () => {
+    const home = mkdtempSync(join(tmpdir(), 'qag-life-'));
+    const data = await scratchDatabase('qag_life');
+    const store = where.pgStore ? await scratchDatabase('qag_life_store') : null;
+    try {
+      const p = startProcess({
+        QUERYAPIGATE_HOME: home,
+        QUERYAPIGATE_PORT: '0',
+        QUERYAPIGATE_API_KEY: ADMIN_KEY,
+        QUERYAPIGATE_WORKERS: where.workers,
+        QUERYAPIGATE_HISTORY_FLUSH_INTERVAL: '30',
+        ...(store ? { QUERYAPIGATE_DATABASE_URL: store.url } : {}),
+      });
+      const url = await p.listening;
+      assert.equal(/executors: none, calls run in the acceptor thread \(QUERYAPIGATE_WORKERS=0\), and so does the recorder/.test(p.output()), where.pgStore);
+      const ok = (r: { status: number; text: string }) => assert.ok(r.status < 300, r.text);
+      ok(
+        await request(url, 'POST', '/api/v1/connections', {
+          body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres' },
+        }),
+      );
+      ok(
+        await request(url, 'POST', '/api/v1/queries', {
+          body: { name: 'nap', description: 'sleeps', connection_name: 'pg', sql: 'SELECT pg_sleep(0.7)::text AS slept', publish: true },
+        }),
+      );
+      const inFlight = request(url, 'GET', '/q/nap', { headers: { 'X-Request-Id': 'in-flight-1' } });
+      await new Promise((r) => setTimeout(r, 200));
+      p.child.kill('SIGTERM');
+      const answer = await inFlight;
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal(await p.exited, 0, p.output());
+      const read = "SELECT entry_json FROM run_history WHERE query_name = 'nap'";
+      let runs: Array<{ entry_json: string }>;
+      if (store) runs = await store.sql.unsafe(read);
+      else {
+        const db = new Database(join(home, 'queryapigate.db'), { readonly: true });
+        runs = db.prepare(read).all() as Array<{ entry_json: string }>;
+        db.close();
+      }
+      assert.equal(runs.length, 1, 'the run in flight was recorded before exit');
+      assert.equal(JSON.parse(runs[0].entry_json).request_id, 'in-flight-1');
+    } finally {
+      await data.drop();
+      await store?.drop();
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+}
 
 test("V8 flags on node's command line: the server starts with executor threads and answers calls", async () => {
   const home = mkdtempSync(join(tmpdir(), 'qag-life-'));
