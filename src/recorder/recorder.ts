@@ -3,7 +3,7 @@
 // unavailable the runs stay queued and are written once it answers (tried every RETRY_MS); only
 // runs beyond the bound are dropped, and counted. Used by workers/recorder.ts; knows nothing of
 // HTTP or executors beyond the batch message.
-import { attachStore, localTimestamp, type Store, type StoreLocation } from '../store/store.js';
+import { attachStore, HistoryBatch, localTimestamp, type Store, type StoreLocation } from '../store/store.js';
 import { channel, type EventRow, type RunBatch, type RunRecord } from '../contract/messages.js';
 import { unpackRuns } from '../contract/runs.js';
 import { threadMetrics } from '../metrics/metrics.js';
@@ -35,10 +35,8 @@ export class Recorder {
   #store: Store;
   /** Runs taken from executors, oldest first, not yet in the event log. */
   #queue: RunRecord[] = [];
-  /** Runs already in the event log whose history is not written yet, oldest first; written before anything newer. */
-  #unhistoried: EventRow[] = [];
-  /** Their payloads (payloadJson), which history keeps as their entries: made once for both writes. */
-  #unhistoriedPayloads: string[] = [];
+  /** Runs already in the event log whose history is not written yet; written before anything newer. */
+  #history: HistoryBatch;
   readonly #historyBatch: number;
   #channel: BroadcastChannel;
   #timer: NodeJS.Timeout;
@@ -71,6 +69,7 @@ export class Recorder {
     this.#store = attachStore(settings, { readonly: false, max: 2 });
     this.#channel.onmessage = (e: MessageEvent) => this.take(e.data as RunBatch);
     this.#historyBatch = Math.max(1, Math.min(HISTORY_BATCH, Math.floor(settings.historyMaxPending / 2)));
+    this.#history = this.#newHistory();
     this.#timer = setInterval(() => void this.flush(false, true), settings.historyFlushInterval * 1000);
     this.#eventLog().catch((e: Error) => logger('recorder').error(`the event log could not be opened: ${e.message}`));
     // A changed QUERYAPIGATE_HISTORY_LIMIT re-slots the rings once, before the first write.
@@ -90,7 +89,7 @@ export class Recorder {
 
   /** Runs held for writing: the bound QUERYAPIGATE_HISTORY_MAX_PENDING applies to these. */
   get pending(): number {
-    return this.#queue.length + this.#unhistoried.length;
+    return this.#queue.length + this.#history.size;
   }
 
   take(m: RunBatch): void {
@@ -153,13 +152,11 @@ export class Recorder {
         }
         this.#queue.splice(0, batch.length);
         this.onEvents(events);
-        for (let i = 0; i < events.length; i++) {
-          this.#unhistoried.push(events[i]);
-          this.#unhistoriedPayloads.push(payloads[i]);
-        }
-        if (this.#unhistoried.length >= this.#historyBatch) await this.#writeHistory();
+        // The history rings take the payloads as their entries: made once for both writes.
+        for (let i = 0; i < events.length; i++) this.#history.add(events[i], payloads[i]);
+        if (this.#history.size >= this.#historyBatch) await this.#writeHistory();
       }
-      if (this.#unhistoried.length && history) await this.#writeHistory();
+      if (this.#history.size && history) await this.#writeHistory();
     } catch (e) {
       // Only an unavailable store gets here: everything stays queued for the next try.
       this.#retryAt = Date.now() + RETRY_MS;
@@ -180,19 +177,21 @@ export class Recorder {
 
   /** The runs in the event log but not yet in history; a store that refuses them (not one unavailable) fails them. */
   async #writeHistory(): Promise<void> {
-    const events = this.#unhistoried;
+    const batch = this.#history;
     try {
-      await this.#store.writeRuns(events, this.settings.historyLimit, this.settings.historyAdhocLimit, this.#unhistoriedPayloads);
+      await this.#store.writeHistory(batch);
     } catch (e) {
       if (isUnavailable(e)) throw e;
-      this.#unhistoried = [];
-      this.#unhistoriedPayloads = [];
-      this.#failed(events.length, e);
+      this.#history = this.#newHistory();
+      this.#failed(batch.size, e);
       return;
     }
-    this.#unhistoried = [];
-    this.#unhistoriedPayloads = [];
-    this.#metrics.metrics.historyRuns.inc({ outcome: 'recorded' }, events.length);
+    this.#history = this.#newHistory();
+    this.#metrics.metrics.historyRuns.inc({ outcome: 'recorded' }, batch.size);
+  }
+
+  #newHistory(): HistoryBatch {
+    return new HistoryBatch(this.settings.historyLimit, this.settings.historyAdhocLimit);
   }
 
   async #touchKeys(): Promise<void> {

@@ -499,34 +499,26 @@ export class Store {
    * run's payloadJson (its event's payload, given by the recorder): query, executed_at, status and key have columns.
    */
   async writeRuns(runs: EventRow[], keep: number, adhocKeep = ADHOC_KEEP_DEFAULT, payloads: string[] = runs.map(payloadJson)): Promise<number> {
-    // Each version's runs, and the ad-hoc ones, as indexes into `runs` (and `payloads`), oldest first.
-    const byVersion = new Map<string, number[]>();
-    const adhoc: number[] = [];
-    for (let i = 0; i < runs.length; i++) {
-      const r = runs[i];
-      if (r.query === null || r.version === null) {
-        if (r.kind === 'adhoc') adhoc.push(i);
-        continue;
-      }
-      const k = `${r.query}\u0000${r.version}`;
-      const group = byVersion.get(k);
-      if (group) group.push(i);
-      else byVersion.set(k, [i]);
-    }
-    if (!byVersion.size && !adhoc.length) return 0;
-    const kept: Kept = { runs, payloads, groups: [...byVersion.values()] };
+    const batch = new HistoryBatch(keep, adhocKeep);
+    for (let i = 0; i < runs.length; i++) batch.add(runs[i], payloads[i]);
+    return this.writeHistory(batch);
+  }
+
+  /** writeRuns for runs gathered in a HistoryBatch (the recorder's way: it holds only what the rings keep). */
+  async writeHistory(batch: HistoryBatch): Promise<number> {
+    const { versions, adhoc, keep, adhocKeep } = batch;
+    if (!versions.size && !adhoc.runs.length) return 0;
     return this.db.tx(async (t) => {
       let n = 0;
-      if (kept.groups.length) n += t.dialect === 'postgres' ? await savedRunsPg(t, kept, keep) : await savedRunsSqlite(t, kept, keep);
+      if (versions.size) n += t.dialect === 'postgres' ? await savedRunsPg(t, versions, keep) : await savedRunsSqlite(t, versions, keep);
       // Ad-hoc runs share one list under the name '' (no query's): the event id split over version and
       // slot (slot is 32-bit on PostgreSQL), so the key's own order is the runs' order and the newest
       // `adhocKeep` are found by walking its end.
-      if (adhoc.length) {
+      if (adhoc.runs.length) {
         const cols = historyColumns();
-        for (let j = Math.max(0, adhoc.length - adhocKeep); j < adhoc.length; j++) {
-          const i = adhoc[j];
-          const { id } = runs[i];
-          pushRow(cols, ADHOC, Math.floor(id / ADHOC_SPLIT), id % ADHOC_SPLIT, runs[i], payloads[i]);
+        for (let i = Math.max(0, adhoc.runs.length - adhocKeep); i < adhoc.runs.length; i++) {
+          const { id } = adhoc.runs[i];
+          pushRow(cols, ADHOC, Math.floor(id / ADHOC_SPLIT), id % ADHOC_SPLIT, adhoc.runs[i], adhoc.payloads[i]);
         }
         await upsertRows(t, cols);
         await trimAdhoc(t, adhocKeep);
@@ -637,10 +629,68 @@ async function trimAdhoc(t: SqlDb, keep: number): Promise<void> {
   ]);
 }
 /** A batch for the rings: its runs, their entries (payloadJson), and each version's runs as indexes, oldest first. */
-interface Kept {
+/** Runs with their entries (payloadJson), oldest first. */
+interface KeptRuns {
   runs: EventRow[];
   payloads: string[];
-  groups: number[][];
+}
+
+/** A version's runs in a HistoryBatch: how many, and the newest of them. */
+interface VersionRuns extends KeptRuns {
+  query: string;
+  version: number;
+  count: number;
+}
+
+/**
+ * Runs waiting for the history rings, gathered as they come: per version how many, and only its newest
+ * `keep` (a ring holds no more); of the ad-hoc runs, the newest `adhocKeep`. However many runs wait, it holds
+ * about what the rings will: where the recorder shares the acceptor's thread, every run held until the
+ * next history write outlives V8's young generation and is copied into the old one.
+ */
+export class HistoryBatch {
+  /** Runs added. */
+  size = 0;
+  readonly versions = new Map<string, VersionRuns>();
+  readonly adhoc: KeptRuns = { runs: [], payloads: [] };
+
+  constructor(
+    readonly keep: number,
+    readonly adhocKeep = ADHOC_KEEP_DEFAULT,
+  ) {}
+
+  /** A run already in the event log (it has its id), with its payloadJson. Runs of neither kind are counted, not kept. */
+  add(run: EventRow, payload: string): void {
+    this.size++;
+    if (run.query === null || run.version === null) {
+      if (run.kind === 'adhoc') keepNewest(this.adhoc, run, payload, this.adhocKeep);
+      return;
+    }
+    const k = `${run.query}\u0000${run.version}`;
+    let v = this.versions.get(k);
+    if (!v) {
+      v = { query: run.query, version: run.version, count: 0, runs: [], payloads: [] };
+      this.versions.set(k, v);
+    }
+    v.count++;
+    keepNewest(v, run, payload, this.keep);
+  }
+}
+
+/** Appends, dropping the oldest beyond `keep` a half-batch at a time (at most 2 × keep held), not one by one. */
+function keepNewest(k: KeptRuns, run: EventRow, payload: string, keep: number): void {
+  k.runs.push(run);
+  k.payloads.push(payload);
+  if (k.runs.length >= 2 * keep) {
+    k.runs.splice(0, k.runs.length - keep);
+    k.payloads.splice(0, k.payloads.length - keep);
+  }
+}
+
+/** Calls `row` for a version's kept runs that its ring keeps (the newest `keep`) with j, the run's place among the version's runs. */
+function forKept(v: VersionRuns, keep: number, row: (j: number, run: EventRow, payload: string) => void): void {
+  const before = v.count - v.runs.length; // runs counted but no longer held
+  for (let i = Math.max(0, v.runs.length - keep); i < v.runs.length; i++) row(before + i, v.runs[i], v.payloads[i]);
 }
 
 /** The ring's columns: query, version, slot, event id, executed_at, status, key, entry. */
@@ -699,17 +749,16 @@ async function upsertRows(t: SqlDb, cols: HistoryColumns): Promise<void> {
  * at once in UPDATE ... FROM VALUES measured no better), then the kept runs upserted. Run j of a group
  * of g is number (counter - g + j) of its version, in slot number % keep.
  */
-async function savedRunsSqlite(t: SqlDb, { runs, payloads, groups }: Kept, keep: number): Promise<number> {
+async function savedRunsSqlite(t: SqlDb, versions: Map<string, VersionRuns>, keep: number): Promise<number> {
   const cols = historyColumns();
-  for (const g of groups) {
-    const { query, version } = runs[g[0]] as { query: string; version: number };
+  for (const v of versions.values()) {
     const [c] = await t.all<{ n: number }>(
       'UPDATE saved_query_versions SET runs_recorded = runs_recorded + ? WHERE query_name = ? AND version = ? RETURNING runs_recorded AS n',
-      [g.length, query, version],
+      [v.count, v.query, v.version],
     );
     if (!c) continue; // the query was deleted meanwhile
-    const first = Number(c.n) - g.length;
-    for (let j = Math.max(0, g.length - keep); j < g.length; j++) pushRow(cols, query, version, (first + j) % keep, runs[g[j]], payloads[g[j]]);
+    const first = Number(c.n) - v.count;
+    forKept(v, keep, (j, run, payload) => pushRow(cols, v.query, v.version, (first + j) % keep, run, payload));
   }
   if (cols[0].length) await upsertRows(t, cols);
   return cols[0].length;
@@ -721,18 +770,17 @@ async function savedRunsSqlite(t: SqlDb, { runs, payloads, groups }: Kept, keep:
  * runs upserted into the slots their new numbers give. Runs of a version deleted meanwhile find no counter and
  * are skipped. Returns the rows written.
  */
-async function savedRunsPg(t: SqlDb, { runs, payloads, groups }: Kept, keep: number): Promise<number> {
+async function savedRunsPg(t: SqlDb, versions: Map<string, VersionRuns>, keep: number): Promise<number> {
   const gq: string[] = [];
   const gv: number[] = [];
   const gn: number[] = [];
-  // The kept runs as the ring's columns, with j (the run's place in its group) for the slot.
+  // The kept runs as the ring's columns, with j (the run's place among its version's runs) for the slot.
   const cols = historyColumns();
-  for (const g of groups) {
-    const { query, version } = runs[g[0]] as { query: string; version: number };
-    gq.push(query);
-    gv.push(version);
-    gn.push(g.length);
-    for (let j = Math.max(0, g.length - keep); j < g.length; j++) pushRow(cols, query, version, j, runs[g[j]], payloads[g[j]]);
+  for (const v of versions.values()) {
+    gq.push(v.query);
+    gv.push(v.version);
+    gn.push(v.count);
+    forKept(v, keep, (j, run, payload) => pushRow(cols, v.query, v.version, j, run, payload));
   }
   const ring = ringParams(cols);
   const [r] = await t.all<{ n: number }>(SAVED_RUNS_PG[ring.joined ? 1 : 0], [gq, gv, gn, keep, ...ring.params]);

@@ -9,7 +9,8 @@ import { after, describe, test } from 'node:test';
 import type { EventRow } from '../../src/contract/messages.js';
 import { migrate } from '../../src/store/migrations.js';
 import { openPostgres, openSqlite, type SqlDb } from '../../src/store/sql.js';
-import { Store } from '../../src/store/store.js';
+import { payloadJson } from '../../src/store/events.js';
+import { HistoryBatch, Store } from '../../src/store/store.js';
 import { scratchDatabase, startTestServer } from '../helpers.js';
 
 const NOW = '2026-12-01 00:00:00';
@@ -242,6 +243,35 @@ for (const engine of engines) {
       written.push(whole);
       const read = await store.listHistory({ limit: 100 });
       assert.deepEqual(read, [...written].reverse());
+    });
+
+    test('a HistoryBatch holds about what the rings keep, however many runs it counts', async () => {
+      const db = await engine.open();
+      await migrate(db);
+      const store = new Store(db);
+      await store.resizeRings(5);
+      await addQuery(store, 'busy');
+      const batch = new HistoryBatch(5, 3);
+      const made = runs('busy', 1, 1000);
+      const adhoc = runs('busy', 1, 40).map((r) => Object.assign(r, { query: null, version: null, kind: 'adhoc', sql: 'SELECT 1', params: [] }));
+      for (const r of [...made, ...adhoc]) {
+        batch.add(r, payloadJson(r));
+        assert.ok(batch.versions.get('busy\u00001')!.runs.length < 10, 'at most twice the ring held');
+        assert.ok(batch.adhoc.runs.length < 6, 'at most twice the ad-hoc limit held');
+      }
+      assert.equal(batch.size, 1040);
+      assert.equal(await store.writeHistory(batch), 5 + 3);
+      const [counter] = await db.all<{ n: number }>("SELECT runs_recorded AS n FROM saved_query_versions WHERE query_name = 'busy'");
+      assert.equal(Number(counter.n), 1000, 'every run counted');
+      assert.deepEqual(await kept(store, 'busy', 1), newest(made, 5));
+      const history = await store.listHistory({ limit: 100 });
+      assert.deepEqual(
+        history.filter((e) => e.kind === 'adhoc').map((e) => e.request_id),
+        adhoc
+          .slice(-3)
+          .map((r) => r.request_id)
+          .reverse(),
+      );
     });
 
     test('runs of a deleted query are skipped; others in the batch are kept', async () => {
