@@ -90,8 +90,9 @@ export function adminApi(url: string, adminKey: string): Gateway['api'] {
   };
 }
 
-export async function startGateway(env: Record<string, string>, adminKey = 'bench-admin', nodeArgs: string[] = []): Promise<Gateway> {
-  const g = await spawnListening([...nodeArgs, MAIN, 'serve'], { QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: adminKey, ...env });
+/** `main`: another build's dist/src/main.js (a baseline), run with the same settings. */
+export async function startGateway(env: Record<string, string>, adminKey = 'bench-admin', nodeArgs: string[] = [], main = MAIN): Promise<Gateway> {
+  const g = await spawnListening([...nodeArgs, main, 'serve'], { QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: adminKey, ...env });
   return { ...g, api: adminApi(g.url, adminKey) };
 }
 

@@ -5,7 +5,8 @@
 // after the full collection. Promotion is bimodal on this lookup (ARCHITECTURE.md, "Measured traps"),
 // so windows, not one long cell: a process may change mode between them.
 //   npm run build && node dist/bench/gcWindows.js [--seconds 4] [--windows 4] [--pause 1] [--runs 2]
-//        [--variant 'name:ENV=V,NODE_ARGS=<node flags>' ...]   (gateway variants; floor and inline always run)
+//        [--variant 'name:ENV=V,NODE_ARGS=<node flags>,MAIN=<a build's dist/src/main.js>' ...]
+//        (gateway variants; floor and inline always run)
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,7 +57,7 @@ const admin = postgres(`${PG}/postgres`, { max: 1, onnotice: () => undefined });
 const PROBE_ARGS = ['--expose-gc', '--import', PROBE];
 const cells: { name: string; start(out: string): Promise<LookupServer> }[] = [
   { name: 'floor', start: (out) => startLookupServer({ kind: 'floor', nodeArgs: PROBE_ARGS, env: { QAG_GC_PROBE_OUT: out } }, PG) },
-  ...[{ name: 'inline', env: {} as Record<string, string> }, ...values.variant!.map(parseVariant)].map(({ name, env: { NODE_ARGS = '', ...env } }) => ({
+  ...[{ name: 'inline', env: {} as Record<string, string> }, ...values.variant!.map(parseVariant)].map(({ name, env: { NODE_ARGS = '', MAIN, ...env } }) => ({
     name,
     start: (out: string) =>
       startLookupServer(
@@ -68,6 +69,7 @@ const cells: { name: string; start(out: string): Promise<LookupServer> }[] = [
           admin,
           nodeArgs: [...PROBE_ARGS, ...NODE_ARGS.split(' ').filter(Boolean)],
           env: { QAG_GC_PROBE_OUT: out, ...env },
+          main: MAIN,
         },
         PG,
       ),

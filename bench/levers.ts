@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { ensureWrk, runLoad } from './load.js';
-import { accountLookup, adminApi, fmt, freshDatabase, median, parseVariant, spawnListening, startGateway, today, writeResults } from './gateway.js';
+import { accountLookup, fmt, freshDatabase, median, parseVariant, spawnListening, startGateway, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -36,12 +36,7 @@ async function gatewayCell(env: Record<string, string>): Promise<{ url: string; 
   const args = nodeArgs.split(' ').filter(Boolean);
   if (rest.QUERYAPIGATE_DATABASE_URL) await freshStore(rest.QUERYAPIGATE_DATABASE_URL);
   const settings = { QUERYAPIGATE_HOME: home, QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_WORKERS: '0', ...rest };
-  const g = main
-    ? await (async () => {
-        const l = await spawnListening([...args, main, 'serve'], { QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: 'bench-admin', ...settings });
-        return { ...l, api: adminApi(l.url, 'bench-admin') };
-      })()
-    : await startGateway(settings, 'bench-admin', args);
+  const g = await startGateway(settings, 'bench-admin', args, main);
   const { url, key } = await accountLookup(g, values.pg!).catch(async (e) => {
     await g.stop(); // a failed setup leaves no server behind to disturb later runs
     throw e;
@@ -115,7 +110,7 @@ const floorPerCpu = median(got.get('floor')!.map((x) => x.perCpu));
 let md = `# Levers on the account lookup (${today()})\n\nMade with \`node dist/bench/levers.js ${process.argv.slice(2).join(' ')}\`: 32 callers, ${values.seconds} s cells, ${values.rounds} interleaved rounds, medians; metadata cache on, plain key.\n\n| Cell | req/s | calls per CPU-s | ÷ floor per CPU-s | p50 ms | p99 ms | RSS after, MiB |\n|---|---|---|---|---|---|---|\n`;
 for (const [name, xs] of got) {
   const perCpu = median(xs.map((x) => x.perCpu));
-  md += `| ${name} | ${fmt(median(xs.map((x) => x.rps)))} | ${fmt(perCpu)} | ${(perCpu / floorPerCpu).toFixed(2)} | ${median(xs.map((x) => x.p50))} | ${median(xs.map((x) => x.p99))} | ${median(xs.map((x) => x.rss))} |\n`;
+  md += `| ${name} | ${fmt(median(xs.map((x) => x.rps)))} | ${fmt(perCpu)} | ${(perCpu / floorPerCpu).toFixed(2)} | ${median(xs.map((x) => x.p50)).toFixed(2)} | ${median(xs.map((x) => x.p99)).toFixed(1)} | ${median(xs.map((x) => x.rss))} |\n`;
 }
 console.log(md);
 console.log(

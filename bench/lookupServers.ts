@@ -25,8 +25,11 @@ export interface LookupServer extends Listening {
   runs?: () => Promise<Runs>;
 }
 
-/** `nodeArgs` and `env` start the server's node with these flags and variables too (a probe, a variant's settings). */
-type Extras = { nodeArgs?: string[]; env?: Record<string, string> };
+/**
+ * `nodeArgs` and `env` start the server's node with these flags and variables too (a probe, a variant's settings);
+ * `main` runs another build of the gateway (its dist/src/main.js).
+ */
+type Extras = { nodeArgs?: string[]; env?: Record<string, string>; main?: string };
 export type LookupSpec = ({ kind: 'floor' } | { kind: 'gateway'; workers: 0 | 1; metadataCacheTtl: number; storeDb: string; admin: postgres.Sql }) & Extras;
 
 /** Starts the server, with the lookup's database (and a gateway's store) at `pg` (postgres://user@host:port). */
@@ -47,6 +50,7 @@ export async function startLookupServer(spec: LookupSpec, pg: string): Promise<L
     },
     undefined,
     spec.nodeArgs,
+    spec.main,
   );
   try {
     const { key } = await accountLookup(g, `${pg}/${BENCH_DB}`);
