@@ -76,15 +76,16 @@ export async function startServer(config: Config): Promise<RunningServer> {
     log.info(`examples: ${where} (the store keeps only hashes). A new secret for one: queryapigate keys rotate ${EXAMPLE_KEY}`);
   }
   await announceMode(config, store);
-  // The recorder shares the acceptor's thread when calls run there too and its writes cannot block it:
-  // a PostgreSQL store's are asynchronous, a SQLite store's are not (a history batch holds the thread
-  // for tens of ms). A thread of its own costs ~40 MiB (its own V8 heap at full size under load) and
-  // as much CPU a call as it saves (bench/results/levers-2026-12-03-recorder).
-  const recorderPlace = config.workers === 0 && store.db.dialect === 'postgres' ? 'here' : 'thread';
+  // The recorder shares the acceptor's thread where its writes cannot block it: a PostgreSQL store's are
+  // asynchronous, a SQLite store's are not (a history batch holds the thread for tens of ms). A thread
+  // of its own costs ~40 MiB (a second V8 heap, its young generation at full size under load) and, on
+  // 2 cores, more CPU a call than it saves (bench/results/levers-2026-12-03-recorder, -pooled).
+  const recorderPlace = store.db.dialect === 'postgres' ? 'here' : 'thread';
+  const recorderNote = recorderPlace === 'here' ? '; the recorder runs in the acceptor thread (a PostgreSQL store)' : '';
   log.info(
     config.workers
-      ? `executors: ${config.workers} thread${config.workers === 1 ? '' : 's'} (QUERYAPIGATE_WORKERS), ${config.tasksPerWorker} calls each at once`
-      : `executors: none, calls run in the acceptor thread (QUERYAPIGATE_WORKERS=0)${recorderPlace === 'here' ? ', and so does the recorder (a PostgreSQL store)' : ''}`,
+      ? `executors: ${config.workers} thread${config.workers === 1 ? '' : 's'} (QUERYAPIGATE_WORKERS), ${config.tasksPerWorker} calls each at once${recorderNote}`
+      : `executors: none, calls run in the acceptor thread (QUERYAPIGATE_WORKERS=0)${recorderNote}`,
   );
 
   const events = await EventLog.open(store.db, { retentionS: config.eventRetention });

@@ -19,7 +19,6 @@ export const CONFORMANCE_MODES: Array<{ name: string; env: Record<string, string
   { name: 'inline executors, SQLite store', env: { QUERYAPIGATE_WORKERS: '0' } },
   { name: 'pooled executors, SQLite store', env: { QUERYAPIGATE_WORKERS: '2' } },
   { name: 'pooled executors, PostgreSQL store', env: { QUERYAPIGATE_WORKERS: '2' }, pgStore: true },
-  // Here the recorder runs on the acceptor's thread too (serve.ts).
   { name: 'inline executors, PostgreSQL store', env: { QUERYAPIGATE_WORKERS: '0' }, pgStore: true },
 ];
 
