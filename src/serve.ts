@@ -46,7 +46,7 @@ const EXAMPLE_KEY = 'example-partner';
  * How far V8 lets the old generation grow past what the last full collection kept before the next one,
  * in percent. By default it may reach up to 4x: on the lookup at 32 callers the acceptor's old
  * generation stood at 51-61 MB over a live heap of 17, most of the RSS above the floor's. At 60 the RSS
- * after load was 23 MiB lower for about 1% more CPU a call (bench/results/gcwindows-2026-12-03-growth).
+ * after load was 22 MiB lower; its CPU cost was within the noise (bench/results/gcwindows-2026-12-03-growth).
  * Process-wide: executors and the recorder too. V8 reads it at each collection, so setting it here
  * works; a --heap-growing-percent given to node itself wins.
  */

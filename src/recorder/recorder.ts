@@ -1,8 +1,8 @@
 // In charge of writing run history: takes batches from every executor, keeps a bounded queue, and
 // writes it to the store (the event log, then the history rings) in batches. While the store is
 // unavailable the runs stay queued and are written once it answers (tried every RETRY_MS); only
-// runs beyond the bound are dropped, and counted. Used by workers/recorder.ts; knows nothing of
-// HTTP or executors beyond the batch message.
+// runs beyond the bound are dropped, and counted. Run on its own thread (workers/recorder.ts) or on
+// the acceptor's (recorder/client.ts); knows nothing of HTTP or executors beyond the batch message.
 import { attachStore, HistoryBatch, localTimestamp, type Store, type StoreLocation } from '../store/store.js';
 import { channel, type EventRow, type RunBatch, type RunRecord } from '../contract/messages.js';
 import { unpackRuns } from '../contract/runs.js';
