@@ -64,16 +64,26 @@ export async function spawnListening(args: string[], env: Record<string, string>
   };
 }
 
+/** A bench's variant: its name, the variables it sets, and how node is started for it. */
+export interface Variant {
+  name: string;
+  env: Record<string, string>;
+  /** NODE_ARGS=<flags, space-separated>: for node itself (the V8 flags NODE_OPTIONS refuses). */
+  nodeArgs: string[];
+  /** MAIN=<a build's dist/src/main.js>: another build (a baseline) run in the same cells. */
+  main?: string;
+}
+
 /**
- * A bench's `--variant 'name:ENV=V,ENV2=V2'`: a name and the environment it sets. A value may hold ':'
- * (a database URL) and '=' (NODE_OPTIONS); NODE_ARGS=<flags, space-separated> is for the bench to pass
- * to node itself (the V8 flags NODE_OPTIONS refuses).
+ * A bench's `--variant 'name:ENV=V,ENV2=V2'`. A value may hold ':' (a database URL) and '=' (NODE_OPTIONS);
+ * NODE_ARGS and MAIN are the bench's (Variant), not the server's variables.
  */
-export function parseVariant(spec: string): { name: string; env: Record<string, string> } {
+export function parseVariant(spec: string): Variant {
   const colon = spec.indexOf(':');
   const [name, envs] = colon < 0 ? [spec, ''] : [spec.slice(0, colon), spec.slice(colon + 1)];
   const pairs = envs.split(',').filter(Boolean);
-  return { name, env: Object.fromEntries(pairs.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)])) };
+  const { NODE_ARGS = '', MAIN, ...env } = Object.fromEntries(pairs.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+  return { name, env, nodeArgs: NODE_ARGS.split(' ').filter(Boolean), main: MAIN };
 }
 
 /** A management API client for `url` with the admin key: JSON in, JSON out, throws on 4xx/5xx. */

@@ -57,7 +57,7 @@ const admin = postgres(`${PG}/postgres`, { max: 1, onnotice: () => undefined });
 const PROBE_ARGS = ['--expose-gc', '--import', PROBE];
 const cells: { name: string; start(out: string): Promise<LookupServer> }[] = [
   { name: 'floor', start: (out) => startLookupServer({ kind: 'floor', nodeArgs: PROBE_ARGS, env: { QAG_GC_PROBE_OUT: out } }, PG) },
-  ...[{ name: 'inline', env: {} as Record<string, string> }, ...values.variant!.map(parseVariant)].map(({ name, env: { NODE_ARGS = '', MAIN, ...env } }) => ({
+  ...[parseVariant('inline'), ...values.variant!.map(parseVariant)].map(({ name, env, nodeArgs, main }) => ({
     name,
     start: (out: string) =>
       startLookupServer(
@@ -67,9 +67,9 @@ const cells: { name: string; start(out: string): Promise<LookupServer> }[] = [
           metadataCacheTtl: 5,
           storeDb: STORE_DB,
           admin,
-          nodeArgs: [...PROBE_ARGS, ...NODE_ARGS.split(' ').filter(Boolean)],
+          nodeArgs: [...PROBE_ARGS, ...nodeArgs],
           env: { QAG_GC_PROBE_OUT: out, ...env },
-          main: MAIN,
+          main,
         },
         PG,
       ),

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { ensureWrk, runLoad } from './load.js';
-import { accountLookup, fmt, freshDatabase, median, parseVariant, spawnListening, startGateway, today, writeResults } from './gateway.js';
+import { accountLookup, fmt, freshDatabase, median, parseVariant, spawnListening, startGateway, today, type Variant, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -28,15 +28,11 @@ ensureWrk();
 const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url));
 const variants = values.variant!.map(parseVariant);
 
-async function gatewayCell(env: Record<string, string>): Promise<{ url: string; key: string; pid: number; stop(): Promise<void> }> {
+async function gatewayCell({ env, nodeArgs, main }: Variant): Promise<{ url: string; key: string; pid: number; stop(): Promise<void> }> {
   const home = mkdtempSync(join(tmpdir(), 'qag-levers-'));
-  // MAIN=<path to a build's dist/src/main.js> runs another build (a baseline) with the same cells;
-  // NODE_ARGS=<flags, space-separated> starts node with them (V8 flags NODE_OPTIONS refuses).
-  const { MAIN: main, NODE_ARGS: nodeArgs = '', ...rest } = env;
-  const args = nodeArgs.split(' ').filter(Boolean);
-  if (rest.QUERYAPIGATE_DATABASE_URL) await freshStore(rest.QUERYAPIGATE_DATABASE_URL);
-  const settings = { QUERYAPIGATE_HOME: home, QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_WORKERS: '0', ...rest };
-  const g = await startGateway(settings, 'bench-admin', args, main);
+  if (env.QUERYAPIGATE_DATABASE_URL) await freshStore(env.QUERYAPIGATE_DATABASE_URL);
+  const settings = { QUERYAPIGATE_HOME: home, QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_WORKERS: '0', ...env };
+  const g = await startGateway(settings, 'bench-admin', nodeArgs, main);
   const { url, key } = await accountLookup(g, values.pg!).catch(async (e) => {
     await g.stop(); // a failed setup leaves no server behind to disturb later runs
     throw e;
@@ -83,7 +79,7 @@ const cells: Array<{ name: string; start: () => Promise<{ url: string; key: stri
       },
     }),
   },
-  ...variants.map((v) => ({ name: v.name, start: () => gatewayCell(v.env) })),
+  ...variants.map((v) => ({ name: v.name, start: () => gatewayCell(v) })),
 ];
 const got = new Map<string, Array<{ rps: number; perCpu: number; p50: number; p99: number; rss: number }>>();
 try {
