@@ -50,6 +50,15 @@ type Named = <N extends TaskName>(name: N, task: Parameters<(typeof TASKS)[N]>[1
 const WANT_ADDRESS_MAX = 10_000;
 
 const EXECUTOR = fileURLToPath(new URL('../../workers/executor.js', import.meta.url));
+/**
+ * An executor's young generation, in MB: V8 makes its two semi-spaces a third of it each (8 MB; 16 by
+ * default). Under steady load V8 grows them to their maximum whatever the calls keep, and a call's objects
+ * die within milliseconds, well before either fills: at 32 callers this cut an executor's RSS by 16 MiB
+ * with calls per CPU-s the same or better (bench/results/levers-2026-12-03-young), and a 5,000,000-row CSV
+ * export's peak RSS over the idle process from 34-40 to 12-16 MB (streams-2026-12-03-young-after). A
+ * --max-semi-space-size given to node itself wins.
+ */
+const EXECUTOR_YOUNG_GENERATION_MB = 24;
 /** piscina, required only with executors: inline (QUERYAPIGATE_WORKERS=0) its ~1 MB would sit in the heap unused. */
 const requireCjs = createRequire(import.meta.url);
 
@@ -90,6 +99,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
       // piscina tries require(filename) before import(); Node 20's require(esm) can half-load our ESM
       // executor and then trip an internal assertion on the import. Make the require fail cleanly.
       execArgv: workerExecArgv(['--no-experimental-require-module']),
+      resourceLimits: { maxYoungGenerationSizeMb: EXECUTOR_YOUNG_GENERATION_MB },
     });
     const batcher = createCallBatcher(pool, answers, { running: config.workers * config.tasksPerWorker, queue: config.maxQueue });
     batches = batcher;
