@@ -241,10 +241,13 @@ export class EventLog {
   }
 
   /**
-   * One statement, so one round trip and one implicit transaction: ids from the sequence in input order, the rows
-   * inserted from the columns (each one newline-joined text: columnParams), the catalog row brought up to date, and the
-   * ids sent back as one text. Commit is asynchronous (synchronous_commit off, as for history writes), set inside
-   * the statement.
+   * One statement, so one round trip and one implicit transaction: the rows inserted from the columns (each one
+   * newline-joined text: columnParams) with ids drawn from the sequence as unnest gives the rows, in input order
+   * (nextval is parallel-unsafe, so no parallel plan reorders them), the catalog row brought up to date, and the ids
+   * sent back as the first when they follow each other (one instance writing), else all of them. Only the ids are kept
+   * for the CTE's three uses: with every column kept the server spent about 20% more CPU a row
+   * (bench/results/recorder-2026-12-04-insert). Commit is asynchronous (synchronous_commit off, as for history
+   * writes), set inside the statement.
    */
   async #insertPg(db: SqlDb, segment: number, now: number, c: Columns, from: number, to: number): Promise<number[]> {
     const table = SEGMENT_TABLE(segment);
@@ -252,21 +255,26 @@ export class EventLog {
     const part = <T>(a: T[]): T[] => (whole ? a : a.slice(from, to));
     const { joined, params } = columnParams([part(c.e), part(c.q), part(c.k), part(c.s)]);
     const column = joined ? LINES : '?::text[]';
-    const [r] = await db.all<{ ids: string }>(
-      `WITH src AS (
-         SELECT nextval('event_ids') AS id, u.ord, u.e, u.q, u.k, u.s, u.p
-           FROM unnest(${column}, ${column}, ${column}, ${column}, string_to_array(?::text, E'\\n')) WITH ORDINALITY AS u(e, q, k, s, p, ord),
-                (SELECT set_config('synchronous_commit', 'off', true)) AS cfg),
-       ins AS (INSERT INTO ${table} (${COLUMNS}) SELECT id, e, q, k, s, p FROM src),
+    const [r] = await db.all<{ lo: number | string; ids: string | null }>(
+      `WITH ins AS (
+         INSERT INTO ${table} (${COLUMNS})
+         SELECT nextval('event_ids'), u.e, u.q, u.k, u.s, u.p
+           FROM unnest(${column}, ${column}, ${column}, ${column}, string_to_array(?::text, E'\\n')) AS u(e, q, k, s, p),
+                (SELECT set_config('synchronous_commit', 'off', true)) AS cfg
+         RETURNING id),
+       b AS (SELECT min(id) AS lo, max(id) AS hi, count(*) AS n FROM ins),
        cat AS (UPDATE event_segments SET
            first_id = CASE WHEN first_id IS NULL OR first_id > b.lo THEN b.lo ELSE first_id END,
            last_id = CASE WHEN last_id IS NULL OR last_id < b.hi THEN b.hi ELSE last_id END,
            closed_ms = GREATEST(closed_ms, ?::bigint)
-         FROM (SELECT min(id) AS lo, max(id) AS hi FROM src) AS b WHERE segment = ?::bigint)
-       SELECT string_agg(id::text, ',' ORDER BY ord) AS ids FROM src`,
+         FROM b WHERE segment = ?::bigint)
+       SELECT b.lo, CASE WHEN b.hi - b.lo + 1 = b.n THEN NULL ELSE (SELECT string_agg(id::text, ',' ORDER BY id) FROM ins) END AS ids FROM b`,
       [...params, part(c.p).join('\n'), now, segment],
     );
-    return r.ids.split(',').map(Number);
+    if (r.ids !== null) return r.ids.split(',').map(Number);
+    const ids = new Array<number>(to - from);
+    for (let i = 0, lo = Number(r.lo); i < ids.length; i++) ids[i] = lo + i;
+    return ids;
   }
 
   async #ensurePgSegment(segment: number, now: number): Promise<void> {
