@@ -628,7 +628,6 @@ async function trimAdhoc(t: SqlDb, keep: number): Promise<void> {
     edge.slot,
   ]);
 }
-/** A batch for the rings: its runs, their entries (payloadJson), and each version's runs as indexes, oldest first. */
 /** Runs with their entries (payloadJson), oldest first. */
 interface KeptRuns {
   runs: EventRow[];
