@@ -170,9 +170,9 @@ export function today(): string {
   return new Date().toISOString().slice(0, 10);
 }
 
-/** Writes results.jsonl and README.md (the table plus how it was made) to bench/results/<name>-<date>/. */
-export function writeResults(name: string, rows: object[], markdown: string): string {
-  const dir = join(RESULTS, `${name}-${today()}`);
+/** Writes results.jsonl and README.md (the table plus how it was made) to bench/results/<name>-<date>[-<suffix>]/. */
+export function writeResults(name: string, rows: object[], markdown: string, suffix?: string): string {
+  const dir = join(RESULTS, `${name}-${today()}${suffix ? `-${suffix}` : ''}`);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'results.jsonl'), `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
   writeFileSync(join(dir, 'README.md'), markdown);

@@ -14,8 +14,9 @@
 //
 //   node dist/bench/recorder.js --path --dist dist-before,dist [--rate 20000] [--seconds 10] [--rounds 3] [--no-pg]
 //
-// Results go to bench/results/recorder-<date>/ (results.jsonl + README.md), or recorder-<date>-<suffix>/ (--suffix).
-import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, existsSync } from 'node:fs';
+// Results go to bench/results/recorder-<date>/ (results.jsonl + README.md), or recorder-<date>-<suffix>/ (--suffix), in
+// either mode.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -583,13 +584,7 @@ async function pathMain() {
       }
     }
   }
-  let dir = writeResults('recorder', rows, pathReport(rows));
-  if (args.suffix) {
-    rmSync(`${dir}-${args.suffix}`, { recursive: true, force: true }); // a run again replaces its results
-    renameSync(dir, `${dir}-${args.suffix}`);
-    dir = `${dir}-${args.suffix}`;
-  }
-  console.log(`results in ${dir}`);
+  console.log(`results in ${writeResults('recorder', rows, pathReport(rows), args.suffix)}`);
 }
 
 function pathReport(rows: PathRow[]): string {
@@ -657,8 +652,7 @@ async function main() {
       await store.close();
     }
   }
-  const dir = writeResults('recorder', rows, report(rows));
-  console.log(`results in ${dir}`);
+  console.log(`results in ${writeResults('recorder', rows, report(rows), args.suffix)}`);
 }
 
 function report(rows: Array<ThroughputRow | SizeRow>): string {
