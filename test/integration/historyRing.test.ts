@@ -126,6 +126,15 @@ const engines: Engine[] = [
   })(),
 ];
 
+/** A fresh migrated store on `engine` with rings of `keep` slots. */
+async function ringStore(engine: Engine, keep: number): Promise<{ db: SqlDb; store: Store }> {
+  const db = await engine.open();
+  await migrate(db);
+  const store = new Store(db);
+  await store.resizeRings(keep);
+  return { db, store };
+}
+
 for (const engine of engines) {
   describe(`history ring on ${engine.name}`, () => {
     after(() => engine.cleanup());
@@ -205,10 +214,7 @@ for (const engine of engines) {
     });
 
     test('an entry reads back whole, whatever its texts, and so does one written whole before', async () => {
-      const db = await engine.open();
-      await migrate(db);
-      const store = new Store(db);
-      await store.resizeRings(50);
+      const { db, store } = await ringStore(engine, 50);
       await addQuery(store, 'odd');
       const odd = ['two\nlines', '\\N', '', null, 'plain'];
       const written: EventRow[] = [];
@@ -246,10 +252,7 @@ for (const engine of engines) {
     });
 
     test('a HistoryBatch holds about what the rings keep, however many runs it counts', async () => {
-      const db = await engine.open();
-      await migrate(db);
-      const store = new Store(db);
-      await store.resizeRings(5);
+      const { db, store } = await ringStore(engine, 5);
       await addQuery(store, 'busy');
       const batch = new HistoryBatch(5, 3);
       const made = runs('busy', 1, 1000);
@@ -275,10 +278,7 @@ for (const engine of engines) {
     });
 
     test('runs of a deleted query are skipped; others in the batch are kept', async () => {
-      const db = await engine.open();
-      await migrate(db);
-      const store = new Store(db);
-      await store.resizeRings(3);
+      const { store } = await ringStore(engine, 3);
       await addQuery(store, 'stays');
       await addQuery(store, 'goes');
       assert.equal(await store.deleteQuery('goes'), true);
@@ -289,10 +289,7 @@ for (const engine of engines) {
     });
 
     test('a lowered or raised limit re-slots the rings at start, keeping the newest', async () => {
-      const db = await engine.open();
-      await migrate(db);
-      const store = new Store(db);
-      await store.resizeRings(6);
+      const { db, store } = await ringStore(engine, 6);
       await addQuery(store, 'q');
       const all = runs('q', 1, 15);
       for (let i = 0; i < all.length; i += 4) await store.writeRuns(all.slice(i, i + 4), 6);
