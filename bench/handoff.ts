@@ -56,6 +56,9 @@ async function measure(send: (req: Request) => Promise<Answer>): Promise<{ cpu_u
 }
 
 const cells: Record<string, (req: Request) => Promise<Answer>> = { 'a task per call': perCall, 'a task per turn, answers per turn': batched };
+// The answers channel is unref'd and a batch's task ends before its answers are posted (in the gateway its
+// socket keeps the process alive): without this the bench could run out of things to wait on and exit (code 13).
+const alive = setInterval(() => {}, 1000);
 await measure(perCall); // warm both threads
 await measure(batched);
 const rows: Array<{ round: number; cell: string; cpu_us: number; wall_us: number }> = [];
@@ -64,6 +67,7 @@ for (let round = 0; round < Number(values.rounds); round++) {
 }
 await pool.destroy();
 batcher.close();
+clearInterval(alive);
 
 const table = Object.keys(cells)
   .map((cell) => {
