@@ -12,10 +12,9 @@
 // measured window), reads its RSS, stops it. The order rotates from round to round. Ratios to the
 // floor and to Platformatic are taken within each round. --drift adds, after the rounds, a 60 s run of
 // each cell at the highest caller count whose last 10 s are compared with its first 10 s.
-import { execFileSync, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -24,6 +23,7 @@ import mysql from 'mysql2/promise';
 import postgres from 'postgres';
 import { ensureWrk, runLoad, type LoadOptions, type LoadResult } from './load.js';
 import { fmt, freshDatabase, median, range, countEvents, spawnListening, startGateway, today, writeResults, type Listening } from './gateway.js';
+import { installedVersion, installLocked, runCommand as run } from './locked.js';
 import { treeCpuSeconds, treeRssMiB } from './processTree.js';
 
 const ALL_CELLS = ['pgbench', 'floor', 'inline', 'pooled', 'platformatic', 'postgraphile', 'floor-my', 'inline-my'] as const;
@@ -73,51 +73,6 @@ const AID = '[1-9][0-9]{0,5}';
 const LUA_AID = `local n = math.random(1, 6)
   local aid = math.random(1, 9)
   for _ = 2, n do aid = aid * 10 + math.random(0, 9) end`;
-
-function run(cmd: string, args: string[], env: Record<string, string> = {}): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')}: exit ${code}\n${out.slice(-3000)}`))));
-  });
-}
-
-// ---------------------------------------------------------------- the peers, from the lock file
-
-/** npm ci of bench/peers into a temporary copy, kept in ~/.cache/queryapigate-peers/<lock hash>. */
-async function installPeers(): Promise<string> {
-  const lock = readFileSync(join(PEERS_SRC, 'package-lock.json'));
-  const hash = createHash('sha256').update(lock).digest('hex').slice(0, 16);
-  const cacheRoot = join(homedir(), '.cache', 'queryapigate-peers');
-  const dir = join(cacheRoot, hash);
-  const done = join(dir, '.installed');
-  if (!existsSync(done)) {
-    mkdirSync(cacheRoot, { recursive: true });
-    const tmp = mkdtempSync(join(cacheRoot, `tmp-${hash}-`));
-    for (const f of ['package.json', 'package-lock.json']) copyFileSync(join(PEERS_SRC, f), join(tmp, f));
-    console.log(`npm ci --prefix ${tmp} (the peers' lock ${hash}; cached in ${dir} afterwards)`);
-    // No install scripts: the only one that matters, better-sqlite3's native build (Platformatic's
-    // SQLite driver, unused here), needs a download this machine cannot make.
-    try {
-      await run('npm', ['ci', '--prefix', tmp, '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error']);
-    } catch (e) {
-      rmSync(tmp, { recursive: true, force: true });
-      throw e;
-    }
-    writeFileSync(join(tmp, '.installed'), `${new Date().toISOString()}\n`);
-    rmSync(dir, { recursive: true, force: true });
-    renameSync(tmp, dir);
-  }
-  // The launchers import the peers, so they run from the install folder (refreshed every run).
-  for (const f of ['platformatic.mjs', 'postgraphile.mjs']) copyFileSync(join(PEERS_SRC, f), join(dir, f));
-  return dir;
-}
-
-const installedVersion = (dir: string, pkg: string) =>
-  (JSON.parse(readFileSync(join(dir, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
 
 // ---------------------------------------------------------------- the databases
 
@@ -474,7 +429,7 @@ const cellsRun = CELLS.filter((c) => only.includes(c.id));
 const needsPeers = cellsRun.some((c) => c.id === 'platformatic' || c.id === 'postgraphile');
 const pgSetup = await setupPostgres();
 const mySetup = cellsRun.some((c) => c.db === 'MariaDB') ? await setupMariadb() : 'not run';
-if (needsPeers) peersDir = await installPeers();
+if (needsPeers) peersDir = await installLocked(PEERS_SRC, 'queryapigate-peers', ['platformatic.mjs', 'postgraphile.mjs']);
 const versions = needsPeers
   ? `@platformatic/db ${installedVersion(peersDir, '@platformatic/db')}, postgraphile ${installedVersion(peersDir, 'postgraphile')}`
   : 'not run';
