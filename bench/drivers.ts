@@ -22,6 +22,7 @@ const { values } = parseArgs({
 const DRIVERS = ['postgres-3', 'postgres-4'];
 const SRC = fileURLToPath(new URL('../../bench/drivers', import.meta.url));
 const dir = await installLocked(SRC, 'queryapigate-drivers', ['lookup.mjs']);
+const versions = new Map(DRIVERS.map((d) => [d, installedVersion(dir, d)]));
 
 type Row = { round: number; driver: string; version: string; queries_per_s: number; driver_us: number; machine_us: number };
 const rows: Row[] = [];
@@ -33,7 +34,7 @@ for (let round = 0; round < Number(values.rounds); round++) {
     const row = {
       round,
       driver,
-      version: installedVersion(dir, driver),
+      version: versions.get(driver)!,
       queries_per_s: r.queries / r.seconds,
       driver_us: r.cpu_us / r.queries,
       machine_us: r.machine_us / r.queries,
