@@ -243,11 +243,11 @@ export class EventLog {
   /**
    * One statement, so one round trip and one implicit transaction: the rows inserted from the columns (each one
    * newline-joined text: columnParams) with ids drawn from the sequence as unnest gives the rows, so in input order
-   * (nextval is evaluated row by row as they come; being parallel-unsafe, it rules out a parallel plan), the catalog row brought up to date, and the ids
-   * sent back as the first when they follow each other (one instance writing), else all of them. Only the ids are held
-   * for the rest of the statement: a CTE of every column, read three times, cost the server 6.0-6.7 µs a run for the
-   * log alone against 4.2-5.5 (bench/results/recorder-2026-12-04-insert). Commit is asynchronous (synchronous_commit
-   * off, as for history writes), set inside the statement.
+   * (nextval is evaluated row by row as they come; being parallel-unsafe, it rules out a parallel plan), the catalog
+   * row brought up to date, and the ids sent back as the first when they follow each other (one instance writing),
+   * else all of them. Only the ids are held for the rest of the statement: a CTE of every column, read three times,
+   * cost the server 6.0-6.7 µs a run for the log alone against 4.2-5.5 (bench/results/recorder-2026-12-04-insert).
+   * Commit is asynchronous (synchronous_commit off, as for history writes), set inside the statement.
    */
   async #insertPg(db: SqlDb, segment: number, now: number, c: Columns, from: number, to: number): Promise<number[]> {
     const table = SEGMENT_TABLE(segment);
