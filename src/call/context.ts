@@ -15,7 +15,7 @@ import { createMetadata, type Metadata } from '../store/metadata.js';
 import { attachStore, STORE_FILE, type Store } from '../store/store.js';
 import type { ConnectionRow, KeyRow } from '../store/types.js';
 import type { Governance, Governed } from './govern.js';
-import { type CallPlan, fillValues, pagedStatement } from './plan.js';
+import { type CallPlan, pagedStatement } from './plan.js';
 import { type FreshPlan, governAhead, planWarmer } from './planWarmer.js';
 import { FORMATS, type Format } from './formats.js';
 import { answerCacheRequests, createResultCache, type ResultCache } from './resultCache.js';
@@ -149,11 +149,11 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     const s = source(conn);
     if (!(await s.warm?.())) return;
     await schemas.get(conn, s);
-    // A first page's text and values, as runStatement sends them; calls that may write use the write pool.
-    // Each described statement stays prepared in every open session: a start with a catalog of thousands
-    // describes its first PREPARED_AHEAD (a bounded burst), the rest are prepared by their calls as before.
+    // A first page's text, as runStatement sends it; calls that may write use the write pool.
+    // Each prepared statement stays prepared in every open session: a start with a catalog of thousands
+    // prepares its first PREPARED_AHEAD (a bounded burst), the rest are prepared by their calls as before.
     if (s.prepare) {
-      for (const { plan: p } of fresh.slice(0, PREPARED_AHEAD)) if (!p.write) s.prepare(pagedStatement(p, 0), fillValues(p, [], 0, 0).length);
+      for (const { plan: p } of fresh.slice(0, PREPARED_AHEAD)) if (!p.write) s.prepare(pagedStatement(p, 0));
     }
     await governAhead(governance, fresh, keys, conn, s, TRACED_AHEAD);
   }

@@ -33,8 +33,6 @@ interface Client {
   sql: Sql;
   /** Calls in flight on this client; the least busy client takes the next call. */
   busy: number;
-  /** Set when the connection closed; the next call first sends a query that may take a stale error. */
-  fresh: boolean;
   /**
    * statement_timeout (ms) the session has once everything queued on it so far has run; NaN when
    * unknown. Calls are sent in order on the one connection, so a call only needs a SET when its
@@ -53,7 +51,8 @@ interface Client {
 /**
  * Streams (`stream()`), decisions:
  * - A stream runs on a read-pool client, as a postgres.js cursor: an unnamed portal fetched
- *   `batchRows` rows per Execute (read again for each one); the next Execute is sent only when onBatch's promise resolved
+ *   `batchRows` rows per Execute (read once: postgres.js 4 keeps a cursor's first size to its end, so an
+ *   export's batches are not resized by their bytes here as they are on the other sources); the next Execute is sent only when onBatch's promise resolved
  *   (STYLE §9), so at most one batch is in the app per stream. The portal lives until the stream
  *   ends, and postgres.js sends nothing else on that connection meanwhile (calls given to it would
  *   wait in its queue), so the client is marked `streaming` and pick() passes over it while any
@@ -114,6 +113,9 @@ const PG_TYPES: Record<string, postgres.PostgresType> = {
     serialize: (x: unknown) => (typeof x === 'string' ? x : JSON.stringify(x)),
     parse: (x: string) => JSON.parse(x),
   },
+  // bytea as its text form ('\\x' and hex), as every other type: postgres.js 4 would ask for its own in binary,
+  // which a raw stream (StreamOptions.raw) would then write as it came.
+  bytea: { to: 17, from: [17], serialize: (x: unknown) => `\\x${Buffer.from(x as Uint8Array).toString('hex')}`, parse: (x: string) => toBuffer(x) },
   // postgres.js sends 'f' for anything but `true`; let the server parse 'true', 'yes', '1', ...
   boolean: {
     to: 16,
@@ -199,7 +201,6 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     syntaxError,
     connections,
     warm,
-    prepare,
     close,
   };
 
@@ -219,26 +220,6 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       .finally(() => client.busy--);
   }
 
-  /**
-   * See Source.prepare. postgres.js keys a described statement by its text and the types it infers from
-   * the values; null placeholders infer as the numbers and texts the binder gives, so those calls find
-   * it (a call binding booleans or integers beyond 2^53 describes its own). Reads only: calls that may
-   * write use the write pool.
-   */
-  function prepare(text: string, parameters: number): void {
-    if (closed) return;
-    const nulls = new Array<null>(parameters).fill(null);
-    for (const client of readPool) {
-      if (!client.open && client.busy === 0) continue;
-      client.busy++;
-      client.sql
-        .unsafe(text, nulls, { prepare: true })
-        .describe()
-        .catch(noop) // a statement the database refuses is its first call's to report
-        .finally(() => client.busy--);
-    }
-  }
-
   function connections(): PoolCounts {
     const counts = { idle: 0, active: 0 };
     for (const c of writePool ? [...readPool, ...writePool] : readPool) {
@@ -254,10 +235,11 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     return writePool;
   }
 
-  async function run(text: string, values: unknown[], opts: RunOptions): Promise<ResultSet> {
+  /** `again`: the client a call runs on the second time (see the catch). */
+  async function run(text: string, values: unknown[], opts: RunOptions, again?: Client): Promise<ResultSet> {
     if (closed) throw connectionFailed('source closed');
     breaker.admit();
-    const client = pick(opts.readOnly ? readPool : writer());
+    const client = again ?? pick(opts.readOnly ? readPool : writer());
     const ms = toMs(opts.timeoutMs);
     let timer: NodeJS.Timeout | undefined;
     client.busy++;
@@ -284,6 +266,10 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       // A plain Array (postgres.js's Result is a subclass carrying the statement); a pointer copy.
       return { columns, rows: res.slice() as unknown as unknown[][], rowCount, types: typesOf(res.columns) };
     } catch (err) {
+      // A table changed under the connection's prepared statement: postgres.js 4 keeps failing with it
+      // when the columns' types are the same (the names moved), so the connection is replaced and the
+      // call runs once on the new one. The server refused at Bind: nothing ran.
+      if (!again && isStalePlan(err)) return run(text, values, opts, retire(client, 5) ?? pick(opts.readOnly ? readPool : writer()));
       throw noted(err, toCallError(err, ms, password));
     } finally {
       clearTimeout(timer);
@@ -331,7 +317,9 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     client.streaming = true;
     try {
       prime(client, 0); // see "Time limit" above
-      const statement = client.sql.unsafe(text, values as never[], { prepare: true });
+      // Unnamed, parsed afresh: postgres.js 4 gives a cursor's first batch its columns only from the
+      // statement's own RowDescription, which a statement prepared before does not send again.
+      const statement = client.sql.unsafe(text, values as never[], { prepare: false });
       const query = opts.raw ? statement.raw() : statement.values();
       if (opts.resetSession) reset(client);
       const arm = (): void => {
@@ -363,12 +351,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
         // A plain Array; postgres.js's Result subclass carries the columns on the first batch only.
         const rows = batch as unknown as unknown[][] & { columns?: ColumnsLike };
         pending = deliver(plainArray(rows), rows.columns);
-        return pending.then(() => {
-          if (st.failure || st.timedOut) return client.sql.CLOSE;
-          // postgres.js reads the query's cursorRows for every Execute it sends: the next batch's size.
-          (query as unknown as { cursorRows: number }).cursorRows = batchRowsOf(opts);
-          return undefined;
-        });
+        return pending.then(() => (st.failure || st.timedOut ? client.sql.CLOSE : undefined));
       }) as unknown as Promise<{ columns?: ColumnsLike }>;
       arm();
       let res: { columns?: ColumnsLike };
@@ -418,14 +401,6 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
 
   /** Brings the session up to date for a call with limit `ms`; sent ahead of the call, pipelined. */
   function prime(client: Client, ms: number): void {
-    if (client.fresh) {
-      // postgres.js 3.4.9 keeps an ErrorResponse that arrived for a query on a connection that then
-      // died (e.g. 57P01 from pg_terminate_backend) and fails the first query on the next
-      // connection with it (porsager/postgres#1223). Let a throwaway query take it, so neither a
-      // call nor the SET below (which would leave the call without its limit) does.
-      client.fresh = false;
-      client.sql.unsafe('select 1').catch(noop);
-    }
     if (ms !== client.sessionMs) {
       // Queued right before the statement, in the same tick, so nothing slips between them; it is
       // pipelined (no extra round trip). Measured: a SET (and a RESET) on every call cost about 3x
@@ -488,23 +463,26 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
 
   /**
    * Takes a read client out of service: a fresh one takes its place in the pool, and it is ended
-   * (after `timeoutS`; 0 destroys the connection now, failing what still runs on it).
+   * (after `timeoutS`; 0 destroys the connection now, failing what still runs on it). Returns the
+   * fresh one (none once the source is closed, or when the client was retired before).
    */
-  function retire(client: Client, timeoutS: number): void {
+  function retire(client: Client, timeoutS: number): Client | undefined {
     if (client.retired) {
       if (timeoutS === 0) void client.sql.end({ timeout: 0 }).catch(noop);
-      return;
+      return undefined;
     }
     client.retired = true;
+    let replacement: Client | undefined;
     const at = readPool.indexOf(client);
-    if (at >= 0 && !closed) readPool[at] = makeClient(true);
+    if (at >= 0 && !closed) replacement = readPool[at] = makeClient(true);
     const w = writePool ? writePool.indexOf(client) : -1;
-    if (w >= 0 && writePool && !closed) writePool[w] = makeClient(false);
+    if (w >= 0 && writePool && !closed) replacement = writePool[w] = makeClient(false);
     const done: Promise<void> = client.sql
       .end({ timeout: timeoutS })
       .catch(noop)
       .finally(() => ending.delete(done));
     ending.add(done);
+    return replacement;
   }
 
   function makePool(readOnly: boolean): Client[] {
@@ -522,7 +500,6 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     const client: Client = {
       sql: undefined as unknown as Sql,
       busy: 0,
-      fresh: false,
       sessionMs: startupMs,
       streaming: false,
       retired: false,
@@ -547,7 +524,6 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       backoff: () => 0,
       onnotice: noop,
       onclose: () => {
-        client.fresh = true;
         client.open = false;
         client.sessionMs = startupMs;
       },
@@ -569,7 +545,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
   }
 }
 
-type ColumnsLike = readonly { name: string; type?: number; parser?: ((x: string) => unknown) & { array?: boolean } }[] | null | undefined;
+type ColumnsLike = readonly { name: string; type?: number; parser?: ((x: string) => unknown) | null }[] | null | undefined;
 
 interface StreamState {
   columns: string[] | null;
@@ -658,13 +634,8 @@ function typesOf(columns: readonly { type?: number }[] | undefined): ColumnTypes
  */
 function rawColumnsOf(columns: ColumnsLike): RawColumn[] {
   return (columns ?? []).map((c) => {
-    const parser = c.parser;
-    const read: (bytes: Uint8Array) => unknown =
-      parser === undefined
-        ? (b) => textOf(b, 0)
-        : parser.array === true
-          ? (b) => parser(textOf(b, 1)) // as postgres.js reads an array whose parser it made
-          : (b) => parser(textOf(b, 0));
+    const parser = c.parser ?? undefined; // postgres.js 4 says null for a column it leaves as text
+    const read: (bytes: Uint8Array) => unknown = parser === undefined ? textOf : (b) => parser(textOf(b));
     // int2, int4, oid, float4, float8: postgres.js's own parser, +x.
     const number = c.type === 21 || c.type === 23 || c.type === 26 ? 'integer' : c.type === 700 || c.type === 701 ? 'decimal' : 'other';
     let kind: RawColumn['kind'] = number;
@@ -677,9 +648,15 @@ function rawColumnsOf(columns: ColumnsLike): RawColumn[] {
   });
 }
 
-function textOf(bytes: Uint8Array, from: number): string {
+/** PostgreSQL's "cached plan must not change result type": a prepared statement's table changed under it. */
+function isStalePlan(err: unknown): boolean {
+  const e = err as { code?: unknown; routine?: unknown };
+  return e.code === '0A000' && e.routine === 'RevalidateCachedQuery';
+}
+
+function textOf(bytes: Uint8Array): string {
   // postgres.js hands Buffers: read in place.
-  return (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)).toString('utf8', from);
+  return (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)).toString('utf8');
 }
 
 function parseInt8(x: string): number | string {

@@ -54,8 +54,9 @@ export interface RunOptions {
 export interface StreamOptions extends RunOptions {
   /**
    * Rows per batch handed to onBatch (the last batch may be shorter). Values below 1 count as 1.
-   * Read again for every batch, so the caller may change it between batches (a stream sizes its
-   * batches by the bytes its rows take); the batch being fetched keeps the size it was asked with.
+   * Read again for every batch on SQLite and MySQL, so the caller may change it between batches (a
+   * stream sizes its batches by the bytes its rows take); the batch being fetched keeps the size it
+   * was asked with. PostgreSQL reads it once, for the whole stream (its driver's cursor keeps its size).
    */
   batchRows: number;
   /**
@@ -171,12 +172,12 @@ export interface Source {
    */
   warm?(): Promise<boolean>;
   /**
-   * Parses and describes (PostgreSQL) or prepares (MySQL) a statement on the connections open, ahead
-   * of its first call (the plan warmer asks, for each version it plans): it is otherwise done in a
-   * round trip of its own before its first call runs. `parameters` is how many values its calls bind.
-   * Never throws. Optional: a source without it prepares on first use.
+   * Prepares a statement on the connections open (MySQL), ahead of its first call (the plan warmer
+   * asks, for each version it plans): it is otherwise done in a round trip of its own before its
+   * first call runs. Never throws. Optional: a source without it prepares on first use (PostgreSQL:
+   * postgres.js 4 describes a statement ahead only unnamed, which a later call does not find).
    */
-  prepare?(text: string, parameters: number): void;
+  prepare?(text: string): void;
   close(): Promise<void>;
 }
 

@@ -145,31 +145,6 @@ for (const workers of ['0', '1']) {
       assert.deepEqual(called.json, [{ one: 1 }]);
       assert.equal(await idle('warm_used'), opened);
       assert.equal(await entries(s, 'schema'), 1);
-      // A statement with a parameter is described on the open connections as it is published: a
-      // call on any of them finds it among its session's prepared statements before its own first call.
-      for (const [name, sql] of [
-        ['warm_param', 'SELECT CAST(:n AS int) AS warm_marker'],
-        ['warm_seen', "SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement LIKE '%AS warm_marker%' AND statement NOT LIKE '%pg_prepared%'"],
-      ]) {
-        const made = await s.call('POST', '/api/v1/queries', {
-          body: {
-            name,
-            connection_name: 'warm_used',
-            description: name,
-            publish: true,
-            sql,
-            parameters: name === 'warm_param' ? { n: { type: 'integer' } } : {},
-          },
-        });
-        assert.equal(made.status, 201, made.text);
-      }
-      await new Promise((r) => setTimeout(r, 300));
-      for (let i = 0; i < 3; i++) {
-        const seen = await s.call('GET', '/q/warm_seen');
-        assert.equal(seen.status, 200, seen.text);
-        assert.deepEqual(seen.json, [{ n: 1 }]);
-      }
-      assert.deepEqual((await s.call('GET', '/q/warm_param?n=41')).json, [{ warm_marker: 41 }]);
     } finally {
       await s.stop();
     }
@@ -321,53 +296,3 @@ for (const workers of ['0', '1']) {
     }
   });
 }
-
-test('a start with more published statements than it describes ahead describes the first 100 on each connection', async () => {
-  const store = await scratchDatabase('qag_prepare_ahead');
-  const env = { QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_DATABASE_URL: store.url };
-  try {
-    const first = await startTestServer(env);
-    try {
-      assert.equal((await first.call('POST', '/api/v1/connections', { body: pgConnection('many') })).status, 201);
-      for (let i = 0; i < 120; i++) {
-        const made = await first.call('POST', '/api/v1/queries', {
-          body: {
-            name: `ahead_${String(i).padStart(3, '0')}`,
-            connection_name: 'many',
-            description: 'x',
-            publish: true,
-            sql: `SELECT CAST(:n AS int) + ${i} AS ahead_marker`,
-            parameters: { n: { type: 'integer' } },
-          },
-        });
-        assert.equal(made.status, 201, made.text);
-      }
-      const seen = await first.call('POST', '/api/v1/queries', {
-        body: {
-          name: 'zz_seen',
-          connection_name: 'many',
-          description: 'x',
-          publish: true,
-          sql: "SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement LIKE '%AS ahead_marker%' AND statement NOT LIKE '%pg_prepared%'",
-        },
-      });
-      assert.equal(seen.status, 201, seen.text);
-    } finally {
-      await first.stop();
-    }
-    // A fresh process plans all 121 at start and describes the first 100 (by name) on its open connections.
-    const second = await startTestServer(env);
-    try {
-      await eventually(
-        () => entries(second, 'plan'),
-        (n) => n >= 121,
-      );
-      await new Promise((r) => setTimeout(r, 500));
-      for (let i = 0; i < 3; i++) assert.deepEqual((await second.call('GET', '/q/zz_seen')).json, [{ n: 100 }]);
-    } finally {
-      await second.stop();
-    }
-  } finally {
-    await store.drop();
-  }
-});
