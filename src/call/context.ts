@@ -150,8 +150,8 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     if (!(await s.warm?.())) return;
     await schemas.get(conn, s);
     // A first page's text, as runStatement sends it; calls that may write use the write pool.
-    // Each prepared statement stays prepared in every open session: a start with a catalog of thousands
-    // prepares its first PREPARED_AHEAD (a bounded burst), the rest are prepared by their calls as before.
+    // What a source keeps for a statement stays (a MySQL session's prepared statement): a start with a catalog
+    // of thousands readies its first PREPARED_AHEAD (a bounded burst), the rest are readied by their calls.
     if (s.prepare) {
       for (const { plan: p } of fresh.slice(0, PREPARED_AHEAD)) if (!p.write) s.prepare(pagedStatement(p, 0));
     }

@@ -166,6 +166,13 @@ for (const [name, oid, element] of ARRAYS) {
 
 const noop = (): void => {};
 const columnNames = new WeakMap<object, string[]>();
+/**
+ * Parameter types a call may bind its values with (Source.prepare): the built-in types postgres.js knows without
+ * reading the catalogue (`fetch_types` is off), so a typed call never waits for it.
+ */
+const KNOWN_PARAMETER_TYPES = new Set([16, 17, 20, 21, 23, 25, 26, 114, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184, 1700, 2950, 3802]);
+/** Statements whose parameter types are held (Source.prepare), per source: about the plan cache's size. */
+const DESCRIBED_MAX = 2000;
 
 export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): Source {
   const size = Math.max(1, Math.floor(settings.poolSize) || 0);
@@ -175,6 +182,8 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
   const connectS = (settings.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS) / 1000;
   // While the database is known down, calls fail at once (one call per interval tries again).
   const breaker = createBreaker(conn.name);
+  /** Parameter types by statement text, from prepare; oldest dropped first past DESCRIBED_MAX. */
+  const described = new Map<string, number[]>();
   const readPool = makePool(true);
   let writePool: Client[] | null = null;
   let next = 0;
@@ -201,6 +210,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     syntaxError,
     connections,
     warm,
+    prepare,
     close,
   };
 
@@ -218,6 +228,41 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
         () => false,
       )
       .finally(() => client.busy--);
+  }
+
+  /**
+   * See Source.prepare. postgres.js 4 describes a statement ahead only as the unnamed one, which calls do not find,
+   * and a call whose values are untyped waits for its statement's description before it runs: a round trip of its
+   * own on each connection's first call. So the types the server gives the parameters are asked once here, and
+   * calls of the text bind their values with them (`typedValues`): a connection's first call then parses,
+   * describes and runs in one round trip, with the types the server itself would have chosen. A text the server
+   * refuses, or whose types postgres.js would have to look up, keeps untyped calls.
+   */
+  function prepare(text: string): void {
+    if (closed || described.has(text)) return;
+    const client = readPool.find((c) => c.open);
+    if (!client) return;
+    client.busy++;
+    client.sql
+      .unsafe(text, [])
+      .describe()
+      .then((d) => {
+        const oids = (d as unknown as { types: number[] }).types;
+        if (!oids.length || !oids.every((oid) => KNOWN_PARAMETER_TYPES.has(oid))) return;
+        if (described.size >= DESCRIBED_MAX) described.delete(described.keys().next().value!);
+        described.set(text, oids);
+      })
+      .catch(noop) // a statement the database refuses is its first call's to report
+      .finally(() => client.busy--);
+  }
+
+  /** A call's values bound with their statement's described types (prepare), or as they are. */
+  function typedValues(client: Client, text: string, values: unknown[]): unknown[] {
+    const oids = described.get(text);
+    if (oids === undefined || oids.length !== values.length) return values;
+    const typed = new Array<unknown>(values.length);
+    for (let i = 0; i < values.length; i++) typed[i] = client.sql.typed(values[i] as never, oids[i]!);
+    return typed;
   }
 
   function connections(): PoolCounts {
@@ -245,7 +290,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     client.busy++;
     try {
       prime(client, ms);
-      const query = client.sql.unsafe(text, values as never[], { prepare: true }).values();
+      const query = client.sql.unsafe(text, typedValues(client, text, values) as never[], { prepare: true }).values();
       if (opts.resetSession) reset(client);
       let res: Awaited<typeof query>;
       if (ms > 0) {
@@ -270,6 +315,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       // when the columns' types are the same (the names moved), so the connection is replaced and the
       // call runs once on the new one. The server refused at Bind: nothing ran.
       if (!again && isStalePlan(err)) return run(text, values, opts, retire(client, 5) ?? pick(opts.readOnly ? readPool : writer()));
+      described.delete(text); // its types may be what failed (a table changed): untyped from now on
       throw noted(err, toCallError(err, ms, password));
     } finally {
       clearTimeout(timer);

@@ -172,10 +172,10 @@ export interface Source {
    */
   warm?(): Promise<boolean>;
   /**
-   * Prepares a statement on the connections open (MySQL), ahead of its first call (the plan warmer
-   * asks, for each version it plans): it is otherwise done in a round trip of its own before its
-   * first call runs. Never throws. Optional: a source without it prepares on first use (PostgreSQL:
-   * postgres.js 4 describes a statement ahead only unnamed, which a later call does not find).
+   * Readies a statement ahead of its first call (the plan warmer asks, for each version it plans),
+   * which otherwise waits a round trip of its own before it runs: MySQL prepares it on the idle
+   * connections; PostgreSQL asks its parameters' types once, which its calls then bind with.
+   * Never throws. Optional: a source without it prepares on first use.
    */
   prepare?(text: string): void;
   close(): Promise<void>;

@@ -4,6 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
@@ -338,6 +339,42 @@ describe('postgres source', () => {
       const r = await s.run(text, [10], READ);
       assert.deepEqual(r.columns, ['id', 'email', 'name']);
       assert.deepEqual(r.rows, [[1, 'e', null]]);
+    }
+  });
+
+  test("prepare: a connection's first call of a described statement runs in one round trip", async () => {
+    // A proxy counting what the client sends: postgres.js writes a round trip's messages at once.
+    let writes = 0;
+    const proxy = net.createServer((down) => {
+      const up = net.connect(PG_PORT, PG_HOST);
+      down.on('data', (d) => {
+        writes++;
+        up.write(d);
+      });
+      up.pipe(down);
+      down.on('error', () => up.destroy());
+      up.on('error', () => down.destroy());
+      down.on('close', () => up.destroy());
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      const port = (proxy.address() as net.AddressInfo).port;
+      const firstCall = async (text: string, prepared: boolean): Promise<number> => {
+        const s = open(pgConn({ host: '127.0.0.1', port }), { ...settings, poolSize: 1, pipeline: 1 });
+        assert.equal(await s.warm!(), true);
+        if (prepared) {
+          s.prepare!(text);
+          await new Promise((r) => setTimeout(r, 200)); // the description's round trip
+        }
+        const before = writes;
+        assert.deepEqual((await s.run(text, [41, 'x'], READ)).rows, [[42, 'x']]);
+        return writes - before;
+      };
+      // Untyped, the first call waits for its statement's description: two round trips.
+      assert.equal(await firstCall('select $1::int + 1 as n, $2::text as t', false), 2);
+      assert.equal(await firstCall('select $1::int + 1 as n, $2::text as t /* ahead */', true), 1);
+    } finally {
+      proxy.close();
     }
   });
 
