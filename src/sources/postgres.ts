@@ -167,10 +167,11 @@ for (const [name, oid, element] of ARRAYS) {
 const noop = (): void => {};
 const columnNames = new WeakMap<object, string[]>();
 /**
- * Parameter types a call may bind its values with (Source.prepare): the built-in types postgres.js knows without
- * reading the catalogue (`fetch_types` is off), so a typed call never waits for it.
+ * Parameter types a call may bind its values with (Source.prepare): those postgres.js has a serializer for without
+ * reading the catalogue (`fetch_types` is off; its own and PG_TYPES), so a typed call never waits for the catalogue.
+ * varchar, char, uuid, time and the rest stay untyped.
  */
-const KNOWN_PARAMETER_TYPES = new Set([16, 17, 20, 21, 23, 25, 26, 114, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184, 1700, 2950, 3802]);
+const KNOWN_PARAMETER_TYPES = new Set([16, 17, 20, 21, 23, 25, 26, 114, 700, 701, 1082, 1114, 1184, 1700, 3802]);
 /** Statements whose parameter types are held (Source.prepare), per source: about the plan cache's size. */
 const DESCRIBED_MAX = 2000;
 
@@ -315,7 +316,8 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       // when the columns' types are the same (the names moved), so the connection is replaced and the
       // call runs once on the new one. The server refused at Bind: nothing ran.
       if (!again && isStalePlan(err)) return run(text, values, opts, retire(client, 5) ?? pick(opts.readOnly ? readPool : writer()));
-      described.delete(text); // its types may be what failed (a table changed): untyped from now on
+      // The types asked ahead may be what the server refused (class 42: a table or a column changed): untyped from now on.
+      if (String((err as { code?: unknown }).code).startsWith('42')) described.delete(text);
       throw noted(err, toCallError(err, ms, password));
     } finally {
       clearTimeout(timer);

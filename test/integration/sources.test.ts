@@ -378,6 +378,21 @@ describe('postgres source', () => {
     }
   });
 
+  test('prepare: a column whose type changed under the types asked ahead fails one call, then calls run untyped', async () => {
+    const s = open(pgConn(), { ...settings, poolSize: 1, pipeline: 1 });
+    await s.run('create table retyped (c int)', [], WRITE);
+    await s.run('insert into retyped values (41)', [], WRITE);
+    const text = 'select count(*)::int as n from retyped where c = $1';
+    assert.equal(await s.warm!(), true);
+    s.prepare!(text);
+    await new Promise((r) => setTimeout(r, 200)); // the description's round trip
+    assert.deepEqual((await s.run(text, ['41'], READ)).rows, [[1]]);
+    await s.run('alter table retyped alter column c type text', [], WRITE);
+    // The next call, bound as int4, meets a text column (42883): refused, and the types are dropped.
+    await rejectsWith(s.run(text, ['41'], READ), 'query_failed');
+    for (let i = 0; i < 3; i++) assert.deepEqual((await s.run(text, ['41'], READ)).rows, [[1]]);
+  });
+
   test('a call a turn after a slow statement does not wait for it while another connection is idle', async () => {
     const s = open(pgConn(), { ...settings, poolSize: 2, pipeline: 16 });
     const slow = s.run('select pg_backend_pid(), pg_sleep(1)', [], READ);
