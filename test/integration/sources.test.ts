@@ -236,7 +236,10 @@ describe('postgres source', () => {
         () => 'answered',
         (e: GatewayError) => e.code,
       );
-      await new Promise((r) => setTimeout(r, 50)); // the sleep is running
+      // Once the sleep runs on that backend, it is ended under it.
+      while (!(await admin.unsafe("select 1 from pg_stat_activity where pid = $1 and query like '%pg_sleep%'", [pid as number])).length) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
       await admin.unsafe('select pg_terminate_backend($1)', [pid as number]);
       assert.notEqual(await killed, 'answered');
       // postgres.js 3.4.9 failed this one with the killed query's error (porsager/postgres#1223).
