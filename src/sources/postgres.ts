@@ -52,8 +52,8 @@ interface Client {
  * Streams (`stream()`), decisions:
  * - A stream runs on a read-pool client, as a postgres.js cursor: an unnamed portal fetched
  *   `batchRows` rows per Execute (read once: postgres.js 4 keeps a cursor's first size to its end, so an
- *   export's batches are not resized by their bytes here as they are on the other sources); the next Execute is sent only when onBatch's promise resolved
- *   (STYLE §9), so at most one batch is in the app per stream. The portal lives until the stream
+ *   export's batches are not resized by their bytes here as they are on the other sources); the next
+ *   Execute is sent only when onBatch's promise resolved (STYLE §9), so at most one batch is in the app per stream. The portal lives until the stream
  *   ends, and postgres.js sends nothing else on that connection meanwhile (calls given to it would
  *   wait in its queue), so the client is marked `streaming` and pick() passes over it while any
  *   other client is not streaming. At most max(1, poolSize - 1) streams run at once per source, so
@@ -339,7 +339,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     const client = pick(readPool);
     client.busy++;
     try {
-      await client.sql.unsafe(text, [], { prepare: true }).describe(); // Parse and Describe: nothing runs
+      await client.sql.unsafe(text, []).describe(); // Parse and Describe of the unnamed statement: nothing runs
       return null;
     } catch (err) {
       // Any refusal but an unreachable server means the statement was read.
