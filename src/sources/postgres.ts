@@ -23,6 +23,8 @@ import {
 import { connectionFailed, parameterRejected, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams } from './errors.js';
 
 type Sql = postgres.Sql;
+/** Where a client's session statements go: its pool, or the connection a stream reserved. */
+type Session = Pick<Sql, 'unsafe'>;
 
 /**
  * One postgres.js client per connection (`max: 1`). Measured (DESIGN, "Measured traps"): a client
@@ -50,28 +52,34 @@ interface Client {
 
 /**
  * Streams (`stream()`), decisions:
- * - A stream runs on a read-pool client, as a postgres.js cursor: an unnamed portal fetched
- *   `batchRows` rows per Execute (read once: postgres.js 4 keeps a cursor's first size to its end, so an
- *   export's batches are not resized by their bytes here as they are on the other sources); the next
- *   Execute is sent only when onBatch's promise resolved (STYLE §9), so at most one batch is in the app per stream. The portal lives until the stream
- *   ends, and postgres.js sends nothing else on that connection meanwhile (calls given to it would
- *   wait in its queue), so the client is marked `streaming` and pick() passes over it while any
- *   other client is not streaming. At most max(1, poolSize - 1) streams run at once per source, so
- *   ordinary calls keep a client (with a pool of 1 they wait for the stream); a stream beyond that
- *   is refused with `unavailable`.
+ * - A stream reserves its read-pool client's connection (postgres.js `reserve`: nothing else is sent
+ *   on it meanwhile; calls given to the client wait in its queue) and runs as an SQL cursor in a
+ *   read-only transaction: BEGIN, DECLARE, then a FETCH of `batchRows` rows (read again for each) sent
+ *   only when onBatch's promise resolved (STYLE §9), so at most one batch is in the app per stream.
+ *   A statement the server will not DECLARE (EXPLAIN, SHOW, a write, an error) runs as postgres.js's
+ *   own cursor, an unnamed portal whose first size holds to its end, and fails as a call would.
+ *   The client is marked `streaming` and pick() passes over it while any other client is not
+ *   streaming. At most max(1, poolSize - 1) streams run at once per source, so ordinary calls keep
+ *   a client (with a pool of 1 they wait for the stream); a stream beyond that is refused with
+ *   `unavailable`. A statement that needs its session reset is followed by the reset on the
+ *   reserved connection, before the client takes calls again.
  * - Time limit: PostgreSQL's statement_timeout runs from the first message to the Sync, i.e. over
- *   the whole portal including the time the client spends in onBatch (measured on 15: a 700 ms
+ *   a whole portal including the time the client spends in onBatch (measured on 15: a 700 ms
  *   limit killed a stream whose reader paused 300 ms per batch). So the session runs the stream
  *   with statement_timeout 0 and a JS timer limits each wait for the database instead (until the
- *   first batch, then from each Execute to its batch); past it the statement gets a cancel request
+ *   first batch, then from each FETCH or Execute to its batch); past it the statement gets a cancel request
  *   and the stream is `query_timeout`. A cancel request can land late, on whatever the backend runs
  *   next, so a client a cancel was sent for is retired (ended and replaced), never reused; if the
  *   cancelled statement has not answered CANCEL_GRACE_MS later, its connection is destroyed.
- * - onBatch throwing: the portal is closed (Close + Sync, which ends its implicit transaction;
- *   the backend was idle between batches, so there is nothing to cancel) and the client takes
- *   calls again at once.
+ * - onBatch throwing: the transaction is rolled back (or the portal closed: Close + Sync); the
+ *   backend was idle between batches, so there is nothing to cancel, and the client takes calls
+ *   again at once.
  */
 const CANCEL_GRACE_MS = 2000;
+/** A stream's SQL cursor: its transaction (never ended by the server for an idle reader), its name, its DECLARE. */
+const BEGIN_CURSOR = 'begin read only; set local idle_in_transaction_session_timeout = 0';
+const CURSOR = 'qag_stream';
+const DECLARE_CURSOR = `declare ${CURSOR} no scroll cursor for `;
 /**
  * The gateway's own time limit does not rest on the session's statement_timeout alone (a statement
  * could have changed it for later calls): a call still running this long past its limit is cancelled
@@ -326,9 +334,9 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
   }
 
   /** Queues RESET_SESSION right behind what was sent to the client (see there). */
-  function reset(client: Client): void {
+  function reset(client: Client, sql: Session = client.sql): Promise<unknown> {
     client.sessionMs = startupMs;
-    client.sql
+    return sql
       .unsafe(RESET_SESSION)
       .simple()
       .catch(() => retire(client, 5));
@@ -359,71 +367,124 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     const st: StreamState = { columns: null, types: null, raw: null, handed: 0, batches: 0, failure: null, timedOut: false };
     let timer: NodeJS.Timeout | undefined;
     let backstop: NodeJS.Timeout | undefined;
-    /** The batch being handed over; postgres.js does not wait for the last one (CommandComplete). */
-    let pending: Promise<void> | undefined;
-    client.busy++;
-    client.streaming = true;
-    try {
-      prime(client, 0); // see "Time limit" above
+    /** What the stream waits on from the database: cancelled when a wait outlasts the limit. */
+    let waitingOn: { cancel(): unknown } | null = null;
+    const arm = (): void => {
+      if (ms > 0 && !st.timedOut) timer = setTimeout(onTimeout, ms);
+    };
+    const onTimeout = (): void => {
+      st.timedOut = true;
+      waitingOn?.cancel();
+      backstop = setTimeout(() => retire(client, 0), CANCEL_GRACE_MS);
+    };
+    // Never rejects: a rejection from a portal's last batch would go unhandled inside postgres.js.
+    const deliver = async (rows: unknown[][], names: ColumnsLike): Promise<void> => {
+      st.columns ??= namesOf(names ?? undefined);
+      st.types ??= typesOf(names ?? undefined);
+      if (opts.raw) st.raw ??= rawColumnsOf(names);
+      st.batches++;
+      st.handed += rows.length;
+      try {
+        await onBatch(st.columns, rows, st.types, st.raw ?? undefined);
+      } catch (error) {
+        st.failure = { error };
+      }
+    };
+
+    /**
+     * An SQL cursor in a read-only transaction: each FETCH asks for batchRows as it is then, so the caller sizes
+     * the batches by their bytes (postgres.js 4's own cursor keeps its first size to the end: 0.68x the rows a
+     * second on a 3-column export, bench/results/streams-2026-12-04-postgres4). False when the server would not
+     * DECLARE the statement (not a query a cursor can hold, or an error): nothing ran, and the portal runs it.
+     */
+    const viaCursor = async (sql: postgres.ReservedSql): Promise<boolean> => {
+      const begun = sql.unsafe(BEGIN_CURSOR).simple();
+      const declared = sql.unsafe(DECLARE_CURSOR + text, values as never[], { prepare: false });
+      waitingOn = declared;
+      try {
+        await Promise.all([begun, declared]);
+      } catch (err) {
+        await sql.unsafe('rollback').simple().catch(noop);
+        if (st.timedOut || isConnectFailure(err)) throw err;
+        return false;
+      }
+      try {
+        for (;;) {
+          const n = batchRowsOf(opts);
+          const fetch = sql.unsafe(`fetch forward ${n} from ${CURSOR}`, [], { prepare: false });
+          waitingOn = opts.raw ? fetch.raw() : fetch.values();
+          if (st.batches > 0) arm(); // the first wait runs from the start
+          const rows = (await waitingOn) as unknown as unknown[][] & { columns?: ColumnsLike };
+          clearTimeout(timer);
+          // The first batch even when empty: an export still writes its header.
+          if (rows.length > 0 || st.batches === 0) await deliver(plainArray(rows), rows.columns);
+          if (st.failure || rows.length < n) break;
+        }
+        await sql.unsafe(st.failure ? 'rollback' : 'commit').simple();
+      } catch (err) {
+        await sql.unsafe('rollback').simple().catch(noop);
+        throw err;
+      }
+      return true;
+    };
+
+    /**
+     * postgres.js's cursor: an unnamed portal, batchRows read once. The next Execute is sent only when the last
+     * batch's onBatch resolved.
+     */
+    const viaPortal = async (sql: postgres.ReservedSql): Promise<void> => {
       // Unnamed, parsed afresh: postgres.js 4 gives a cursor's first batch its columns only from the
       // statement's own RowDescription, which a statement prepared before does not send again.
-      const statement = client.sql.unsafe(text, values as never[], { prepare: false });
+      const statement = sql.unsafe(text, values as never[], { prepare: false });
       const query = opts.raw ? statement.raw() : statement.values();
-      if (opts.resetSession) reset(client);
-      const arm = (): void => {
-        if (ms > 0 && !st.timedOut) timer = setTimeout(onTimeout, ms);
-      };
-      const onTimeout = (): void => {
-        st.timedOut = true;
-        query.cancel();
-        backstop = setTimeout(() => retire(client, 0), CANCEL_GRACE_MS);
-      };
-      // Never rejects: a rejection from the last batch would go unhandled inside postgres.js.
-      const deliver = async (rows: unknown[][], names: ColumnsLike): Promise<void> => {
-        st.columns ??= namesOf(names ?? undefined);
-        st.types ??= typesOf(names ?? undefined);
-        if (opts.raw) st.raw ??= rawColumnsOf(names);
-        st.batches++;
-        st.handed += rows.length;
-        try {
-          await onBatch(st.columns, rows, st.types, st.raw ?? undefined);
-        } catch (error) {
-          st.failure = { error };
-          return;
-        }
-        arm();
-      };
+      waitingOn = query;
+      /** The batch being handed over; postgres.js does not wait for the last one (CommandComplete). */
+      let pending: Promise<void> | undefined;
       const cursor = query.cursor(batchRowsOf(opts), (batch) => {
         clearTimeout(timer);
         if (st.failure || st.timedOut) return client.sql.CLOSE;
         // A plain Array; postgres.js's Result subclass carries the columns on the first batch only.
         const rows = batch as unknown as unknown[][] & { columns?: ColumnsLike };
         pending = deliver(plainArray(rows), rows.columns);
-        return pending.then(() => (st.failure || st.timedOut ? client.sql.CLOSE : undefined));
+        return pending.then(() => {
+          if (st.failure || st.timedOut) return client.sql.CLOSE;
+          arm();
+          return undefined;
+        });
       }) as unknown as Promise<{ columns?: ColumnsLike }>;
-      arm();
       let res: { columns?: ColumnsLike };
       try {
         res = await cursor;
       } catch (err) {
-        if (st.failure || st.timedOut) res = {};
-        else throw noted(err, toCallError(err, ms, password));
+        if (!st.failure && !st.timedOut) throw err;
+        res = {};
       }
-      breaker.reached();
       await pending;
       clearTimeout(timer);
-      if (!st.failure && !st.timedOut && st.batches === 0) {
-        // No rows: one call with the columns, so an export can still write its header.
-        try {
-          st.columns = namesOf(res.columns ?? undefined);
-          await onBatch(st.columns, [], typesOf(res.columns ?? undefined), opts.raw ? rawColumnsOf(res.columns) : undefined);
-        } catch (error) {
-          st.failure = { error };
+      if (!st.failure && !st.timedOut && st.batches === 0) await deliver([], res.columns); // no rows: the columns
+    };
+
+    client.busy++;
+    client.streaming = true;
+    let sql: postgres.ReservedSql | undefined;
+    try {
+      arm(); // see "Time limit" above: until the first batch
+      try {
+        sql = await client.sql.reserve();
+        if (!st.timedOut) {
+          prime(client, 0, sql);
+          if (!(await viaCursor(sql))) await viaPortal(sql);
         }
+      } catch (err) {
+        if (!st.failure && !st.timedOut) throw noted(err, toCallError(err, ms, password));
       }
+      breaker.reached();
+      // Behind the stream on its own connection, before any call waiting for the client.
+      if (opts.resetSession && !st.timedOut) await reset(client, sql);
     } finally {
       clearTimeout(timer);
       clearTimeout(backstop);
+      sql?.release();
       client.busy--;
       client.streaming = false;
       if (st.timedOut) retire(client, 5);
@@ -448,13 +509,13 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
   }
 
   /** Brings the session up to date for a call with limit `ms`; sent ahead of the call, pipelined. */
-  function prime(client: Client, ms: number): void {
+  function prime(client: Client, ms: number, sql: Session = client.sql): void {
     if (ms !== client.sessionMs) {
       // Queued right before the statement, in the same tick, so nothing slips between them; it is
       // pipelined (no extra round trip). Measured: a SET (and a RESET) on every call cost about 3x
       // the CPU of the bare call, so it is sent only when the limit changes.
       client.sessionMs = ms;
-      client.sql.unsafe(`set statement_timeout = ${ms}`).catch(noop);
+      sql.unsafe(`set statement_timeout = ${ms}`).catch(noop);
     }
   }
 

@@ -54,9 +54,9 @@ export interface RunOptions {
 export interface StreamOptions extends RunOptions {
   /**
    * Rows per batch handed to onBatch (the last batch may be shorter). Values below 1 count as 1.
-   * Read again for every batch on SQLite and MySQL, so the caller may change it between batches (a
-   * stream sizes its batches by the bytes its rows take); the batch being fetched keeps the size it
-   * was asked with. PostgreSQL reads it once, for the whole stream (its driver's cursor keeps its size).
+   * Read again for every batch, so the caller may change it between batches (a stream sizes its
+   * batches by the bytes its rows take); the batch being fetched keeps the size it was asked with.
+   * PostgreSQL reads it once for a statement it cannot hold in a cursor (EXPLAIN, SHOW).
    */
   batchRows: number;
   /**

@@ -144,6 +144,19 @@ describe('PostgreSQL: sessions stay as the gateway set them', () => {
     const v = await call(s, 'pg', 'SELECT m FROM moving', k.reader);
     assert.equal(v.status, 200, v.text);
     await assertClean('after a view');
+    // an export streams through a cursor in a transaction of its own: what it did to the session is put back too
+    const name = `session_${n++}`;
+    const saved = await s.call('POST', '/api/v1/queries', {
+      body: { name, connection_name: 'pg', sql: 'SELECT m, g FROM moving, generate_series(1, 3) g', description: 'export', publish: true },
+    });
+    assert.equal(saved.status, 201, saved.text);
+    const exported = await s.call('GET', `/q/${name}?stream=true&format=csv`, { key: k.reader });
+    assert.equal(exported.status, 200, exported.text);
+    assert.equal(exported.text, 'm,g\r\n1,1\r\n1,2\r\n1,3\r\n');
+    // The reader's next call, on the one connection of its pool, finds the default path.
+    const next = await call(s, 'pg', "SELECT current_setting('search_path') AS p, (SELECT name FROM customers LIMIT 1) AS name", k.reader);
+    assert.deepEqual(next.json, [{ p: '"$user", public', name: 'Ann' }], next.text);
+    await assertClean('after an export');
     // a transaction-local setting is the caller's to make: it ends with the call
     const local = await call(s, 'pg', "SELECT set_config('search_path', 'private', true) AS p", k.writer);
     assert.equal(local.status, 200, local.text);

@@ -41,8 +41,6 @@ interface Harness {
   running: ((marker: string) => Promise<number>) | null;
   /** Streams a source lets run at once (opened with poolSize 2 for PG and MySQL). */
   maxStreams: number;
-  /** batchRows is read again for every batch; false: the first batch's size holds to the end (PostgreSQL's cursor). */
-  resizes: boolean;
 }
 
 /** The cases every source must pass. */
@@ -73,7 +71,7 @@ function streamSuite(h: () => Harness): void {
     assert.deepEqual(sizes2, [...Array(7).fill(7000), ROWS - 49_000]);
   });
 
-  test('batchRows is read for every batch where the source resizes: the caller may change it as it goes', async () => {
+  test('batchRows is read for every batch: the caller may change it as it goes', async () => {
     const src = h().open();
     const opts = stream(1000);
     const plan = [3000, 17, 12_000, 500];
@@ -83,9 +81,8 @@ function streamSuite(h: () => Harness): void {
       opts.batchRows = plan[sizes.length - 1] ?? 500;
     });
     assert.equal(n, ROWS);
-    const expected = h().resizes ? [1000, 3000, 17, 12_000] : [];
-    const rest = h().resizes ? 500 : 1000;
-    for (let left = ROWS - expected.reduce((a, b) => a + b, 0); left > 0; left -= rest) expected.push(Math.min(rest, left));
+    const expected = [1000, 3000, 17, 12_000];
+    for (let left = ROWS - expected.reduce((a, b) => a + b, 0); left > 0; left -= 500) expected.push(Math.min(500, left));
     assert.deepEqual(sizes, expected);
   });
 
@@ -303,12 +300,16 @@ describe('stream: postgres', () => {
     stallMs: 500,
     write: 'insert into big (id) values (-1)',
     empty: 'select id, label from big where id < 0',
+    // Between FETCHes a stream's backend waits idle in its transaction, showing its last FETCH.
     async running(m) {
-      const rows = await admin.unsafe("select pid from pg_stat_activity where state = 'active' and query like $1 and pid <> pg_backend_pid()", [`%${m}%`]);
+      const rows = await admin.unsafe(
+        `select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
+          and ((state = 'active' and query like $1) or (state like 'idle in transaction%' and query like 'fetch forward % from qag_stream'))`,
+        [`%${m}%`],
+      );
       return rows.length;
     },
     maxStreams: 1,
-    resizes: false,
   }));
 
   test('raw: each value as the bytes of its text, read by its column into the value run() gives', async () => {
@@ -351,6 +352,49 @@ describe('stream: postgres', () => {
       'small:integer',
       'ts:timestamp',
     ]);
+  });
+
+  test('a statement a cursor cannot hold streams as a portal; a refused one fails as run() does', async () => {
+    const src = openSource(conn(), settings(1));
+    opened.push(src);
+    const explain = 'explain (costs off) select * from big where id > $1 order by id';
+    const whole = await src.run(explain, [7], READ);
+    const got: unknown[][] = [];
+    assert.equal(await src.stream(explain, [7], stream(1), (_c, rows) => void got.push(...rows)), whole.rowCount);
+    assert.deepStrictEqual(got, whole.rows);
+    for (const bad of ['select nope from big', 'select id from big where id = $1']) {
+      const values = bad.includes('$1') ? ['not a number'] : [];
+      const ran = await src.run(bad, values, READ).then(
+        () => assert.fail('run() should have failed'),
+        (e: { code: string; message: string }) => e,
+      );
+      const streamed = await src
+        .stream(bad, values, stream(), () => assert.fail('no batch'))
+        .then(
+          () => assert.fail('stream() should have failed'),
+          (e: { code: string; message: string }) => e,
+        );
+      assert.deepEqual([streamed.code, streamed.message], [ran.code, ran.message], bad);
+    }
+    assert.deepEqual((await src.run('select 1 as one', [], READ)).rows, [[1]]); // the connection is free, out of any transaction
+    assert.deepEqual((await src.run('select now() = statement_timestamp() as fresh', [], READ)).rows, [[true]]);
+  });
+
+  test("a reader idle past the server's idle_in_transaction_session_timeout still gets every row", { timeout: 30_000 }, async () => {
+    await admin.unsafe(`alter database ${db.name} set idle_in_transaction_session_timeout = '150ms'`);
+    try {
+      const src = openSource(conn(), settings(2));
+      opened.push(src);
+      let batches = 0;
+      const n = await src.stream('select * from big order by id', [], stream(12_500), async () => {
+        batches++;
+        await sleep(400);
+      });
+      assert.equal(n, ROWS);
+      assert.equal(batches, 4);
+    } finally {
+      await admin.unsafe(`alter database ${db.name} reset idle_in_transaction_session_timeout`);
+    }
   });
 
   test('a cursor occupies its client: calls on a source of 2 go to the other one', { timeout: 30_000 }, async () => {
@@ -423,7 +467,6 @@ describe('stream: mysql (MariaDB)', () => {
       return rows.filter((r) => typeof r.Info === 'string' && r.Info.includes(m) && !r.Info.includes('PROCESSLIST')).length;
     },
     maxStreams: 1,
-    resizes: true,
   }));
 });
 
@@ -463,6 +506,5 @@ describe('stream: sqlite', () => {
     empty: 'select id, label from big where id < 0',
     running: null,
     maxStreams: 4,
-    resizes: true,
   }));
 });
