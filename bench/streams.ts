@@ -420,7 +420,8 @@ async function statementActivity(source: SourceName): Promise<Activity[]> {
     const sql = postgres(`${PG}/postgres`, { max: 1, onnotice: () => {} });
     try {
       const rows = await sql<{ pid: number; state: string }[]>`SELECT pid, coalesce(state, '') AS state FROM pg_stat_activity
-        WHERE datname = ${DB} AND pid <> pg_backend_pid() AND query LIKE ${`%FROM ${TABLE} ORDER BY id%`}`;
+        WHERE datname = ${DB} AND pid <> pg_backend_pid()
+          AND (query LIKE ${`%FROM ${TABLE} ORDER BY id%`} OR query LIKE 'fetch forward % from qag_stream')`;
       return rows.map((r) => ({ pid: r.pid, state: r.state }));
     } finally {
       await sql.end();
@@ -791,7 +792,8 @@ this script's own process (the HTTP reader). The slow reader pauses the response
 50 ms, samples RSS the same way (the first second is the climb from the baseline as buffers fill; min, max and
 drift, (last - first) / time, are from 1 s on), asks the database about the statement halfway, then destroys the request and polls
 (every 100 ms, up to 10 s) until the statement is no longer running (PostgreSQL: no non-idle backend in pg_stat_activity
-with the export's text; MariaDB: no PROCESSLIST row with it).
+with the export's text or a FETCH from the export's cursor, whose backend is "idle in transaction" between batches;
+MariaDB: no PROCESSLIST row with it).
 
 ${shapes.map(section).join('\n')}`;
 mkdirSync(resultsDir, { recursive: true });
