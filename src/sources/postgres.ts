@@ -95,6 +95,21 @@ const BACKSTOP_MS = 1000;
 const RESET_SESSION = 'SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *; CLOSE ALL; DISCARD TEMP; SELECT pg_advisory_unlock_all()';
 /** SQLSTATE syntax_error: the server could not parse the statement. */
 const SYNTAX_ERROR = '42601';
+/**
+ * The timers postgres.js runs on (its `timers` option, which its typings leave out), with its write of a
+ * connection's queued messages moved from process.nextTick to setImmediate. uWS hands each request to a
+ * callback of its own and Node runs the tick queue after each, so calls joined on one client (pick) still
+ * went out as one socket write each, a system call that also delivers to the backend; after the loop's
+ * poll phase, a turn's calls go out in one write per connection.
+ */
+const FLUSH_TIMERS = {
+  setTimeout,
+  clearTimeout,
+  setImmediate,
+  clearImmediate,
+  now: () => performance.now(),
+  nextTick: setImmediate,
+};
 /** pick()'s weight for a streaming client: busier than any number of ordinary calls. */
 const STREAM_LOAD = 1 << 20;
 /** pick()'s weight for a client whose connection is not open: an idle open one goes first, a busy one after. */
@@ -317,8 +332,9 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       const columns = namesOf(res.columns);
       const rowCount = res.length > 0 || columns.length > 0 ? res.length : (res.count ?? 0);
       breaker.reached();
-      // A plain Array (postgres.js's Result is a subclass carrying the statement); a pointer copy.
-      return { columns, rows: res.slice() as unknown as unknown[][], rowCount, types: typesOf(res.columns) };
+      // A plain Array (postgres.js's Result is a subclass carrying the statement): plainArray, since slice()
+      // makes its copy through the subclass (two thirds of run()'s own time, bench/results/profile-2026-12-04-slice).
+      return { columns, rows: plainArray(res) as unknown as unknown[][], rowCount, types: typesOf(res.columns) };
     } catch (err) {
       // A table changed under the connection's prepared statement: postgres.js 4 keeps failing with it
       // when the columns' types are the same (the names moved), so the connection is replaced and the
@@ -649,7 +665,8 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       transform: { undefined: null },
       connection: connection as Partial<postgres.ConnectionParameters>,
       types: PG_TYPES,
-    }) as unknown as Sql;
+      timers: FLUSH_TIMERS,
+    } as postgres.Options<Record<string, postgres.PostgresType>>) as unknown as Sql;
     return client;
   }
 }

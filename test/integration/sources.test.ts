@@ -12,7 +12,7 @@ import Database from 'better-sqlite3';
 import { fillValues, pagedStatement, planCall } from '../../src/call/plan.js';
 import { GatewayError, statusOf } from '../../src/contract/errors.js';
 import { openSource, resolveEnvRefs } from '../../src/sources/index.js';
-import type { ConnectionConfig, Source, SourceSettings } from '../../src/sources/index.js';
+import type { ConnectionConfig, ResultSet, Source, SourceSettings } from '../../src/sources/index.js';
 import { rejectsWith } from '../helpers.js';
 
 const PG_HOST = process.env.QUERYAPIGATE_TEST_PG_HOST ?? '127.0.0.1';
@@ -22,6 +22,24 @@ const SCRATCH = `qag_sources_${process.pid}_${Date.now().toString(36)}`;
 const READ = { timeoutMs: 30_000, readOnly: true };
 const WRITE = { timeoutMs: 30_000, readOnly: false };
 const settings = { poolSize: 4, home: os.tmpdir(), queryTimeoutMs: 30_000 };
+
+/** A proxy to PostgreSQL counting the client's writes as they arrive (postgres.js writes a round trip's messages at once). */
+async function countingProxy(): Promise<{ proxy: net.Server; writes: () => number }> {
+  let writes = 0;
+  const proxy = net.createServer((down) => {
+    const up = net.connect(PG_PORT, PG_HOST);
+    down.on('data', (d) => {
+      writes++;
+      up.write(d);
+    });
+    up.pipe(down);
+    down.on('error', () => up.destroy());
+    up.on('error', () => down.destroy());
+    down.on('close', () => up.destroy());
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  return { proxy, writes: () => writes };
+}
 
 function pgConn(extra: Partial<ConnectionConfig> = {}): ConnectionConfig {
   return { name: 'pg', db: 'postgres', host: PG_HOST, port: PG_PORT, user: PG_USER, database: SCRATCH, ...extra };
@@ -346,20 +364,7 @@ describe('postgres source', () => {
   });
 
   test("prepare: a connection's first call of a described statement runs in one round trip", async () => {
-    // A proxy counting what the client sends: postgres.js writes a round trip's messages at once.
-    let writes = 0;
-    const proxy = net.createServer((down) => {
-      const up = net.connect(PG_PORT, PG_HOST);
-      down.on('data', (d) => {
-        writes++;
-        up.write(d);
-      });
-      up.pipe(down);
-      down.on('error', () => up.destroy());
-      up.on('error', () => down.destroy());
-      down.on('close', () => up.destroy());
-    });
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const { proxy, writes } = await countingProxy();
     try {
       const port = (proxy.address() as net.AddressInfo).port;
       const firstCall = async (text: string, prepared: boolean): Promise<number> => {
@@ -369,9 +374,9 @@ describe('postgres source', () => {
           s.prepare!(text);
           await new Promise((r) => setTimeout(r, 200)); // the description's round trip
         }
-        const before = writes;
+        const before = writes();
         assert.deepEqual((await s.run(text, [41, 'x'], READ)).rows, [[42, 'x']]);
-        return writes - before;
+        return writes() - before;
       };
       // Untyped, the first call waits for its statement's description: two round trips.
       assert.equal(await firstCall('select $1::int + 1 as n, $2::text as t', false), 2);
@@ -379,6 +384,33 @@ describe('postgres source', () => {
     } finally {
       proxy.close();
     }
+  });
+
+  test('calls a client is given in separate callbacks of one turn of the loop go out in one write', async () => {
+    const s = open(pgConn(), { ...settings, poolSize: 1 });
+    const text = 'select $1::int + 1 as n';
+    assert.deepEqual((await s.run(text, [1], READ)).rows, [[2]]); // prepared on the one connection
+    // The socket writes to the server's port, seen as they are made (a proxy in this process would read them
+    // only after the turn, all at once).
+    const write = net.Socket.prototype.write;
+    let writes = 0;
+    net.Socket.prototype.write = function (this: net.Socket, ...args: Parameters<net.Socket['write']>) {
+      if (this.remotePort === PG_PORT) writes++;
+      return write.apply(this, args);
+    } as net.Socket['write'];
+    try {
+      // As uWS hands requests over: each from a callback of its own, the tick queue run after each.
+      const answers = await Promise.all(
+        [10, 20, 30].map((v) => new Promise<ResultSet>((resolve, reject) => setImmediate(() => s.run(text, [v], READ).then(resolve, reject)))),
+      );
+      assert.deepEqual(
+        answers.map((a) => a.rows),
+        [[[11]], [[21]], [[31]]],
+      );
+    } finally {
+      net.Socket.prototype.write = write;
+    }
+    assert.equal(writes, 1);
   });
 
   test('prepare: a column whose type changed under the types asked ahead fails one call, then calls run untyped', async () => {
