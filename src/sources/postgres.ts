@@ -333,7 +333,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       const rowCount = res.length > 0 || columns.length > 0 ? res.length : (res.count ?? 0);
       breaker.reached();
       // A plain Array (postgres.js's Result is a subclass carrying the statement): plainArray, since slice()
-      // makes its copy through the subclass (two thirds of run()'s own time, bench/results/profile-2026-12-04-slice).
+      // makes its copy through the subclass (two thirds of run()'s own time, bench/results/profile-2026-12-04-before-flush).
       return { columns, rows: plainArray(res) as unknown as unknown[][], rowCount, types: typesOf(res.columns) };
     } catch (err) {
       // A table changed under the connection's prepared statement: postgres.js 4 keeps failing with it
