@@ -414,13 +414,14 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
      * DECLARE the statement (not a query a cursor can hold, or an error): nothing ran, and the portal runs it.
      */
     const viaCursor = async (sql: postgres.ReservedSql): Promise<boolean> => {
+      const rollback = () => sql.unsafe('rollback').simple().catch(noop);
       const begun = sql.unsafe(BEGIN_CURSOR).simple();
       const declared = sql.unsafe(DECLARE_CURSOR + text, values as never[], { prepare: false });
       waitingOn = declared;
       try {
         await Promise.all([begun, declared]);
       } catch (err) {
-        await sql.unsafe('rollback').simple().catch(noop);
+        await rollback();
         if (st.timedOut || isConnectFailure(err)) throw err;
         return false;
       }
@@ -428,17 +429,19 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
         for (;;) {
           const n = batchRowsOf(opts);
           const fetch = sql.unsafe(`fetch forward ${n} from ${CURSOR}`, [], { prepare: false });
-          waitingOn = opts.raw ? fetch.raw() : fetch.values();
+          const batch = opts.raw ? fetch.raw() : fetch.values();
+          waitingOn = batch;
           if (st.batches > 0) arm(); // the first wait runs from the start
-          const rows = (await waitingOn) as unknown as unknown[][] & { columns?: ColumnsLike };
+          const rows = (await batch) as unknown as unknown[][] & { columns?: ColumnsLike };
           clearTimeout(timer);
           // The first batch even when empty: an export still writes its header.
           if (rows.length > 0 || st.batches === 0) await deliver(plainArray(rows), rows.columns);
           if (st.failure || rows.length < n) break;
         }
-        await sql.unsafe(st.failure ? 'rollback' : 'commit').simple();
+        if (st.failure) await rollback();
+        else await sql.unsafe('commit').simple();
       } catch (err) {
-        await sql.unsafe('rollback').simple().catch(noop);
+        await rollback();
         throw err;
       }
       return true;

@@ -23,24 +23,6 @@ const READ = { timeoutMs: 30_000, readOnly: true };
 const WRITE = { timeoutMs: 30_000, readOnly: false };
 const settings = { poolSize: 4, home: os.tmpdir(), queryTimeoutMs: 30_000 };
 
-/** A proxy to PostgreSQL counting the client's writes as they arrive (postgres.js writes a round trip's messages at once). */
-async function countingProxy(): Promise<{ proxy: net.Server; writes: () => number }> {
-  let writes = 0;
-  const proxy = net.createServer((down) => {
-    const up = net.connect(PG_PORT, PG_HOST);
-    down.on('data', (d) => {
-      writes++;
-      up.write(d);
-    });
-    up.pipe(down);
-    down.on('error', () => up.destroy());
-    up.on('error', () => down.destroy());
-    down.on('close', () => up.destroy());
-  });
-  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
-  return { proxy, writes: () => writes };
-}
-
 function pgConn(extra: Partial<ConnectionConfig> = {}): ConnectionConfig {
   return { name: 'pg', db: 'postgres', host: PG_HOST, port: PG_PORT, user: PG_USER, database: SCRATCH, ...extra };
 }
@@ -364,7 +346,20 @@ describe('postgres source', () => {
   });
 
   test("prepare: a connection's first call of a described statement runs in one round trip", async () => {
-    const { proxy, writes } = await countingProxy();
+    // A proxy counting what the client sends: postgres.js writes a round trip's messages at once.
+    let writes = 0;
+    const proxy = net.createServer((down) => {
+      const up = net.connect(PG_PORT, PG_HOST);
+      down.on('data', (d) => {
+        writes++;
+        up.write(d);
+      });
+      up.pipe(down);
+      down.on('error', () => up.destroy());
+      up.on('error', () => down.destroy());
+      down.on('close', () => up.destroy());
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
     try {
       const port = (proxy.address() as net.AddressInfo).port;
       const firstCall = async (text: string, prepared: boolean): Promise<number> => {
@@ -374,9 +369,9 @@ describe('postgres source', () => {
           s.prepare!(text);
           await new Promise((r) => setTimeout(r, 200)); // the description's round trip
         }
-        const before = writes();
+        const before = writes;
         assert.deepEqual((await s.run(text, [41, 'x'], READ)).rows, [[42, 'x']]);
-        return writes() - before;
+        return writes - before;
       };
       // Untyped, the first call waits for its statement's description: two round trips.
       assert.equal(await firstCall('select $1::int + 1 as n, $2::text as t', false), 2);
