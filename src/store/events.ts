@@ -13,14 +13,15 @@
 // Ordering guarantees:
 //   SQLite: ids are allocated under the database write lock, so id order is commit order for the whole store,
 //     and segments never overlap in ids (the segment number never goes back, store-wide).
-//   PostgreSQL: ids are unique store-wide. Within one EventLog instance appends are serialized, so that
-//     instance's ids become visible in increasing order. Across instances sharing a store, a smaller id may
-//     commit after a larger one (by at most one batch per other instance in flight); a reader tailing with
-//     `after` can then miss it unless it re-reads a look-back (as the reference events server does, 1,000 ids).
-//     Reads run in one REPEATABLE READ snapshot, so one read never shows a hole that the same snapshot could fill.
+//   PostgreSQL: ids are unique store-wide. An append reserves its ids as one range under an advisory lock it holds
+//     until it commits, so appends from every instance become visible in id order. An instance of a release before
+//     this one (nextval a row, no lock) can still commit a smaller id after a larger one, by at most one batch; a
+//     reader tailing with `after` can then miss it unless it re-reads a look-back (as the reference events server
+//     does, 1,000 ids). Reads run in one REPEATABLE READ snapshot, so one read never shows a hole that the same
+//     snapshot could fill.
 // Retention: a segment is dropped (DROP TABLE) only when its newest event was written more than retentionS ago,
 //   measured with `now` of the expiring process, so every event stays at least retentionS (given clocks that agree).
-import { columnParams, LINES, nextPiece, valuesList, type SqlDb } from './sql.js';
+import { copyData, copyField, nextPiece, valuesList, type SqlDb } from './sql.js';
 import type { EventRow, RunRecord } from '../contract/messages.js';
 
 export interface EventReadOptions {
@@ -53,13 +54,24 @@ interface SegmentInfo {
 
 /** Rows per multi-row INSERT on SQLite (6 markers each: 900, under the classic 999 limit). */
 const SQLITE_CHUNK = 150;
-/** Rows per INSERT statement on PostgreSQL; bigger batches become several statements in one transaction. */
-const PG_CHUNK = 10_000;
-/** Advisory lock keys (PostgreSQL): creating the event tables, and expiring segments. */
+/** Advisory lock keys (PostgreSQL): creating the event tables, expiring segments, and appending. */
 const LOCK_CREATE = 20261201;
 const LOCK_EXPIRE = 20261202;
+const LOCK_APPEND = 20261203;
 
 const COLUMNS = 'id, executed_at, query, key_name, status, payload';
+/**
+ * PostgreSQL: the append lock, then `n` ids from the sequence as one range (nextval, then setval to its end: the lock
+ * makes the two one step for every instance taking it), then the segment's catalog row; answers the range's first id.
+ * Each MATERIALIZED step reads the one before, so they run in this order.
+ */
+const RESERVE_PG = `WITH l AS MATERIALIZED (SELECT pg_advisory_xact_lock(?), set_config('synchronous_commit', 'off', true)),
+  r AS MATERIALIZED (SELECT setval('event_ids', nextval('event_ids') + ?::bigint - 1) AS hi FROM l),
+  b AS MATERIALIZED (SELECT hi - ?::bigint + 1 AS lo, hi FROM r),
+  cat AS (UPDATE event_segments SET first_id = CASE WHEN first_id IS NULL OR first_id > b.lo THEN b.lo ELSE first_id END,
+      last_id = CASE WHEN last_id IS NULL OR last_id < b.hi THEN b.hi ELSE last_id END, closed_ms = GREATEST(closed_ms, ?::bigint)
+    FROM b WHERE segment = ?::bigint)
+  SELECT lo FROM b`;
 const SEGMENT_TABLE = (segment: number) => `events_${segment}`;
 /** A segment table's name: events_<segment>. */
 export const SEGMENT_TABLE_NAME = /^events_\d+$/;
@@ -221,60 +233,33 @@ export class EventLog {
     for (let attempt = 0; ; attempt++) {
       await this.#ensurePgSegment(segment, now);
       try {
-        const ids =
-          runs.length <= PG_CHUNK
-            ? await this.#insertPg(this.#db, segment, now, cols, 0, runs.length)
-            : await this.#db.tx(async (t) => {
-                const out: number[] = [];
-                for (let at = 0; at < runs.length; at += PG_CHUNK) {
-                  out.push(...(await this.#insertPg(t, segment, now, cols, at, Math.min(runs.length, at + PG_CHUNK))));
-                }
-                return out;
-              });
+        const lo = await this.#db.tx((t) => this.#copyPg(t, segment, now, cols));
+        const ids = new Array<number>(runs.length);
+        for (let i = 0; i < ids.length; i++) ids[i] = lo + i;
         return rowsOf(runs, ids, payloads);
       } catch (e) {
+        const code = (e as { code?: string }).code;
         // The segment's table was dropped under us (only with clocks far apart): make it again, once.
-        if ((e as { code?: string }).code !== '42P01' || attempt > 0) throw e;
-        this.#ready.delete(segment);
+        if (code === '42P01' && attempt === 0) this.#ready.delete(segment);
+        // Ids taken inside the range by an instance of an earlier release (nextval a row, without the lock): the range again.
+        else if (code !== '23505' || attempt >= 3) throw e;
       }
     }
   }
 
   /**
-   * One statement, so one round trip and one implicit transaction: the rows inserted from the columns (each one
-   * newline-joined text: columnParams) with ids drawn from the sequence as unnest gives the rows, so in input order
-   * (nextval is evaluated row by row as they come; being parallel-unsafe, it rules out a parallel plan), the catalog
-   * row brought up to date, and the ids sent back as the first when they follow each other (one instance writing),
-   * else all of them. Only the ids are held for the rest of the statement: a CTE of every column, read three times,
-   * cost the server 6.0-6.7 µs a run for the log alone against 4.2-5.5 (bench/results/recorder-2026-12-04-insert).
-   * Commit is asynchronous (synchronous_commit off, as for history writes), set inside the statement.
+   * One transaction of three round trips: the ids reserved as one range under an advisory lock held to commit (so
+   * appends from every instance commit in id order) and the catalog row brought up to date, in one statement sent with
+   * BEGIN; the rows sent with COPY; COMMIT. Returns the first id. COPY costs the server about half of an INSERT from
+   * unnest a row (bench/results/recorder-2026-12-04-copy). Commit is asynchronous (synchronous_commit off, as for
+   * history writes).
    */
-  async #insertPg(db: SqlDb, segment: number, now: number, c: Columns, from: number, to: number): Promise<number[]> {
-    const table = SEGMENT_TABLE(segment);
-    const whole = from === 0 && to === c.e.length;
-    const part = <T>(a: T[]): T[] => (whole ? a : a.slice(from, to));
-    const { joined, params } = columnParams([part(c.e), part(c.q), part(c.k), part(c.s)]);
-    const column = joined ? LINES : '?::text[]';
-    const [r] = await db.all<{ lo: number | string; ids: string | null }>(
-      `WITH ins AS (
-         INSERT INTO ${table} (${COLUMNS})
-         SELECT nextval('event_ids'), u.e, u.q, u.k, u.s, u.p
-           FROM unnest(${column}, ${column}, ${column}, ${column}, string_to_array(?::text, E'\\n')) AS u(e, q, k, s, p),
-                (SELECT set_config('synchronous_commit', 'off', true)) AS cfg
-         RETURNING id),
-       b AS (SELECT min(id) AS lo, max(id) AS hi, count(*) AS n FROM ins),
-       cat AS (UPDATE event_segments SET
-           first_id = CASE WHEN first_id IS NULL OR first_id > b.lo THEN b.lo ELSE first_id END,
-           last_id = CASE WHEN last_id IS NULL OR last_id < b.hi THEN b.hi ELSE last_id END,
-           closed_ms = GREATEST(closed_ms, ?::bigint)
-         FROM b WHERE segment = ?::bigint)
-       SELECT b.lo, CASE WHEN b.hi - b.lo + 1 = b.n THEN NULL ELSE (SELECT string_agg(id::text, ',' ORDER BY id) FROM ins) END AS ids FROM b`,
-      [...params, part(c.p).join('\n'), now, segment],
-    );
-    if (r.ids !== null) return r.ids.split(',').map(Number);
-    const ids = new Array<number>(to - from);
-    for (let i = 0, lo = Number(r.lo); i < ids.length; i++) ids[i] = lo + i;
-    return ids;
+  async #copyPg(t: SqlDb, segment: number, now: number, c: Columns): Promise<number> {
+    const n = c.e.length;
+    const [r] = await t.all<{ lo: number }>(RESERVE_PG, [LOCK_APPEND, n, n, now, segment]);
+    const lo = Number(r.lo);
+    await t.copyIn(`COPY ${SEGMENT_TABLE(segment)} (${COLUMNS}) FROM STDIN`, copyText(lo, c));
+    return lo;
   }
 
   async #ensurePgSegment(segment: number, now: number): Promise<void> {
@@ -429,6 +414,14 @@ function split(runs: RunRecord[], payloads: string[]): Columns {
     c.s[i] = r.status;
   }
   return c;
+}
+
+/** The rows as COPY text in COLUMNS' order, with ids from `lo` on. */
+function copyText(lo: number, c: Columns): Buffer {
+  return copyData(
+    c.e.length,
+    (i) => `${lo + i}\t${copyField(c.e[i])}\t${copyField(c.q[i])}\t${copyField(c.k[i])}\t${copyField(c.s[i])}\t${copyField(c.p[i])}\n`,
+  );
 }
 
 /**

@@ -4,6 +4,7 @@
 // statement's own error is passed on as it is. Knows nothing of the store's tables.
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
+import { finished } from 'node:stream/promises';
 import postgres from 'postgres';
 import { GatewayError } from '../contract/errors.js';
 import { logger } from '../log.js';
@@ -14,6 +15,11 @@ export interface SqlDb {
   run(text: string, params?: unknown[]): Promise<number>;
   /** Runs fn in one transaction (serialized on SQLite, where the connection is shared). */
   tx<T>(fn: (db: SqlDb) => Promise<T>): Promise<T>;
+  /**
+   * PostgreSQL, inside tx only: `COPY <table> (<columns>) FROM STDIN` with `data` in COPY's text format
+   * (copyLine); resolves to the rows copied. The cheapest way in for many rows (the event log's).
+   */
+  copyIn(statement: string, data: Uint8Array): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -79,6 +85,7 @@ export function openSqlite(file: string, opts: { readonly?: boolean } = {}): Sql
       chain = next.catch(() => undefined);
       return next;
     },
+    copyIn: () => Promise.reject(new Error('COPY is PostgreSQL only')),
     async close() {
       db.close();
     },
@@ -242,12 +249,26 @@ export function openPostgres(url: string, opts: PostgresStoreOptions = {}): SqlD
       async run(text, params = []) {
         return (await inTx(text, params)).count;
       },
+      async copyIn(statement, data) {
+        const stream = await inTx(statement, []).writable();
+        stream.end(data);
+        await finished(stream);
+        return (stream as unknown as { count: number }).count;
+      },
       tx: (inner) => inner(t), // already in one
       close: async () => undefined,
     };
     const body = async () => {
-      await inTx('BEGIN');
-      const out = await fn(t);
+      // BEGIN goes out with fn's first statement, in one write: both are on this one connection, in order, and a
+      // connection lost after BEGIN fails what was sent behind it (the session check catches anything later).
+      // execute(): a postgres.js query is sent when first awaited, and this one is awaited last.
+      const begun = inTx('BEGIN').execute();
+      let out: T;
+      try {
+        out = await fn(t);
+      } finally {
+        await begun;
+      }
       await inTx('COMMIT');
       return out;
     };
@@ -288,6 +309,7 @@ export function openPostgres(url: string, opts: PostgresStoreOptions = {}): SqlD
       txChain = next.catch(() => undefined);
       return next;
     },
+    copyIn: () => Promise.reject(new Error('COPY runs inside tx')),
     async close() {
       const all = txClient ? [...clients, txClient] : clients;
       await Promise.all(all.map((c) => c.sql.end({ timeout: 5 })));
@@ -372,6 +394,34 @@ export function valuesList(rows: number, columns: number): string {
     VALUES_LISTS.set(k, v);
   }
   return v;
+}
+
+const COPY_SPECIAL = /[\\\t\n\r]/;
+const COPY_SPECIALS = /[\\\t\n\r]/g;
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+/** A text as a field of COPY's text format: null as \N; backslash, tab, newline and carriage return escaped. */
+export function copyField(v: string | null): string {
+  if (v === null) return '\\N';
+  return COPY_SPECIAL.test(v) ? v.replace(COPY_SPECIALS, (ch) => COPY_ESCAPES[ch]) : v;
+}
+
+/**
+ * `rows` lines of COPY text (each `line(i)`, ending in a newline) encoded into one buffer as they are made:
+ * one string of all the lines cost several times more to flatten and encode (about 0.85 against 0.2 µs a row).
+ */
+export function copyData(rows: number, line: (i: number) => string): Buffer {
+  let buf = Buffer.allocUnsafe(Math.max(1024, rows * 256));
+  let at = 0;
+  for (let i = 0; i < rows; i++) {
+    const text = line(i);
+    if (buf.length - at < text.length * 3) {
+      const grown = Buffer.allocUnsafe(Math.max(buf.length * 2, at + text.length * 3));
+      buf.copy(grown, 0, 0, at);
+      buf = grown;
+    }
+    at += buf.write(text, at);
+  }
+  return buf.subarray(0, at);
 }
 
 /** A null cell of a joined column (joinLines). */

@@ -179,10 +179,10 @@ for (const make of [sqliteEngine, postgresEngine]) {
       assert.deepEqual(read.slice(0, all.length), all);
     });
 
-    test('texts a joined column cannot carry (a newline, \\N, a lone empty text) still read back whole', async () => {
+    test('texts a joined column or a COPY line cannot carry as they are (newline, tab, backslash, \\N, a lone empty text) read back whole', async () => {
       const db = await engine.fresh(true);
       const log = await EventLog.open(db, { retentionS: 3600 });
-      const odd = ['two\nlines', '\\N', '', 'plain'];
+      const odd = ['two\nlines', '\\N', '', 'plain', 'tab\there', 'back\\slash\\n', 'carriage\rreturn', '\\\t\\\n', 'ünïcödé €'];
       const written: EventRow[] = [];
       // Alone (a batch of one: a lone empty text is no element to string_to_array), and all together.
       for (const key of odd) written.push(...(await log.append([run({ key_name: key })])));
@@ -190,8 +190,21 @@ for (const make of [sqliteEngine, postgresEngine]) {
       written.push(...(await log.append([run({ query: null, key_name: null, kind: 'adhoc', version: null })])));
       assert.deepEqual(await readAll(log, 0, 100), written);
       assert.deepEqual(
-        written.slice(0, 4).map((r) => r.key_name),
+        written.slice(0, odd.length).map((r) => r.key_name),
         odd,
+      );
+    });
+
+    test('a batch of long, non-ASCII payloads (several times the bytes a row is first given) reads back whole', async () => {
+      const db = await engine.fresh(true);
+      const log = await EventLog.open(db, { retentionS: 3600 });
+      const long = (i: number) => `€${'日本語'.repeat(50 + i)}\t${'x'.repeat(i * 7)}`;
+      const written = await log.append(Array.from({ length: 300 }, (_, i) => run({ error: long(i), status: 'error', code: 'query_failed' })));
+      const read = await readAll(log, 0, 1000);
+      assert.deepEqual(read, written);
+      assert.deepEqual(
+        read.map((r) => r.error),
+        Array.from({ length: 300 }, (_, i) => long(i)),
       );
     });
 
@@ -408,6 +421,24 @@ describe('event log on postgres: concurrent appenders', () => {
       [...every].sort((x, y) => x - y),
     );
     assert.equal(await logs[1].lastId(), Math.max(...every));
+  });
+
+  test('ids an earlier release took inside the range an append reserved (nextval a row, no lock): the append takes the next range', async () => {
+    const db = await engine.fresh();
+    const log = await EventLog.open(db, { retentionS: 3600 });
+    const first = await log.append(runs(5));
+    const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
+    // What such an instance leaves: a row whose id the sequence has not reached yet when the next range is reserved.
+    const taken = first[4].id + 3;
+    await db.run(`INSERT INTO ${seg.table_name} (id, executed_at, query, key_name, status, payload) VALUES (?, 'x', 'old', NULL, 'success', '{}')`, [taken]);
+    const next = await log.append(runs(10));
+    assert.ok(next[0].id > taken, `the new range starts after the id taken (${next[0].id} > ${taken})`);
+    assertIncreasing(
+      next.map((r) => r.id),
+      'the retried append',
+    );
+    const read = (await readAll(log, 0, 100)).map((r) => r.id);
+    assert.deepEqual(read, [...first.map((r) => r.id), taken, ...next.map((r) => r.id)]);
   });
 
   test('a segment whose table another instance dropped is made again', async () => {

@@ -166,6 +166,22 @@ for (const db of ['postgres', 'mysql']) {
 
 const isUnavailable = (e: unknown) => e instanceof GatewayError && e.code === 'unavailable';
 
+test("a store transaction's first statement runs inside it (BEGIN is sent with it, not after)", async () => {
+  const scratch = await scratchDatabase('qag_faults_begin');
+  const db = openPostgres(scratch.url, { max: 1, connectTimeoutS: 1 });
+  try {
+    const seen = await db.tx(async (t) => {
+      await t.all("SELECT set_config('application_name', 'inside', true)"); // local: gone at the statement's end outside a transaction
+      return (await t.all<{ name: string }>("SELECT current_setting('application_name') AS name"))[0].name;
+    });
+    assert.equal(seen, 'inside');
+    assert.notEqual((await db.all<{ name: string }>("SELECT current_setting('application_name') AS name"))[0].name, 'inside');
+  } finally {
+    await db.close();
+    await scratch.drop();
+  }
+});
+
 test('a store transaction whose connection dies fails as unavailable, commits nothing, and the next one works', async () => {
   const scratch = await scratchDatabase('qag_faults_tx');
   const db = openPostgres(scratch.url, { max: 1, connectTimeoutS: 1 });

@@ -28,6 +28,10 @@ function spied(db: SqlDb, seen: Array<{ text: string; params: unknown[] }>): Sql
       return db.run(text, params);
     },
     tx: (fn) => db.tx((t) => fn(spied(t, seen))),
+    copyIn: (statement, data) => {
+      seen.push({ text: statement, params: [] });
+      return db.copyIn(statement, data);
+    },
     close: () => db.close(),
   };
   return self;
