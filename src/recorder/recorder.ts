@@ -22,8 +22,8 @@ export interface RecorderSettings extends StoreLocation, LogSettings {
 
 /**
  * The event log is written once this many runs wait (or at each flush interval): on PostgreSQL a COPY of 2,000
- * rows costs the server about half an INSERT's 4.2-4.6 µs a run, one of 1,000 or fewer no less (its first 1,000
- * rows each get a new slot; bench/results/recorder-2026-12-04-copy).
+ * rows cost the server 2.5 µs a run against an INSERT's 5.1, one of 500 little less than the INSERT (PostgreSQL
+ * makes a slot for each of a COPY's first 1,000 rows; bench/results/recorder-2026-12-04-copy-log-*).
  */
 const BATCH = 2000;
 /**

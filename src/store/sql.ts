@@ -17,7 +17,7 @@ export interface SqlDb {
   tx<T>(fn: (db: SqlDb) => Promise<T>): Promise<T>;
   /**
    * PostgreSQL, inside tx only: `COPY <table> (<columns>) FROM STDIN` with `data` in COPY's text format
-   * (copyLine); resolves to the rows copied. The cheapest way in for many rows (the event log's).
+   * (copyData, copyField); resolves to the rows copied. The cheapest way in for many rows (the event log's).
    */
   copyIn(statement: string, data: Uint8Array): Promise<number>;
   close(): Promise<void>;
