@@ -507,18 +507,18 @@ export class Store {
   /** writeRuns for runs gathered in a HistoryBatch (the recorder's way: it holds only what the rings keep). */
   async writeHistory(batch: HistoryBatch): Promise<number> {
     const { versions, adhoc, keep, adhocKeep } = batch;
-    if (!versions.size && !adhoc.runs.length) return 0;
+    if (!versions.size && !adhoc.ids.length) return 0;
     return this.db.tx(async (t) => {
       let n = 0;
       if (versions.size) n += t.dialect === 'postgres' ? await savedRunsPg(t, versions, keep) : await savedRunsSqlite(t, versions, keep);
       // Ad-hoc runs share one list under the name '' (no query's): the event id split over version and
       // slot (slot is 32-bit on PostgreSQL), so the key's own order is the runs' order and the newest
       // `adhocKeep` are found by walking its end.
-      if (adhoc.runs.length) {
+      if (adhoc.ids.length) {
         const cols = historyColumns();
-        for (let i = Math.max(0, adhoc.runs.length - adhocKeep); i < adhoc.runs.length; i++) {
-          const { id } = adhoc.runs[i];
-          pushRow(cols, ADHOC, Math.floor(id / ADHOC_SPLIT), id % ADHOC_SPLIT, adhoc.runs[i], adhoc.payloads[i]);
+        for (let i = Math.max(0, adhoc.ids.length - adhocKeep); i < adhoc.ids.length; i++) {
+          const id = adhoc.ids[i];
+          pushRow(cols, ADHOC, Math.floor(id / ADHOC_SPLIT), id % ADHOC_SPLIT, adhoc, i);
         }
         await upsertRows(t, cols);
         await trimAdhoc(t, adhocKeep);
@@ -628,11 +628,18 @@ async function trimAdhoc(t: SqlDb, keep: number): Promise<void> {
     edge.slot,
   ]);
 }
-/** Runs with their entries (payloadJson), oldest first. */
+/**
+ * Runs as the ring's columns, oldest first, with their entries (payloadJson): no run object is held, as a held
+ * run outlives V8's young generation and would be copied into the old one.
+ */
 interface KeptRuns {
-  runs: EventRow[];
-  payloads: string[];
+  ids: number[];
+  at: string[];
+  status: string[];
+  keys: Array<string | null>;
+  entries: string[];
 }
+const keptRuns = (): KeptRuns => ({ ids: [], at: [], status: [], keys: [], entries: [] });
 
 /** A version's runs in a HistoryBatch: how many, and the newest of them. */
 interface VersionRuns extends KeptRuns {
@@ -651,7 +658,7 @@ export class HistoryBatch {
   /** Runs added. */
   size = 0;
   readonly versions = new Map<string, VersionRuns>();
-  readonly adhoc: KeptRuns = { runs: [], payloads: [] };
+  readonly adhoc: KeptRuns = keptRuns();
 
   constructor(
     readonly keep: number,
@@ -668,7 +675,7 @@ export class HistoryBatch {
     const k = `${run.query}\u0000${run.version}`;
     let v = this.versions.get(k);
     if (!v) {
-      v = { query: run.query, version: run.version, count: 0, runs: [], payloads: [] };
+      v = { query: run.query, version: run.version, count: 0, ...keptRuns() };
       this.versions.set(k, v);
     }
     v.count++;
@@ -678,34 +685,41 @@ export class HistoryBatch {
 
 /** Appends, dropping the oldest beyond `keep` a half-batch at a time (at most 2 × keep held), not one by one. */
 function keepNewest(k: KeptRuns, run: EventRow, payload: string, keep: number): void {
-  k.runs.push(run);
-  k.payloads.push(payload);
-  if (k.runs.length >= 2 * keep) {
-    k.runs.splice(0, k.runs.length - keep);
-    k.payloads.splice(0, k.payloads.length - keep);
+  k.ids.push(run.id);
+  k.at.push(run.executed_at);
+  k.status.push(run.status);
+  k.keys.push(run.key_name);
+  k.entries.push(payload);
+  if (k.ids.length >= 2 * keep) {
+    const drop = k.ids.length - keep;
+    k.ids.splice(0, drop);
+    k.at.splice(0, drop);
+    k.status.splice(0, drop);
+    k.keys.splice(0, drop);
+    k.entries.splice(0, drop);
   }
 }
 
-/** Calls `row` for a version's kept runs that its ring keeps (the newest `keep`) with j, the run's place among the version's runs. */
-function forKept(v: VersionRuns, keep: number, row: (j: number, run: EventRow, payload: string) => void): void {
-  const before = v.count - v.runs.length; // runs counted but no longer held
-  for (let i = Math.max(0, v.runs.length - keep); i < v.runs.length; i++) row(before + i, v.runs[i], v.payloads[i]);
+/** Calls `row` for a version's kept runs that its ring keeps (the newest `keep`): j, the run's place among the version's runs, and i, its place in v. */
+function forKept(v: VersionRuns, keep: number, row: (j: number, i: number) => void): void {
+  const before = v.count - v.ids.length; // runs counted but no longer held
+  for (let i = Math.max(0, v.ids.length - keep); i < v.ids.length; i++) row(before + i, i);
 }
 
 /** The ring's columns: query, version, slot, event id, executed_at, status, key, entry. */
 type HistoryColumns = [string[], number[], number[], number[], string[], string[], Array<string | null>, string[]];
 const historyColumns = (): HistoryColumns => [[], [], [], [], [], [], [], []];
 
-/** One kept run as a row of the ring's columns. */
-function pushRow(cols: HistoryColumns, query: string, version: number, slot: number, r: EventRow, entry: string): void {
+/** Kept run i of k as a row of the ring's columns. */
+function pushRow(cols: HistoryColumns, query: string, version: number, slot: number, k: KeptRuns, i: number): void {
   cols[0].push(query);
   cols[1].push(version);
   cols[2].push(slot);
-  cols[3].push(r.id);
-  cols[4].push(r.executed_at);
-  cols[5].push(r.status);
-  cols[6].push(r.key_name);
-  cols[7].push(entry);
+  cols[3].push(k.ids[i]);
+  cols[4].push(k.at[i]);
+  cols[5].push(k.status[i]);
+  cols[6].push(k.keys[i]);
+  cols[7].push(k.entries[i]);
 }
 
 /**
@@ -757,7 +771,7 @@ async function savedRunsSqlite(t: SqlDb, versions: Map<string, VersionRuns>, kee
     );
     if (!c) continue; // the query was deleted meanwhile
     const first = Number(c.n) - v.count;
-    forKept(v, keep, (j, run, payload) => pushRow(cols, v.query, v.version, (first + j) % keep, run, payload));
+    forKept(v, keep, (j, i) => pushRow(cols, v.query, v.version, (first + j) % keep, v, i));
   }
   if (cols[0].length) await upsertRows(t, cols);
   return cols[0].length;
@@ -779,7 +793,7 @@ async function savedRunsPg(t: SqlDb, versions: Map<string, VersionRuns>, keep: n
     gq.push(v.query);
     gv.push(v.version);
     gn.push(v.count);
-    forKept(v, keep, (j, run, payload) => pushRow(cols, v.query, v.version, j, run, payload));
+    forKept(v, keep, (j, i) => pushRow(cols, v.query, v.version, j, v, i));
   }
   const ring = ringParams(cols);
   const [r] = await t.all<{ n: number }>(SAVED_RUNS_PG[ring.joined ? 1 : 0], [gq, gv, gn, keep, ...ring.params]);

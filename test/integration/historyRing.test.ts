@@ -263,8 +263,8 @@ for (const engine of engines) {
       const adhoc = runs('busy', 1, 40).map((r) => Object.assign(r, { query: null, version: null, kind: 'adhoc', sql: 'SELECT 1', params: [] }));
       for (const r of [...made, ...adhoc]) {
         batch.add(r, payloadJson(r));
-        assert.ok(batch.versions.get('busy\u00001')!.runs.length < 10, 'at most twice the ring held');
-        assert.ok(batch.adhoc.runs.length < 6, 'at most twice the ad-hoc limit held');
+        assert.ok(batch.versions.get('busy\u00001')!.ids.length < 10, 'at most twice the ring held');
+        assert.ok(batch.adhoc.ids.length < 6, 'at most twice the ad-hoc limit held');
       }
       assert.equal(batch.size, 1040);
       assert.equal(await store.writeHistory(batch), 5 + 3);
