@@ -89,7 +89,11 @@ export async function startServer(config: Config): Promise<RunningServer> {
   );
 
   const events = await EventLog.open(store.db, { retentionS: config.eventRetention });
-  const hub = new EventHub((after, limit) => events.read({ after, limit }));
+  let following = (_on: boolean): void => undefined; // the recorder's, once it is started
+  const hub = new EventHub(
+    (after, limit) => events.read({ after, limit }),
+    (streams) => following(streams > 0),
+  );
   const executors = Math.max(1, config.workers); // the inline one counts as one
   const signals = alertSignals();
   const recorder = await startRecorder(
@@ -99,6 +103,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     () => hub.size > 0,
     recorderPlace,
   );
+  following = recorder.following;
   // Rate-limit buckets live in shared memory, so every thread of the process counts in the same ones.
   const limiterMemory = createLimiterMemory();
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: config.rateLimit });

@@ -3,14 +3,20 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { RecorderReply, RecorderRequest } from '../src/contract/messages.js';
 import { packRuns } from '../src/contract/runs.js';
 import { configureLogs, SERVER_LOG_FD } from '../src/log.js';
-import { Recorder, type RecorderSettings } from '../src/recorder/recorder.js';
+import type { RecorderWorkerData } from '../src/recorder/client.js';
+import { Recorder } from '../src/recorder/recorder.js';
 
-configureLogs(workerData as RecorderSettings, SERVER_LOG_FD);
+const { settings, following } = workerData as RecorderWorkerData;
+const follows = new Int32Array(following);
+configureLogs(settings, SERVER_LOG_FD);
 const port = parentPort!;
 const reply = (m: RecorderReply) => port.postMessage(m);
 const recorder = new Recorder(
-  workerData as RecorderSettings,
-  (rows) => reply({ kind: 'events', events: packRuns(rows) }),
+  settings,
+  // Sent only while someone follows /events (RecorderClient.following); else nobody would read them.
+  (rows) => {
+    if (Atomics.load(follows, 0) === 1) reply({ kind: 'events', events: packRuns(rows) });
+  },
   (runs) => reply({ kind: 'dropped', runs }),
 );
 // Listening now: the acceptor starts executors only after this, so no early run is missed.

@@ -33,7 +33,11 @@ export class EventHub {
   #timer: NodeJS.Timeout;
   dropped = 0;
 
-  constructor(readonly read: (after: number, limit: number) => Promise<EventRow[]>) {
+  /** `onFollowers` is told the number of streams whenever it changes (a recorder thread sends events only while there are any). */
+  constructor(
+    readonly read: (after: number, limit: number) => Promise<EventRow[]>,
+    readonly onFollowers: (streams: number) => void = () => undefined,
+  ) {
     this.#timer = setInterval(() => {
       for (const s of this.#subs) this.#send(s, ': keepalive\n\n');
     }, KEEPALIVE_MS);
@@ -65,7 +69,11 @@ export class EventHub {
       start: (out) => {
         const sub: Subscriber = { out, key, lastId: after ?? 0, pending: after === null ? null : [] };
         this.#subs.add(sub);
-        out.onClose(() => this.#subs.delete(sub));
+        this.onFollowers(this.#subs.size);
+        out.onClose(() => {
+          this.#subs.delete(sub);
+          this.onFollowers(this.#subs.size);
+        });
         out.write('retry: 3000\n\n');
         if (after !== null) void this.#replay(sub);
       },

@@ -16,6 +16,17 @@ export interface RecorderClient {
   flush(executors: number): Promise<void>;
   /** Waits for `executors` final batches, writes them and stops the recorder. */
   stop(executors: number): Promise<void>;
+  /**
+   * Whether anyone follows /events (false at first). A recorder thread sends the events it wrote only while
+   * someone does: packing and posting them cost it and the acceptor about 0.6 µs a run (recorder-2026-12-04-follow).
+   */
+  following(on: boolean): void;
+}
+
+/** What the recorder thread is started with: its settings, and the flag `following` sets (Int32Array, 1 or 0). */
+export interface RecorderWorkerData {
+  settings: RecorderSettings;
+  following: SharedArrayBuffer;
 }
 
 /** Where the recorder runs: its own thread, or this one (see serve.ts for which). */
@@ -56,9 +67,11 @@ export async function startRecorder(
         await recorder.close(executors);
         drain.close();
       },
+      following: () => undefined, // `listening` is asked as each batch is written
     };
   }
-  const worker = new Worker(ENTRY, { workerData: settings });
+  const following = new Int32Array(new SharedArrayBuffer(4));
+  const worker = new Worker(ENTRY, { workerData: { settings, following: following.buffer } satisfies RecorderWorkerData });
   const pending = new Map<number, () => void>();
   const ready = new Promise<void>((resolve, reject) => {
     worker.once('error', reject);
@@ -87,5 +100,6 @@ export async function startRecorder(
       await worker.terminate();
       drain.close();
     },
+    following: (on) => void Atomics.store(following, 0, on ? 1 : 0),
   };
 }
