@@ -43,6 +43,8 @@ const { values: args } = parseArgs({
     path: { type: 'boolean', default: false },
     dist: { type: 'string', default: 'dist' },
     rate: { type: 'string', default: '20000' },
+    /** --path: where the recorder runs, as serve.ts places it: 'thread' (a SQLite store) or 'here' (this thread: a PostgreSQL store). */
+    place: { type: 'string', default: 'thread' },
     suffix: { type: 'string' },
   },
 });
@@ -513,6 +515,7 @@ async function pathRound(store: Store, build: string, roundNo: number): Promise<
       dropped += n;
     },
     () => false, // nobody follows /events (a build before this argument ignores it)
+    args.place === 'here' ? 'here' : 'thread',
   );
   const recorderTids = newTasks(before);
   const executor = new Worker(new URL('./recorderExecutor.js', import.meta.url), {
@@ -600,15 +603,18 @@ function pathReport(rows: PathRow[]): string {
   return [
     '# Recording, the whole way: CPU per run on each thread (bench/recorder.ts --path)',
     '',
-    `Run on ${new Date().toISOString()} with \`node dist/bench/recorder.js --path --dist ${args.dist} --rate ${args.rate} --seconds ${SECONDS} --rounds ${ROUNDS}${args['no-pg'] ? ' --no-pg' : ''}${args['no-sqlite'] ? ' --no-sqlite' : ''}\`: ` +
+    `Run on ${new Date().toISOString()} with \`node dist/bench/recorder.js --path --dist ${args.dist} --rate ${args.rate} --seconds ${SECONDS} --rounds ${ROUNDS}${args['no-pg'] ? ' --no-pg' : ''}${args['no-sqlite'] ? ' --no-sqlite' : ''}${args.place === 'here' ? ' --place here' : ''}\`: ` +
       `${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}; the machine is shared (load average below).`,
     '',
     `An executor thread makes ${fmt(Number(args.rate))} runs a second (2 s warm-up, then ${SECONDS} s measured) through record() and a RunBatcher, ` +
       `after ${SECONDS} s of the same loop without record() (its CPU per run in brackets: the pacing, timers and arguments, to subtract), ` +
       'as calls ending in an executor do (50 queries × 4 versions, 200 keys, one run in 50 failing); its batches cross the runs BroadcastChannel to ' +
-      `a recorder thread started as the server starts it (src/recorder/client.ts), which writes the event log and the history rings (limit ${PATH_KEEP}) ` +
-      'and posts each written batch back as events. CPU per run made, from /proc/self/task/<tid>/schedstat: the executor thread, the recorder ' +
-      "thread, the acceptor (this thread: receiving the events replies; nobody listens on /events), the process's other threads, and the " +
+      (args.place === 'here'
+        ? 'a recorder on this thread (the acceptor), as the server places it with a PostgreSQL store (src/recorder/client.ts), '
+        : 'a recorder thread started as the server starts it (src/recorder/client.ts), ') +
+      `which writes the event log and the history rings (limit ${PATH_KEEP}); nobody follows /events. CPU per run made, from ` +
+      '/proc/self/task/<tid>/schedstat: the executor thread, the recorder thread (none with --place here), the acceptor (this thread: ' +
+      "the events replies a thread sends, or with --place here the recorder's whole work), the process's other threads, and the " +
       'PostgreSQL backends. Median (range) over rounds; builds interleaved on a fresh store each.',
     '',
     '| store | build | rounds | runs logged / made (warm-up included) | dropped | executor µs/run (loop alone) | recorder thread µs/run | acceptor µs/run | other threads µs/run | PostgreSQL µs/run | load avg |',
