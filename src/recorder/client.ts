@@ -18,7 +18,7 @@ export interface RecorderClient {
   stop(executors: number): Promise<void>;
   /**
    * Whether anyone follows /events (false at first). A recorder thread sends the events it wrote only while
-   * someone does: packing and posting them cost it and the acceptor about 0.6 µs a run (recorder-2026-12-04-follow).
+   * someone does: packing, posting and receiving them cost about 2 µs a run (bench/results/recorder-2026-12-04-follow).
    */
   following(on: boolean): void;
 }
@@ -70,8 +70,8 @@ export async function startRecorder(
       following: () => undefined, // `listening` is asked as each batch is written
     };
   }
-  const following = new Int32Array(new SharedArrayBuffer(4));
-  const worker = new Worker(ENTRY, { workerData: { settings, following: following.buffer } satisfies RecorderWorkerData });
+  const followFlag = new Int32Array(new SharedArrayBuffer(4));
+  const worker = new Worker(ENTRY, { workerData: { settings, following: followFlag.buffer } satisfies RecorderWorkerData });
   const pending = new Map<number, () => void>();
   const ready = new Promise<void>((resolve, reject) => {
     worker.once('error', reject);
@@ -100,6 +100,6 @@ export async function startRecorder(
       await worker.terminate();
       drain.close();
     },
-    following: (on) => void Atomics.store(following, 0, on ? 1 : 0),
+    following: (on) => void Atomics.store(followFlag, 0, on ? 1 : 0),
   };
 }
