@@ -17,9 +17,9 @@ export interface SqlDb {
   tx<T>(fn: (db: SqlDb) => Promise<T>): Promise<T>;
   /**
    * PostgreSQL, inside tx only: `COPY <table> (<columns>) FROM STDIN` with `data` in COPY's text format
-   * (copyData, copyField). The cheapest way in for many rows (the event log's).
+   * (copyData's pieces, copyField). The cheapest way in for many rows (the event log's, history's).
    */
-  copyIn(statement: string, data: Uint8Array): Promise<void>;
+  copyIn(statement: string, data: readonly Uint8Array[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -251,7 +251,8 @@ export function openPostgres(url: string, opts: PostgresStoreOptions = {}): SqlD
       },
       async copyIn(statement, data) {
         const stream = await inTx(statement, []).writable();
-        stream.end(data);
+        for (const piece of data) stream.write(piece); // each a CopyData message
+        stream.end();
         await finished(stream);
       },
       tx: (inner) => inner(t), // already in one
@@ -404,55 +405,26 @@ export function copyField(v: string | null): string {
   return COPY_SPECIAL.test(v) ? v.replace(COPY_SPECIALS, (ch) => COPY_ESCAPES[ch]) : v;
 }
 
+/** The size of copyData's pieces: under glibc's mmap threshold, so each reuses freed memory instead of faulting in fresh pages. */
+const COPY_PIECE = 64 * 1024;
 /**
- * `rows` lines of COPY text (each `line(i)`, ending in a newline) encoded into one buffer as they are made:
- * one string of all the lines cost several times more to flatten and encode (about 0.85 against 0.2 µs a row).
+ * `rows` lines of COPY text (each `line(i)`, ending in a newline) encoded as they are made into pieces of about
+ * COPY_PIECE bytes: one string of all the lines cost several times more to flatten and encode (about 0.85 against
+ * 0.2 µs a row), and one buffer of all of them was fresh memory every batch, and so was postgres.js's copy of it.
  */
-export function copyData(rows: number, line: (i: number) => string): Buffer {
-  let buf = Buffer.allocUnsafe(Math.max(1024, rows * 256));
+export function copyData(rows: number, line: (i: number) => string): Buffer[] {
+  const pieces: Buffer[] = [];
+  let buf = Buffer.allocUnsafe(COPY_PIECE);
   let at = 0;
   for (let i = 0; i < rows; i++) {
     const text = line(i);
     if (buf.length - at < text.length * 3) {
-      const grown = Buffer.allocUnsafe(Math.max(buf.length * 2, at + text.length * 3));
-      buf.copy(grown, 0, 0, at);
-      buf = grown;
+      if (at > 0) pieces.push(buf.subarray(0, at));
+      buf = Buffer.allocUnsafe(Math.max(COPY_PIECE, text.length * 3));
+      at = 0;
     }
     at += buf.write(text, at);
   }
-  return buf.subarray(0, at);
-}
-
-/** A null cell of a joined column (joinLines). */
-const NULL_LINE = '\\N';
-/** PostgreSQL: reads a joinLines parameter back as text[]; `::int[]` and the like cast it further. */
-export const LINES = "string_to_array(?::text, E'\\n', '\\N')";
-
-/**
- * A column of texts as one newline-joined parameter for LINES, instead of a text[] parameter: postgres.js
- * escapes an array element by element (with the recorder's batches, ~1.2 µs of its CPU a run, measured).
- * Null travels as `\N`. Undefined when the column cannot travel so (a value holding a newline or equal to
- * `\N`, or a single empty text, which string_to_array reads as no element): the caller sends arrays then.
- */
-function joinLines(values: ReadonlyArray<string | number | null>): string | undefined {
-  const n = values.length;
-  const cells = new Array<string | number>(n);
-  for (let i = 0; i < n; i++) {
-    const v = values[i];
-    if (v === null) cells[i] = NULL_LINE;
-    else if (typeof v === 'string' && (v.includes('\n') || v === NULL_LINE)) return undefined;
-    else cells[i] = v;
-  }
-  if (n === 1 && cells[0] === '') return undefined;
-  return cells.join('\n');
-}
-
-/**
- * Columns as parameters for LINES, each one joined text (joinLines), or, when any text cannot travel so
- * (never a name the API accepts), all of them as the arrays given: `joined` says which SQL to send.
- */
-export function columnParams(columns: ReadonlyArray<ReadonlyArray<string | number | null>>): { joined: boolean; params: unknown[] } {
-  const lines = columns.map(joinLines);
-  const joined = lines.every((l) => l !== undefined);
-  return { joined, params: joined ? lines : [...columns] };
+  if (at > 0) pieces.push(buf.subarray(0, at));
+  return pieces;
 }
