@@ -508,15 +508,20 @@ async function pathRound(store: Store, build: string, roundNo: number): Promise<
   };
   let dropped = 0;
   const before = tasks();
-  const recorder = await startRecorder(
-    settings,
-    () => undefined,
-    (n: number) => {
-      dropped += n;
-    },
-    () => false, // nobody follows /events (a build before this argument ignores it)
-    args.place === 'here' ? 'here' : 'thread',
-  );
+  const onDropped = (n: number) => {
+    dropped += n;
+  };
+  const place = args.place === 'here' ? 'here' : 'thread';
+  // Nobody follows /events. Builds before stop 44 took whether anyone does as a fourth argument, before the place.
+  const recorder = /\blistening\b/.test(String(startRecorder))
+    ? await startRecorder(
+        settings,
+        () => undefined,
+        onDropped,
+        () => false,
+        place,
+      )
+    : await startRecorder(settings, () => undefined, onDropped, place);
   const recorderTids = newTasks(before);
   const executor = new Worker(new URL('./recorderExecutor.js', import.meta.url), {
     workerData: { dist, home: store.home, rate: Number(args.rate), warmupS: 2, seconds: SECONDS, max: 10_000 },

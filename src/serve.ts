@@ -100,7 +100,6 @@ export async function startServer(config: Config): Promise<RunningServer> {
     config,
     (rows) => hub.publish(rows),
     (runs) => signals.dropped.note('runs', runs),
-    () => hub.size > 0,
     recorderPlace,
   );
   following = recorder.following;

@@ -33,7 +33,7 @@ export class EventHub {
   #timer: NodeJS.Timeout;
   dropped = 0;
 
-  /** `onFollowers` is told the number of streams whenever it changes (a recorder thread sends events only while there are any). */
+  /** `onFollowers` is told the number of streams whenever it changes (the recorder hands over events only while there are any). */
   constructor(
     readonly read: (after: number, limit: number) => Promise<EventRow[]>,
     readonly onFollowers: (streams: number) => void = () => undefined,

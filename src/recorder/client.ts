@@ -34,16 +34,16 @@ export type RecorderPlace = 'thread' | 'here';
 
 /**
  * Starts the recorder; resolves once it listens, so executors started after it miss no run. Written
- * events reach `onEvents` only while `listening()` (someone follows /events); from the thread they
- * come packed and are unpacked only then, so the acceptor spends nothing on them otherwise.
+ * events reach `onEvents` only while someone follows /events (RecorderClient.following); from the
+ * thread they come packed, and only then, so the acceptor spends nothing on them otherwise.
  */
 export async function startRecorder(
   settings: RecorderSettings,
   onEvents: (rows: EventRow[]) => void,
   onDropped: (runs: number) => void = () => undefined,
-  listening: () => boolean = () => true,
   place: RecorderPlace = 'thread',
 ): Promise<RecorderClient> {
+  let follows = false;
   const drain = channel('drain', settings.home);
   let next = 0;
   /** Asks each executor for its batch now (DrainMessage 'flush'); the recorder waits for their answers to request `id`. */
@@ -57,7 +57,7 @@ export async function startRecorder(
     const recorder = new Recorder(
       settings,
       (rows) => {
-        if (listening()) onEvents(rows);
+        if (follows) onEvents(rows);
       },
       onDropped,
     );
@@ -67,7 +67,9 @@ export async function startRecorder(
         await recorder.close(executors);
         drain.close();
       },
-      following: () => undefined, // `listening` is asked as each batch is written
+      following: (on) => {
+        follows = on;
+      },
     };
   }
   const followFlag = new Int32Array(new SharedArrayBuffer(4));
@@ -77,7 +79,7 @@ export async function startRecorder(
     worker.once('error', reject);
     worker.on('message', (m: RecorderReply) => {
       if (m.kind === 'events') {
-        if (listening()) onEvents(unpackEvents(m.events));
+        if (follows) onEvents(unpackEvents(m.events)); // (those written before the last stream closed are not)
       } else if (m.kind === 'dropped') onDropped(m.runs);
       else if (m.kind === 'ready') resolve();
       else {
@@ -100,6 +102,9 @@ export async function startRecorder(
       await worker.terminate();
       drain.close();
     },
-    following: (on) => void Atomics.store(followFlag, 0, on ? 1 : 0),
+    following: (on) => {
+      follows = on;
+      Atomics.store(followFlag, 0, on ? 1 : 0);
+    },
   };
 }

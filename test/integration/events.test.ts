@@ -2,7 +2,7 @@
 // per key and resumes after Last-Event-ID exactly once; the stream cap; drops counted above capacity.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { eventually, startTestServer, type TestServer } from '../helpers.js';
+import { eventually, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
 /** An event as /events sends it: the id, and the data line's JSON (src/http/events.ts, eventPayload). */
 interface RunEvent {
@@ -105,6 +105,34 @@ test('/events: per-key view, resume after Last-Event-ID exactly once, stream cap
     assert.equal(byVersion.json.code, 'invalid_filter');
   } finally {
     await s.stop();
+  }
+});
+
+test('with a PostgreSQL store (the recorder on the acceptor thread), runs reach a stream live, again after every stream closed', async () => {
+  const store = await scratchDatabase('qag_events_live');
+  const s = await startTestServer({ QUERYAPIGATE_WORKERS: '1', QUERYAPIGATE_LOAD_EXAMPLES: '1', QUERYAPIGATE_DATABASE_URL: store.url });
+  try {
+    const call = (i: number) => s.call('GET', `/q/example_film_lookup?film_id=${i + 1}`, { headers: { 'X-Request-Id': `live-${i}` } });
+    for (const round of [0, 1]) {
+      const live = readEvents(s, 'test-admin-key', (e) => e.length >= 5);
+      await new Promise((r) => setTimeout(r, 200));
+      for (let i = 0; i < 5; i++) await call(round * 10 + i);
+      const got = await live;
+      assert.deepEqual(
+        got.map((e) => e.data.entry.request_id),
+        Array.from({ length: 5 }, (_, i) => `live-${round * 10 + i}`),
+        `round ${round}`,
+      );
+      // Runs made while nobody follows are still in the event log.
+      await call(round * 10 + 5);
+      await eventually(
+        async () => (await s.call('GET', '/api/v1/events?after=0&limit=100')).json.items as unknown[],
+        (items) => items.length === round * 6 + 6,
+      );
+    }
+  } finally {
+    await s.stop();
+    await store.drop();
   }
 });
 
