@@ -5,6 +5,7 @@ import { packRuns } from '../src/contract/runs.js';
 import { configureLogs, SERVER_LOG_FD } from '../src/log.js';
 import type { RecorderWorkerData } from '../src/recorder/client.js';
 import { Recorder } from '../src/recorder/recorder.js';
+import { eventRows } from '../src/store/events.js';
 
 const { settings, following } = workerData as RecorderWorkerData;
 const follows = new Int32Array(following);
@@ -14,8 +15,8 @@ const reply = (m: RecorderReply) => port.postMessage(m);
 const recorder = new Recorder(
   settings,
   // Sent only while someone follows /events (RecorderClient.following); else nobody would read them.
-  (rows) => {
-    if (Atomics.load(follows, 0) === 1) reply({ kind: 'events', events: packRuns(rows) });
+  (runs, first) => {
+    if (Atomics.load(follows, 0) === 1) reply({ kind: 'events', events: packRuns(eventRows(runs, first)) });
   },
   (runs) => reply({ kind: 'dropped', runs }),
 );

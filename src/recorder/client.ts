@@ -7,6 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { channel, type DrainMessage, type EventRow, type RecorderReply, type RecorderRequest } from '../contract/messages.js';
 import { unpackEvents } from '../contract/runs.js';
 import { Recorder, type RecorderSettings } from './recorder.js';
+import { eventRows } from '../store/events.js';
 import { logger } from '../log.js';
 
 const ENTRY = fileURLToPath(new URL('../../workers/recorder.js', import.meta.url));
@@ -56,8 +57,8 @@ export async function startRecorder(
     // Listening as soon as it is made: the runs channel's handler is set in the constructor.
     const recorder = new Recorder(
       settings,
-      (rows) => {
-        if (follows) onEvents(rows);
+      (runs, first) => {
+        if (follows) onEvents(eventRows(runs, first));
       },
       onDropped,
     );

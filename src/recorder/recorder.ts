@@ -4,7 +4,7 @@
 // runs beyond the bound are dropped, and counted. Run on its own thread (workers/recorder.ts) or on
 // the acceptor's (recorder/client.ts); knows nothing of HTTP or executors beyond the batch message.
 import { attachStore, HistoryBatch, localTimestamp, type Store, type StoreLocation } from '../store/store.js';
-import { channel, type EventRow, type RunBatch, type RunRecord } from '../contract/messages.js';
+import { channel, type RunBatch, type RunRecord } from '../contract/messages.js';
 import { unpackRuns } from '../contract/runs.js';
 import { threadMetrics } from '../metrics/metrics.js';
 import { EventLog, payloadJson } from '../store/events.js';
@@ -63,10 +63,13 @@ export class Recorder {
   #events: Promise<EventLog> | null = null;
   #expiry: NodeJS.Timeout;
 
-  /** `onEvents` is told of every batch of events once it is in the log (for /events); `onDropped` of runs dropped (alerts). */
+  /**
+   * `onEvents` is told of every batch of runs once it is in the event log, with the first one's id (for /events: their
+   * rows, eventRows, are made only if someone follows); `onDropped` of runs dropped (alerts).
+   */
   constructor(
     readonly settings: RecorderSettings,
-    readonly onEvents: (rows: EventRow[]) => void = () => undefined,
+    readonly onEvents: (runs: RunRecord[], first: number) => void = () => undefined,
     readonly onDropped: (runs: number) => void = () => undefined,
   ) {
     this.#channel = channel('runs', settings.home);
@@ -145,10 +148,10 @@ export class Recorder {
       while (this.#queue.length) {
         const batch = this.#queue.slice(0, BATCH * 5);
         const payloads = batch.map(payloadJson);
-        let events: EventRow[];
+        let first: number;
         try {
           // Every run becomes an event (kept for the retention window); history keeps the newest per version.
-          events = await (await this.#eventLog()).append(batch, payloads);
+          first = await (await this.#eventLog()).appendRuns(batch, payloads);
         } catch (e) {
           if (isUnavailable(e)) throw e;
           this.#queue.splice(0, batch.length);
@@ -156,9 +159,9 @@ export class Recorder {
           continue;
         }
         this.#queue.splice(0, batch.length);
-        this.onEvents(events);
+        this.onEvents(batch, first);
         // The history rings take the payloads as their entries: made once for both writes.
-        for (let i = 0; i < events.length; i++) this.#history.add(events[i], payloads[i]);
+        for (let i = 0; i < batch.length; i++) this.#history.add(batch[i], first + i, payloads[i]);
         if (this.#history.size >= this.#historyBatch) await this.#writeHistory();
       }
       if (this.#history.size && history) await this.#writeHistory();

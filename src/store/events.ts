@@ -162,20 +162,25 @@ export class EventLog {
   }
 
   // ── append ────────────────────────────────────────────────────────────────────────────────
+  /** appendRuns, returning the rows with their ids (copies: the runs given are not changed). */
+  async append(runs: RunRecord[], payloads: string[] = runs.map(payloadJson)): Promise<EventRow[]> {
+    return eventRows(runs, await this.appendRuns(runs, payloads));
+  }
+
   /**
-   * Assigns ids (unique, strictly increasing, also across several instances sharing one PostgreSQL store) and writes the batch in one transaction; returns the rows with their ids.
-   * The returned rows are copies; the runs given are not changed. `payloads` are the runs' payloadJson (the
-   * recorder's, which history writes too), in the runs' order, which is the rows' (ids follow it).
+   * Assigns ids (unique, strictly increasing, also across several instances sharing one PostgreSQL store) and writes
+   * the batch in one transaction; resolves to the first id: run i's is first + i (ids follow the runs' order).
+   * `payloads` are the runs' payloadJson (the recorder's, which history writes too), in the runs' order.
    */
-  append(runs: RunRecord[], payloads: string[] = runs.map(payloadJson)): Promise<EventRow[]> {
-    if (!runs.length) return Promise.resolve([]);
+  appendRuns(runs: RunRecord[], payloads: string[] = runs.map(payloadJson)): Promise<number> {
+    if (!runs.length) return Promise.resolve(0);
     if (this.#db.dialect === 'sqlite') return this.#appendSqlite(runs, payloads);
     const next = this.#chain.then(() => this.#appendPg(runs, payloads));
     this.#chain = next.catch(() => undefined);
     return next;
   }
 
-  #appendSqlite(runs: RunRecord[], payloads: string[]): Promise<EventRow[]> {
+  #appendSqlite(runs: RunRecord[], payloads: string[]): Promise<number> {
     const cols = split(runs, payloads);
     return this.#db.tx(async (t) => {
       const now = this.#now();
@@ -220,18 +225,18 @@ export class EventLog {
         [first, last, now, now, segment],
       );
       await t.run('UPDATE event_ids SET last_id = ? WHERE id = 1', [last]);
-      return rowsOf(runs, first);
+      return first;
     });
   }
 
-  async #appendPg(runs: RunRecord[], payloads: string[]): Promise<EventRow[]> {
+  async #appendPg(runs: RunRecord[], payloads: string[]): Promise<number> {
     const now = this.#now();
     const segment = this.#segmentNow(now);
     const cols = split(runs, payloads);
     for (let attempt = 0; ; attempt++) {
       await this.#ensurePgSegment(segment, now);
       try {
-        return rowsOf(runs, await this.#db.tx((t) => this.#copyPg(t, segment, now, cols)));
+        return await this.#db.tx((t) => this.#copyPg(t, segment, now, cols));
       } catch (e) {
         const code = (e as { code?: string }).code;
         // The segment's table was dropped under us (only with clocks far apart): make it again, once.
@@ -429,11 +434,11 @@ export function payloadJson(run: RunRecord & { id?: number }): string {
 }
 
 /**
- * The rows: copies of the runs with their ids, `first` on in input order, as both engines hand them out (the runs
- * themselves are left alone: the recorder also writes them to history). `Object.assign({ id }, run)` costs a
- * fraction of `{ ...run, id }` on V8.
+ * The runs as events, with ids from `first` on in their order (as appendRuns gives them): copies, the runs themselves
+ * left alone (the recorder also writes them to history). `Object.assign({ id }, run)` costs a fraction of
+ * `{ ...run, id }` on V8.
  */
-function rowsOf(runs: RunRecord[], first: number): EventRow[] {
+export function eventRows(runs: RunRecord[], first: number): EventRow[] {
   const out = new Array<EventRow>(runs.length);
   for (let i = 0; i < runs.length; i++) out[i] = Object.assign({ id: first + i }, runs[i]);
   return out;

@@ -2,7 +2,7 @@
 // keys, run history) on either engine. Rows are validated by the API layer before they get here.
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { EventRow } from '../contract/messages.js';
+import type { EventRow, RunRecord } from '../contract/messages.js';
 import { AdminStore } from './admins.js';
 import { AuditStore } from './audit.js';
 import { InstanceStore } from './instances.js';
@@ -500,7 +500,7 @@ export class Store {
    */
   async writeRuns(runs: EventRow[], keep: number, adhocKeep = ADHOC_KEEP_DEFAULT, payloads: string[] = runs.map(payloadJson)): Promise<number> {
     const batch = new HistoryBatch(keep, adhocKeep);
-    for (let i = 0; i < runs.length; i++) batch.add(runs[i], payloads[i]);
+    for (let i = 0; i < runs.length; i++) batch.add(runs[i], runs[i].id, payloads[i]);
     return this.writeHistory(batch);
   }
 
@@ -665,11 +665,11 @@ export class HistoryBatch {
     readonly adhocKeep = ADHOC_KEEP_DEFAULT,
   ) {}
 
-  /** A run already in the event log (it has its id), with its payloadJson. Runs of neither kind are counted, not kept. */
-  add(run: EventRow, payload: string): void {
+  /** A run already in the event log as event `id`, with its payloadJson. Runs of neither kind are counted, not kept. */
+  add(run: RunRecord, id: number, payload: string): void {
     this.size++;
     if (run.query === null || run.version === null) {
-      if (run.kind === 'adhoc') keepNewest(this.adhoc, run, payload, this.adhocKeep);
+      if (run.kind === 'adhoc') keepNewest(this.adhoc, run, id, payload, this.adhocKeep);
       return;
     }
     const k = `${run.query}\u0000${run.version}`;
@@ -679,13 +679,13 @@ export class HistoryBatch {
       this.versions.set(k, v);
     }
     v.count++;
-    keepNewest(v, run, payload, this.keep);
+    keepNewest(v, run, id, payload, this.keep);
   }
 }
 
 /** Appends, dropping the oldest beyond `keep` a half-batch at a time (at most 2 × keep held), not one by one. */
-function keepNewest(k: KeptRuns, run: EventRow, payload: string, keep: number): void {
-  k.ids.push(run.id);
+function keepNewest(k: KeptRuns, run: RunRecord, id: number, payload: string, keep: number): void {
+  k.ids.push(id);
   k.at.push(run.executed_at);
   k.status.push(run.status);
   k.keys.push(run.key_name);

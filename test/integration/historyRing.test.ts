@@ -264,7 +264,7 @@ for (const engine of engines) {
       const made = runs('busy', 1, 1000);
       const adhoc = runs('busy', 1, 40).map((r) => Object.assign(r, { query: null, version: null, kind: 'adhoc', sql: 'SELECT 1', params: [] }));
       for (const r of [...made, ...adhoc]) {
-        batch.add(r, payloadJson(r));
+        batch.add(r, r.id, payloadJson(r));
         assert.ok(batch.versions.get('busy\u00001')!.ids.length < 10, 'at most twice the ring held');
         assert.ok(batch.adhoc.ids.length < 6, 'at most twice the ad-hoc limit held');
       }

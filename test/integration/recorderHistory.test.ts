@@ -10,6 +10,7 @@ import { channel, type EventRow, type RunBatch, type RunRecord } from '../../src
 import { packRuns } from '../../src/contract/runs.js';
 import { Recorder, type RecorderSettings } from '../../src/recorder/recorder.js';
 import { openStore, type Store } from '../../src/store/store.js';
+import { eventRows } from '../../src/store/events.js';
 
 const NOW = '2026-12-02 10:00:00';
 
@@ -51,7 +52,7 @@ async function withRecorder(
       historyMaxPending: 10_000,
       ...settings,
     },
-    (rows) => events.push(...rows),
+    (runs, first) => events.push(...eventRows(runs, first)),
   );
   const runs = channel('runs', home);
   const post = (list: RunRecord[]) => runs.postMessage({ runs: packRuns(list), dropped: 0 } satisfies RunBatch);
