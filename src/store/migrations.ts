@@ -149,7 +149,18 @@ export class StoreTooNewError extends Error {}
 export async function migrate(db: SqlDb, target = SCHEMA_VERSION): Promise<void> {
   await db.tx(async (t) => {
     // One migrator at a time when several instances share a PostgreSQL store.
-    if (t.dialect === 'postgres') await t.all('SELECT pg_advisory_xact_lock(20261130)');
+    if (t.dialect === 'postgres') {
+      await t.all('SELECT pg_advisory_xact_lock(20261130)');
+      // History is staged in a temporary table (store.ts, historyPg): refused at start, not at the first write.
+      const [temp] = await t.all<{ ok: boolean; db: string; role: string }>(
+        "SELECT has_database_privilege(current_database(), 'TEMPORARY') AS ok, current_database() AS db, current_user AS role",
+      );
+      if (!temp.ok) {
+        throw new Error(
+          `The store's role ${temp.role} may not create temporary tables in ${temp.db}, which recording needs: GRANT TEMPORARY ON DATABASE ${temp.db} TO ${temp.role}`,
+        );
+      }
+    }
     await t.run('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
     const rows = await t.all<{ version: number }>('SELECT version FROM schema_version');
     const current = rows.length ? Number(rows[0].version) : 0;
