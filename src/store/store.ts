@@ -783,8 +783,9 @@ async function savedRunsSqlite(t: SqlDb, versions: Map<string, VersionRuns>, kee
  * in a tuple store for the join (a quarter of its CPU in a profile); the whole way, the store's PostgreSQL 15.5 → 10.5
  * µs a run and the recorder's thread 8.2 → 6.2 (bench/results/recorder-2026-12-04-stage).
  */
-async function historyPg(t: SqlDb, versions: Map<string, VersionRuns>, keep: number, rows: HistoryColumns, adhocKeep: number): Promise<number> {
-  const adhocRows = rows[0].length;
+async function historyPg(t: SqlDb, versions: Map<string, VersionRuns>, keep: number, adhoc: HistoryColumns, adhocKeep: number): Promise<number> {
+  const adhocCount = adhoc[0].length;
+  const rows = adhoc; // and the saved runs' after them
   const gq: string[] = [];
   const gv: number[] = [];
   const gn: number[] = [];
@@ -805,7 +806,7 @@ async function historyPg(t: SqlDb, versions: Map<string, VersionRuns>, keep: num
   );
   let n = 0;
   if (gq.length) n += Number((await t.all<{ n: number }>(SAVED_RUNS_PG, [gq, gv, gn, keep]))[0].n);
-  if (adhocRows) {
+  if (adhocCount) {
     n += await t.run(ADHOC_RUNS_PG);
     await trimAdhoc(t, adhocKeep);
   }
