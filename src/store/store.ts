@@ -780,8 +780,8 @@ async function savedRunsSqlite(t: SqlDb, versions: Map<string, VersionRuns>, kee
  * advanced by each version's count, and each version's first run of the batch gets the number its counter had.
  * Runs of a version deleted meanwhile find no counter and are skipped. Returns the rows written.
  * COPY and a staged table, not arrays to unnest: the server parsed 8 arrays of a batch's texts and held their rows
- * in a tuple store for the join (a quarter of its CPU in a profile); the whole way, the store's PostgreSQL 15.5 → 10.5
- * µs a run and the recorder's thread 8.2 → 6.2 (bench/results/recorder-2026-12-04-stage).
+ * in a tuple store for the join (a quarter of its CPU in a profile); the whole way, the store's PostgreSQL 11.3 → 9.4
+ * µs a run, lower in every round, the recorder's own CPU unchanged within the noise (bench/results/recorder-2026-12-04-stop44-5).
  */
 async function historyPg(t: SqlDb, versions: Map<string, VersionRuns>, keep: number, adhoc: HistoryColumns, adhocKeep: number): Promise<number> {
   const adhocCount = adhoc[0].length;
