@@ -143,6 +143,32 @@ export async function scratchDatabase(prefix: string): Promise<{ name: string; u
   };
 }
 
+/**
+ * A scratch database (as scratchDatabase) and a role of its own that may use its public schema but not create
+ * temporary tables there (TEMPORARY revoked from PUBLIC): `url` connects as that role; `grant()` gives it back.
+ */
+export async function roleWithoutTemp(prefix: string) {
+  const db = await scratchDatabase(prefix);
+  const role = `${prefix}_role_${process.pid}`;
+  const url = new URL(db.url);
+  url.username = role;
+  await db.sql.unsafe(`CREATE ROLE ${role} LOGIN`);
+  await db.sql.unsafe(`GRANT ALL ON SCHEMA public TO ${role}`);
+  await db.sql.unsafe(`REVOKE TEMPORARY ON DATABASE ${db.name} FROM PUBLIC`);
+  return {
+    database: db.name,
+    role,
+    url: url.href,
+    grant: () => db.sql.unsafe(`GRANT TEMPORARY ON DATABASE ${db.name} TO ${role}`),
+    async drop() {
+      await db.drop(); // the role's privileges go with the database; then the role can go
+      const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => undefined });
+      await admin.unsafe(`DROP ROLE IF EXISTS ${role}`);
+      await admin.end();
+    },
+  };
+}
+
 export async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 5000): Promise<T> {
   const until = Date.now() + ms;
   for (;;) {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { cli, spawnCli, tempHome } from '../cli.js';
-import { eventually, PG_ADMIN_URL } from '../helpers.js';
+import { eventually, PG_ADMIN_URL, roleWithoutTemp } from '../helpers.js';
 
 const PAGE = readFileSync(new URL('../../../docs/troubleshooting.md', import.meta.url), 'utf8');
 const SRC = new URL('../../../src/', import.meta.url);
@@ -75,6 +75,12 @@ test('each failing start prints a line docs/troubleshooting.md quotes', async ()
 
   documented(errorLine(await failedStart({ QUERYAPIGATE_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/qag' })));
   documented(errorLine(await failedStart({ QUERYAPIGATE_DATABASE_URL: PG_ADMIN_URL.replace(/\/[^/]*$/, '/qag_no_such_database') })));
+  const noTemp = await roleWithoutTemp('qag_trouble_notemp');
+  try {
+    documented(errorLine(await failedStart({ QUERYAPIGATE_DATABASE_URL: noTemp.url })));
+  } finally {
+    await noTemp.drop();
+  }
 
   const home = tempHome();
   try {
