@@ -44,7 +44,10 @@ export async function startRecorder(
   onDropped: (runs: number) => void = () => undefined,
   place: RecorderPlace = 'thread',
 ): Promise<RecorderClient> {
-  let follows = false;
+  // Whether anyone follows /events: one flag, read here and, shared, by a recorder thread.
+  const followFlag = new Int32Array(new SharedArrayBuffer(4));
+  const follows = () => Atomics.load(followFlag, 0) === 1;
+  const following = (on: boolean) => void Atomics.store(followFlag, 0, on ? 1 : 0);
   const drain = channel('drain', settings.home);
   let next = 0;
   /** Asks each executor for its batch now (DrainMessage 'flush'); the recorder waits for their answers to request `id`. */
@@ -58,7 +61,7 @@ export async function startRecorder(
     const recorder = new Recorder(
       settings,
       (runs, first) => {
-        if (follows) onEvents(eventRows(runs, first));
+        if (follows()) onEvents(eventRows(runs, first));
       },
       onDropped,
     );
@@ -68,19 +71,16 @@ export async function startRecorder(
         await recorder.close(executors);
         drain.close();
       },
-      following: (on) => {
-        follows = on;
-      },
+      following,
     };
   }
-  const followFlag = new Int32Array(new SharedArrayBuffer(4));
   const worker = new Worker(ENTRY, { workerData: { settings, following: followFlag.buffer } satisfies RecorderWorkerData });
   const pending = new Map<number, () => void>();
   const ready = new Promise<void>((resolve, reject) => {
     worker.once('error', reject);
     worker.on('message', (m: RecorderReply) => {
       if (m.kind === 'events') {
-        if (follows) onEvents(unpackEvents(m.events)); // (those written before the last stream closed are not)
+        if (follows()) onEvents(unpackEvents(m.events)); // (those written before the last stream closed are not)
       } else if (m.kind === 'dropped') onDropped(m.runs);
       else if (m.kind === 'ready') resolve();
       else {
@@ -103,9 +103,6 @@ export async function startRecorder(
       await worker.terminate();
       drain.close();
     },
-    following: (on) => {
-      follows = on;
-      Atomics.store(followFlag, 0, on ? 1 : 0);
-    },
+    following,
   };
 }
