@@ -1,7 +1,8 @@
 // What handing a call to an executor thread costs, without the call: piscina's round trip per call
 // (a task and its result) against the gateway's own hand-off, http/callBatches.ts with
-// call/answerBatches.ts in the worker (the calls of one turn as one task, answered a turn at a time
-// on a channel). The executor answers at once, so the CPU counted (the whole process, both threads)
+// call/answerBatches.ts in the worker (the calls of one turn as one batch, answered a turn at a time
+// on a channel), the batch sent as a piscina task or, as the gateway sends it, on the executor's own
+// calls channel. The executor answers at once, so the CPU counted (the whole process, its threads)
 // is the hand-off's. 32 callers, interleaved rounds.
 //   npm run build && node dist/bench/handoff.js [--calls 40000] [--rounds 3]
 import { fileURLToPath } from 'node:url';
@@ -15,16 +16,19 @@ const { values } = parseArgs({ options: { calls: { type: 'string', default: '400
 const CALLS = Number(values.calls);
 const CALLERS = 32;
 
-/** The answers channel's scope, as the gateway gives its executors one (ExecutorData.answers). */
-const SCOPE = 'bench-handoff';
-const pool = new Piscina({
-  filename: fileURLToPath(new URL('./handoffWorker.js', import.meta.url)),
-  minThreads: 1,
-  maxThreads: 1,
-  concurrentTasksPerWorker: 64,
-  atomics: 'disabled',
-  workerData: SCOPE,
-});
+/** One executor thread; `listen`: it takes batches on its calls channel (the gateway's way), else as piscina tasks. */
+const executor = (scope: string, listen: boolean) =>
+  new Piscina({
+    filename: fileURLToPath(new URL('./handoffWorker.js', import.meta.url)),
+    minThreads: 1,
+    maxThreads: 1,
+    concurrentTasksPerWorker: 64,
+    atomics: 'disabled',
+    workerData: { scope, listen },
+  });
+// The answers channels' scopes, as the gateway gives its executors one (ExecutorData.answers).
+const pool = executor('bench-handoff-tasks', false);
+const listening = executor('bench-handoff-calls', true);
 const request = (i: number): Request => ({
   method: 'GET',
   url: '/q/account',
@@ -38,8 +42,10 @@ const request = (i: number): Request => ({
   started: 0,
 });
 
-const batcher = createCallBatcher(pool, SCOPE, { running: 1024, queue: 1024 });
+const batcher = createCallBatcher(pool, 'bench-handoff-tasks', { running: 1024, queue: 1024 });
 const batched = (req: Request): Promise<Answer> => batcher.run(req, 'call');
+const direct = createCallBatcher(listening, 'bench-handoff-calls', { running: 1024, queue: 1024 });
+const onChannel = (req: Request): Promise<Answer> => direct.run(req, 'call');
 const perCall = (req: Request): Promise<Answer> => pool.run(req) as Promise<Answer>;
 
 async function measure(send: (req: Request) => Promise<Answer>): Promise<{ cpu_us: number; wall_us: number }> {
@@ -55,18 +61,25 @@ async function measure(send: (req: Request) => Promise<Answer>): Promise<{ cpu_u
   return { cpu_us: (used.user + used.system) / CALLS, wall_us: ((performance.now() - wall) * 1000) / CALLS };
 }
 
-const cells: Record<string, (req: Request) => Promise<Answer>> = { 'a task per call': perCall, 'a task per turn, answers per turn': batched };
+const cells: Record<string, (req: Request) => Promise<Answer>> = {
+  'a task per call': perCall,
+  'a task per turn, answers per turn': batched,
+  "a batch per turn on the executor's calls channel (the gateway's), answers per turn": onChannel,
+};
 // The answers channel is unref'd and a batch's task ends before its answers are posted (in the gateway its
 // socket keeps the process alive): without this the bench could run out of things to wait on and exit (code 13).
 const alive = setInterval(() => {}, 1000);
 await measure(perCall); // warm both threads
 await measure(batched);
+await measure(onChannel);
 const rows: Array<{ round: number; cell: string; cpu_us: number; wall_us: number }> = [];
 for (let round = 0; round < Number(values.rounds); round++) {
   for (const [cell, send] of Object.entries(cells)) rows.push({ round, cell, ...(await measure(send)) });
 }
 await pool.destroy();
+await listening.destroy();
 batcher.close();
+direct.close();
 clearInterval(alive);
 
 const table = Object.keys(cells)

@@ -1,8 +1,9 @@
 // NOT A PRODUCT: the executor side of bench/handoff.ts: answers a request-shaped task with an
 // answer-shaped value at once, one by one (the default task), or a batch at a time through the
-// gateway's own call/answerBatches.ts.
+// gateway's own call/answerBatches.ts: as piscina tasks only, or (`listen`) on its calls channel once it
+// says it listens, as an executor does.
 import { workerData } from 'node:worker_threads';
-import { batchRunner } from '../src/call/answerBatches.js';
+import { batchRunner, listenForBatches } from '../src/call/answerBatches.js';
 import type { Answer, Request } from '../src/contract/exchange.js';
 
 const answer = (req: Request): Answer => ({
@@ -16,4 +17,6 @@ export default function one(req: Request): Answer {
   return answer(req);
 }
 
-export const batch = batchRunner((_task, req) => Promise.resolve(answer(req)), workerData as string);
+const { scope, listen } = workerData as { scope: string; listen: boolean };
+export const batch = batchRunner((_task, req) => Promise.resolve(answer(req)), scope);
+if (listen) listenForBatches(batch, scope);

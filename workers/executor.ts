@@ -4,7 +4,7 @@
 import { workerData } from 'node:worker_threads';
 import { createCallContext, type ExecutorData } from '../src/call/context.js';
 import { runAdhoc } from '../src/call/adhoc.js';
-import { batchRunner } from '../src/call/answerBatches.js';
+import { batchRunner, listenForBatches } from '../src/call/answerBatches.js';
 import { runCall } from '../src/call/runCall.js';
 import { buildCatalog, type CatalogDocuments, type CatalogTask } from '../src/catalog/build.js';
 import type { CallBatch } from '../src/contract/crossing.js';
@@ -26,6 +26,7 @@ export function adhoc(req: Request): Promise<Answer> {
 
 /** /q/ and /execute_sql calls as the acceptor hands them over: a batch, each answered on its own. */
 export const batch: (calls: CallBatch) => Promise<void> = batchRunner((task, req) => (task === 'adhoc' ? runAdhoc(ctx, req) : runCall(ctx, req)), data.answers);
+listenForBatches(batch, data.answers);
 
 export function catalog(task: CatalogTask): Promise<CatalogDocuments> {
   return buildCatalog(ctx, task);

@@ -2,8 +2,9 @@
 // CallBatch at once and posts the answers on the `answers` channel a turn of the event loop at a
 // time, so calls finishing together cross back in one message, and none waits for a slower one.
 import { type AnswerBatch, CALL_SLOTS, type CallBatch, type CallTask, callIdAt, callRequestAt, callTaskAt, packAnswer } from '../contract/crossing.js';
+import { threadId } from 'node:worker_threads';
 import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
-import { channel } from '../contract/messages.js';
+import { channel, type ExecutorHello } from '../contract/messages.js';
 import { logger } from '../log.js';
 
 /** The executor's `batch` task for a dispatcher whose answers channel is `scope`; `run` makes each call's answer. */
@@ -39,4 +40,20 @@ export function batchRunner(run: (task: CallTask, req: Request) => Promise<Answe
     for (let at = 0; at < batch.length; at += CALL_SLOTS) calls.push(one(callIdAt(batch, at), callTaskAt(batch, at), callRequestAt(batch, at)));
     await Promise.all(calls);
   };
+}
+
+/**
+ * Takes batches straight from the acceptor (http/callBatches.ts) on this executor's own calls channel, not as piscina
+ * tasks: a piscina task is a message each way (the task, then its completion) and piscina's own work on both threads;
+ * the calls channel is one message in, the answers going back on theirs (bench/handoff.ts). Says so on the executors
+ * channel now and whenever the acceptor asks, so the acceptor sends none before this listens.
+ */
+export function listenForBatches(run: (batch: CallBatch) => Promise<void>, scope: string): void {
+  const calls = channel('calls', `${scope}:${threadId}`);
+  calls.onmessage = (e: MessageEvent) => void run(e.data as CallBatch);
+  const hello = channel('executors', scope);
+  hello.onmessage = (e: MessageEvent) => {
+    if ((e.data as ExecutorHello).threadId === null) hello.postMessage({ threadId } satisfies ExecutorHello);
+  };
+  hello.postMessage({ threadId } satisfies ExecutorHello);
 }

@@ -14,12 +14,21 @@ import type { MetricObjectWithValues, MetricValue } from 'prom-client';
  * - cache: acceptor ↔ every executor, CacheRequest and CacheReply (the management API's view of the
  *   in-memory response caches; with Redis the acceptor reads Redis itself and nobody listens here);
  * - answers: executors → acceptor, AnswerBatch (the answers to a CallBatch, a batch per executor
- *   turn; scoped by the dispatcher, not only the home folder, since call ids are the dispatcher's).
+ *   turn; scoped by the dispatcher, not only the home folder, since call ids are the dispatcher's);
+ * - executors: executor ↔ acceptor, ExecutorHello: an executor says it listens for calls (at start, and
+ *   when the acceptor asks), scoped by the dispatcher;
+ * - calls: acceptor → one executor, CallBatch, scoped by the dispatcher and the executor's threadId.
  */
-export type ChannelName = 'runs' | 'drain' | 'changes' | 'metrics' | 'cache' | 'answers';
+export type ChannelName = 'runs' | 'drain' | 'changes' | 'metrics' | 'cache' | 'answers' | 'executors' | 'calls';
+
+/** On the executors channel: an executor's `threadId` listening on its calls channel, or the acceptor asking (`null`). */
+export interface ExecutorHello {
+  threadId: number | null;
+}
 
 export function channel(name: ChannelName, scope: string): BroadcastChannel {
-  const c = new BroadcastChannel(`queryapigate:${name}:${scope}`);
+  // Node cuts a channel's name at its first NUL, so a scope is escaped: a dispatcher's holds one (ExecutorData.answers).
+  const c = new BroadcastChannel(`queryapigate:${name}:${scope.replaceAll('%', '%25').replaceAll('\u0000', '%00')}`);
   (c as unknown as { unref?: () => void }).unref?.(); // never keeps a thread alive on its own
   return c;
 }

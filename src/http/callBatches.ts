@@ -1,15 +1,19 @@
 // In charge of carrying /q/ and /execute_sql calls to the executors in batches: every call taken in
-// one turn of the acceptor's event loop crosses as one piscina task (a CallBatch), and each executor
-// posts its answers a turn at a time on the `answers` channel (call/answerBatches.ts), each call
-// answered as soon as it is done; both cross as flat arrays (contract/crossing.ts). A piscina round
-// trip per call cost 18-23 µs of CPU on this machine's kind, a batched one 6-8 (32 calls in flight, an
-// executor that answers at once: bench/handoff.ts).
-// Since piscina's own limits count batches, the calls are bounded here: at most `running` at once,
-// `queue` more waiting for room, and the rest refused at once (503 unavailable) and counted.
+// one turn of the acceptor's event loop crosses as one CallBatch, and each executor posts its answers
+// a turn at a time on the `answers` channel (call/answerBatches.ts), each call answered as soon as it
+// is done; both cross as flat arrays (contract/crossing.ts). A batch goes to the executor with the
+// fewest calls in hand, on that executor's own `calls` channel once it has said it listens there, as a
+// piscina task until then (at start): a task costs a second message (its completion) and piscina's own
+// work (bench/handoff.ts: a piscina round trip per call 18-23 µs of CPU on this machine's kind, a task
+// per turn 6-8; the calls channel 7.1-9.1 against a task per turn's 9.4-11.2 in one run on a slower one).
+// piscina stays the pool: it starts, replaces and stops the executors; a batch in the hands of one that
+// died fails with it, as its task would.
+// The calls are bounded here: at most `running` at once, `queue` more waiting for room, and the rest
+// refused at once (503 unavailable) and counted.
 import type { Piscina } from 'piscina';
 import { ANSWER_SLOTS, type AnswerBatch, answerAt, answerIdAt, CALL_SLOTS, type CallBatch, type CallTask, callIdAt, packCall } from '../contract/crossing.js';
 import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
-import { channel } from '../contract/messages.js';
+import { channel, type ExecutorHello } from '../contract/messages.js';
 
 export interface CallBatcher {
   run(req: Request, task: CallTask): Promise<Answer>;
@@ -32,10 +36,27 @@ interface Call {
 }
 
 /** `scope`: the answers channel's, as the executors were given it (ExecutorData.answers). */
+interface Waiter {
+  resolve(a: Answer): void;
+  reject(e: unknown): void;
+  /** The executor (threadId) its batch went to on its calls channel, or NO_EXECUTOR. */
+  executor: number;
+}
+const NO_EXECUTOR = -1;
+
+/** An executor listening on its own calls channel, and how many calls it has in hand. */
+interface Listening {
+  calls: BroadcastChannel;
+  load: number;
+}
+
 export function createCallBatcher(pool: Piscina, scope: string, limits: { running: number; queue: number }): CallBatcher {
   const answers = channel('answers', scope);
+  const hello = channel('executors', scope);
+  /** Executors that said they listen on their calls channel, by threadId. */
+  const listening = new Map<number, Listening>();
   /** Every call not answered yet (queued, taken or sent), by id. */
-  const waiters = new Map<number, { resolve(a: Answer): void; reject(e: unknown): void }>();
+  const waiters = new Map<number, Waiter>();
   /** Taken this turn, sent together at its end (packed: contract/crossing.ts). */
   let outgoing: CallBatch = [];
   /** Waiting for room, oldest first. */
@@ -46,13 +67,44 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
   let refused = 0;
 
   /** Takes call `id`'s waiter out to settle it, unless it was settled already. */
-  const claim = (id: number): { resolve(a: Answer): void; reject(e: unknown): void } | undefined => {
+  const claim = (id: number): Waiter | undefined => {
     const w = waiters.get(id);
     if (!w) return undefined;
     waiters.delete(id);
     running--;
+    const e = listening.get(w.executor);
+    if (e) e.load--;
     return w;
   };
+
+  hello.onmessage = (e: MessageEvent) => {
+    const { threadId } = e.data as ExecutorHello;
+    if (threadId === null || listening.has(threadId)) return; // a thread may say it twice
+    // Only a running thread of this pool (a hello can outlive its thread).
+    const worker = pool.threads.find((w) => w.threadId === threadId);
+    if (!worker) return;
+    listening.set(threadId, { calls: channel('calls', `${scope}:${threadId}`), load: 0 });
+    worker.once('exit', () => stopped(threadId));
+  };
+  hello.postMessage({ threadId: null } satisfies ExecutorHello); // those that started before this listened
+
+  /** An executor that died (or stopped with the pool) fails the calls it had in hand, as a piscina task would. */
+  function stopped(executor: number): void {
+    const gone = listening.get(executor);
+    if (!gone) return;
+    listening.delete(executor);
+    gone.calls.close();
+    const failure = new Error(`executor thread ${executor} stopped`);
+    for (const [id, w] of waiters) if (w.executor === executor) claim(id)?.reject(failure);
+    admit();
+  }
+
+  /** The listening executor with the fewest calls in hand, if any listens. */
+  function leastLoaded(): [number, Listening] | undefined {
+    let best: [number, Listening] | undefined;
+    for (const entry of listening) if (!best || entry[1].load < best[1].load) best = entry;
+    return best;
+  }
 
   answers.onmessage = (e: MessageEvent) => {
     const batch = e.data as AnswerBatch;
@@ -79,6 +131,17 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
   function send(): void {
     const calls = outgoing;
     outgoing = [];
+    const target = leastLoaded();
+    if (target) {
+      const [executor, e] = target;
+      for (let at = 0; at < calls.length; at += CALL_SLOTS) {
+        const w = waiters.get(callIdAt(calls, at));
+        if (w) w.executor = executor;
+      }
+      e.load += calls.length / CALL_SLOTS;
+      e.calls.postMessage(calls);
+      return;
+    }
     // Resolves once every call in it is answered; a rejection means the executor failed (it died, or
     // the pool is closing): the calls not answered yet fail with it.
     pool.run(calls, { name: 'batch' }).then(undefined, (err: unknown) => {
@@ -95,7 +158,7 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
       }
       return new Promise<Answer>((resolve, reject) => {
         const id = nextId++;
-        waiters.set(id, { resolve, reject });
+        waiters.set(id, { resolve, reject, executor: NO_EXECUTOR });
         if (running < limits.running) take(id, task, req);
         else queued.push({ id, task, req });
       });
@@ -105,6 +168,9 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
     },
     close() {
       answers.close();
+      hello.close();
+      for (const e of listening.values()) e.calls.close();
+      listening.clear();
     },
   };
 }

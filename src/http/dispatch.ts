@@ -15,6 +15,7 @@ import type { Config } from '../config.js';
 import type { CallTask } from '../contract/crossing.js';
 import { GatewayError } from '../contract/errors.js';
 import type { Answer, Request } from '../contract/exchange.js';
+import { logger } from '../log.js';
 import { busyAnswer, type CallBatcher, createCallBatcher } from './callBatches.js';
 import { addresslessRequest, plainRequest } from './respond.js';
 
@@ -101,6 +102,9 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
       execArgv: workerExecArgv(['--no-experimental-require-module']),
       resourceLimits: { maxYoungGenerationSizeMb: EXECUTOR_YOUNG_GENERATION_MB },
     });
+    // A thread that fails with no piscina task in hand (its batches come on its calls channel) is reported here;
+    // piscina replaces it, and the calls it had fail with it (callBatches.ts). Unheard, the event would end the process.
+    pool.on('error', (err: unknown) => logger('executor').error({ err }, 'an executor thread failed'));
     const batcher = createCallBatcher(pool, answers, { running: config.workers * config.tasksPerWorker, queue: config.maxQueue });
     batches = batcher;
     /**

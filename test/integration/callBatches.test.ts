@@ -1,5 +1,5 @@
 // Calls cross to the executors in batches (http/callBatches.ts, call/answerBatches.ts): every call
-// taken in one turn of the acceptor's loop goes over as one task. These tests hold what a caller must
+// taken in one turn of the acceptor's loop goes over as one batch. These tests hold what a caller must
 // never notice: each call gets its own answer (its own request id and its own rows), and a fast call
 // handed over beside a slow one is answered as soon as it is done, not when the batch is.
 import assert from 'node:assert/strict';

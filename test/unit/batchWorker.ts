@@ -1,0 +1,16 @@
+// Executor for the call batch tests (callBatches.test.ts), run by piscina: answers each call with its
+// query and the thread that answered; `wait=<ms>` answers after that long, `die` ends the thread.
+// Inert when loaded as the main thread (the test runner loads every file under test/).
+import { isMainThread, threadId, workerData } from 'node:worker_threads';
+import { batchRunner, listenForBatches } from '../../src/call/answerBatches.js';
+import type { Answer, Request } from '../../src/contract/exchange.js';
+
+async function answer(req: Request): Promise<Answer> {
+  if (req.query === 'die') process.exit(1); // in a worker: ends this thread only
+  const wait = /^wait=(\d+)$/.exec(req.query);
+  if (wait) await new Promise((r) => setTimeout(r, Number(wait[1])));
+  return { status: 200, headers: [], body: JSON.stringify({ query: req.query, thread: threadId }) };
+}
+
+export const batch = batchRunner((_task, req) => answer(req), workerData as string);
+if (!isMainThread) listenForBatches(batch, workerData as string);
