@@ -12,5 +12,6 @@ async function answer(req: Request): Promise<Answer> {
   return { status: 200, headers: [], body: JSON.stringify({ query: req.query, thread: threadId }) };
 }
 
-export const batch = batchRunner((_task, req) => answer(req), workerData as string);
-if (!isMainThread) listenForBatches(batch, workerData as string);
+// Only in piscina's threads: the test runner loads this file too, as its main thread, with no scope.
+export const batch = isMainThread ? null : batchRunner((_task, req) => answer(req), workerData as string);
+if (batch) listenForBatches(batch, workerData as string);
