@@ -1,8 +1,8 @@
 // In charge of an executor's side of batched calls (http/callBatches.ts): runs every call of a
 // CallBatch at once and posts the answers on the `answers` channel a turn of the event loop at a
 // time, so calls finishing together cross back in one message, and none waits for a slower one.
-import { type AnswerBatch, CALL_SLOTS, type CallBatch, type CallTask, callIdAt, callRequestAt, callTaskAt, packAnswer } from '../contract/crossing.js';
 import { threadId } from 'node:worker_threads';
+import { type AnswerBatch, CALL_SLOTS, type CallBatch, type CallTask, callIdAt, callRequestAt, callTaskAt, packAnswer } from '../contract/crossing.js';
 import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
 import { channel, type ExecutorHello } from '../contract/messages.js';
 import { logger } from '../log.js';
@@ -31,10 +31,11 @@ export function batchRunner(run: (task: CallTask, req: Request) => Promise<Answe
     }
     answer(id, a);
   };
-  // The batch ends (piscina posts its completion) as soon as its calls are done, before their answers
-  // leave: piscina then knows this executor is free by the time a caller who got an answer calls again.
-  // Ending it after the post saved 1-3% of a pooled call's CPU, but sent a caller's next call to
-  // another executor, whose runs reach the recorder later (bench/results/levers-2026-12-03-crossing).
+  // A batch that came as a piscina task ends (piscina posts its completion) as soon as its calls are done,
+  // before their answers leave: piscina then knows this executor is free by the time a caller who got an
+  // answer calls again. Ending it after the post saved 1-3% of a pooled call's CPU, but sent a caller's next
+  // call to another executor, whose runs reach the recorder later (bench/results/levers-2026-12-03-crossing).
+  // On the calls channel the acceptor counts the executor free as the answers arrive (http/callBatches.ts).
   return async (batch) => {
     const calls: Promise<void>[] = [];
     for (let at = 0; at < batch.length; at += CALL_SLOTS) calls.push(one(callIdAt(batch, at), callTaskAt(batch, at), callRequestAt(batch, at)));

@@ -4,8 +4,8 @@
 // is done; both cross as flat arrays (contract/crossing.ts). A batch goes to the executor with the
 // fewest calls in hand, on that executor's own `calls` channel once it has said it listens there, as a
 // piscina task until then (at start): a task costs a second message (its completion) and piscina's own
-// work (bench/handoff.ts: a piscina round trip per call 18-23 µs of CPU on this machine's kind, a task
-// per turn 6-8; the calls channel 7.1-9.1 against a task per turn's 9.4-11.2 in one run on a slower one).
+// work (bench/handoff.ts: a piscina round trip per call 18-23 µs of CPU on this machine's kind; a task
+// per turn 8.4, the calls channel 6.4, lower in every round: bench/results/handoff-2026-12-04).
 // piscina stays the pool: it starts, replaces and stops the executors; a batch in the hands of one that
 // died fails with it, as its task would.
 // The calls are bounded here: at most `running` at once, `queue` more waiting for room, and the rest
@@ -35,7 +35,6 @@ interface Call {
   req: Request;
 }
 
-/** `scope`: the answers channel's, as the executors were given it (ExecutorData.answers). */
 interface Waiter {
   resolve(a: Answer): void;
   reject(e: unknown): void;
@@ -50,6 +49,7 @@ interface Listening {
   load: number;
 }
 
+/** `scope`: the answers channel's, as the executors were given it (ExecutorData.answers). */
 export function createCallBatcher(pool: Piscina, scope: string, limits: { running: number; queue: number }): CallBatcher {
   const answers = channel('answers', scope);
   const hello = channel('executors', scope);
