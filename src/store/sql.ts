@@ -4,6 +4,7 @@
 // statement's own error is passed on as it is. Knows nothing of the store's tables.
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
+import { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import postgres from 'postgres';
 import { GatewayError } from '../contract/errors.js';
@@ -91,6 +92,23 @@ export function openSqlite(file: string, opts: { readonly?: boolean } = {}): Sql
     },
   };
   return self;
+}
+
+/**
+ * A COPY query whose stream has an 'error' listener from the moment postgres.js makes it. postgres.js resolves the
+ * query with the stream, and destroys it with the error when the server's next message fails the query; when both
+ * come in one read (CopyInResponse, then the FATAL of a server shutting down), the 'error' is emitted on a tick that
+ * runs before an `await` of the query resumes, so no listener was there and the process ended. The listener is put on
+ * in the query's `resolve` (postgres.js 4.1's Query method, called with the stream); `finished` then reports the error.
+ */
+function heardFromBirth<Q extends object>(query: Q): Q {
+  const q = query as Q & { resolve(x: unknown): void };
+  const resolve = q.resolve;
+  q.resolve = function (this: unknown, x: unknown) {
+    if (x instanceof Writable) x.on('error', () => undefined);
+    return resolve.call(this, x);
+  };
+  return query;
 }
 
 export interface PostgresStoreOptions {
@@ -250,7 +268,7 @@ export function openPostgres(url: string, opts: PostgresStoreOptions = {}): SqlD
         return (await inTx(text, params)).count;
       },
       async copyIn(statement, data) {
-        const stream = await inTx(statement, []).writable();
+        const stream = await heardFromBirth(inTx(statement, [])).writable();
         for (const piece of data) stream.write(piece); // each a CopyData message
         stream.end();
         await finished(stream);
