@@ -156,14 +156,13 @@ function stageUs(rounds: Array<Map<string, number>>, parts?: string[]): number {
 }
 
 function budget(title: string, gateway: Array<Map<string, number>>, floor: Array<Map<string, number>>, pooled?: Array<Map<string, number>>): string {
-  const sum = stageUs;
-  const floorTotal = sum(floor);
+  const floorTotal = stageUs(floor);
   const total = floorTotal / 0.9;
   const lines: Array<[string, number, number, number]> = []; // stage, floor, gateway, target
-  for (const [stage, parts] of SHARED_STAGES) lines.push([stage, sum(floor, parts), sum(gateway, parts), sum(floor, parts)]);
-  for (const [stage, parts, target] of OWN_STAGES) lines.push([stage, 0, sum(gateway, parts), target]);
+  for (const [stage, parts] of SHARED_STAGES) lines.push([stage, stageUs(floor, parts), stageUs(gateway, parts), stageUs(floor, parts)]);
+  for (const [stage, parts, target] of OWN_STAGES) lines.push([stage, 0, stageUs(gateway, parts), target]);
   const rest = total - lines.reduce((a, l) => a + l[3], 0);
-  lines.unshift(['serving HTTP: parsing, socket reads and writes, the runtime', sum(floor, SERVING), sum(gateway, SERVING), rest]);
+  lines.unshift(['serving HTTP: parsing, socket reads and writes, the runtime', stageUs(floor, SERVING), stageUs(gateway, SERVING), rest]);
   const f = (x: number) => x.toFixed(1);
   const over = lines.filter((l) => l[2] > l[3]);
   let out =
@@ -173,13 +172,13 @@ function budget(title: string, gateway: Array<Map<string, number>>, floor: Array
     `the gateway's own stages a fixed allowance; serving HTTP what is left (bench/profile.ts, OWN_STAGES).\n\n` +
     '| Stage | the floor | the gateway | target | |\n|---|---|---|---|---|\n' +
     lines.map(([stage, fl, gw, target]) => `| ${stage} | ${fl ? f(fl) : '-'} | ${f(gw)} | ${f(target)} | ${gw > target ? 'over' : 'within'} |`).join('\n') +
-    `\n| **in all** | ${f(floorTotal)} | ${f(sum(gateway))} | ${f(total)} | ${sum(gateway) > total ? 'over' : 'within'} |\n\n` +
+    `\n| **in all** | ${f(floorTotal)} | ${f(stageUs(gateway))} | ${f(total)} | ${stageUs(gateway) > total ? 'over' : 'within'} |\n\n` +
     (over.length ? `Over: ${over.map((l) => `${l[0]} by ${f(l[2] - l[3])}`).join('; ')}.\n` : 'Every stage within its target.\n');
   const totals = (rounds: Array<Map<string, number>>) => rounds.map((m) => f(stageUs([m]))).join(' / ');
   if (floor.length > 1) out += `\nIn all, by round: the floor ${totals(floor)}; the gateway ${totals(gateway)}${pooled ? `; pooled ${totals(pooled)}` : ''}.\n`;
   if (pooled) {
     const crossing = median(pooled.map((m, i) => stageUs([m]) - stageUs([gateway[i] ?? m])));
-    out += `\nPooled (one executor): ${f(sum(pooled))} µs a call; beyond inline in the same round ${f(crossing)} (median): the crossing's target is ${CROSSING_TARGET_US} (${crossing > CROSSING_TARGET_US ? 'over' : 'within'}).\n`;
+    out += `\nPooled (one executor): ${f(stageUs(pooled))} µs a call; beyond inline in the same round ${f(crossing)} (median): the crossing's target is ${CROSSING_TARGET_US} (${crossing > CROSSING_TARGET_US ? 'over' : 'within'}).\n`;
   }
   return out;
 }

@@ -26,7 +26,7 @@ import { EventLog } from '../src/store/events.js';
 import { openPostgres, openSqlite, type SqlDb } from '../src/store/sql.js';
 import { migrate } from '../src/store/migrations.js';
 import { Store as GatewayStore } from '../src/store/store.js';
-import type { RunRecord } from '../src/contract/messages.js';
+import { channel, type RunRecord } from '../src/contract/messages.js';
 import { fmt, median, writeResults } from './gateway.js';
 import { processCpuSeconds } from './load.js';
 
@@ -544,7 +544,7 @@ async function pathRound(store: Store, build: string, roundNo: number): Promise<
   const acceptorNs = taskCpuNs(process.pid) - a0;
   const p = process.cpuUsage(p0);
   const s1 = store.serverCpu();
-  const drain = new BroadcastChannel(`queryapigate:drain:${store.home}`);
+  const drain = channel('drain', store.home); // as every build's executors name it (homes hold no NUL or %)
   drain.postMessage({ kind: 'drain' });
   await recorder.stop(1);
   drain.close();
