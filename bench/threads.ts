@@ -10,7 +10,7 @@
 // --gc starts every server with --trace-gc-nvp and adds its young-generation collections (scavenges)
 // in the measured window: how often and how long they stop the main thread, and how much of what
 // was allocated per call they kept (survived) or moved to the old generation (promoted).
-//   npm run build && node dist/bench/threads.js [--seconds 10] [--rounds 1] [--callers 1,32] [--cells floor,uws,inline,pooled] [--store pg|sqlite] [--gc]
+//   npm run build && node dist/bench/threads.js [--seconds 10] [--rounds 1] [--callers 1,32] [--cells floor,uws,inline,pooled] [--store pg|sqlite] [--gc] [--history-limit N]
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +30,8 @@ const { values } = parseArgs({
     pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/qag_oltp_bench' },
     name: { type: 'string', default: 'threads' },
     gc: { type: 'boolean', default: false },
+    /** The gateway's QUERYAPIGATE_HISTORY_LIMIT: every run a ring row of its own by default; peers.ts keeps the default 50. */
+    'history-limit': { type: 'string', default: '1000000' },
   },
 });
 ensureWrk();
@@ -213,7 +215,7 @@ async function cell(round: number, name: string): Promise<Row[]> {
       ...storeEnv,
       QUERYAPIGATE_HOME: home,
       QUERYAPIGATE_METADATA_CACHE_TTL: '5',
-      QUERYAPIGATE_HISTORY_LIMIT: '1000000',
+      QUERYAPIGATE_HISTORY_LIMIT: values['history-limit']!,
       QUERYAPIGATE_WORKERS: name === 'pooled' ? '1' : '0',
     },
     undefined,

@@ -417,7 +417,7 @@ function split(runs: RunRecord[], payloads: string[]): Columns {
 }
 
 /** The rows as COPY text in COLUMNS' order, with ids from `lo` on. */
-function copyText(lo: number, c: Columns): Buffer[] {
+function copyText(lo: number, c: Columns): Iterable<Buffer> {
   return copyData(
     c.e.length,
     (i) => `${lo + i}\t${copyField(c.e[i])}\t${copyField(c.q[i])}\t${copyField(c.k[i])}\t${copyField(c.s[i])}\t${copyField(c.p[i])}\n`,

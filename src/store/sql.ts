@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import postgres from 'postgres';
 import { GatewayError } from '../contract/errors.js';
 import { logger } from '../log.js';
@@ -19,8 +20,9 @@ export interface SqlDb {
   /**
    * PostgreSQL, inside tx only: `COPY <table> (<columns>) FROM STDIN` with `data` in COPY's text format
    * (copyData's pieces, copyField). The cheapest way in for many rows (the event log's, history's).
+   * A piece is sent each turn of the event loop, and `data` asked for the next only then (copyData makes it then).
    */
-  copyIn(statement: string, data: readonly Uint8Array[]): Promise<void>;
+  copyIn(statement: string, data: Iterable<Uint8Array>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -269,7 +271,11 @@ export function openPostgres(url: string, opts: PostgresStoreOptions = {}): SqlD
       },
       async copyIn(statement, data) {
         const stream = await heardFromBirth(inTx(statement, [])).writable();
-        for (const piece of data) stream.write(piece); // each a CopyData message
+        for (const piece of data) {
+          if (stream.destroyed) break; // failed: finished() says why
+          stream.write(piece); // a CopyData message
+          await nextTurn(); // the calls waiting meanwhile go first (copyData)
+        }
         stream.end();
         await finished(stream);
       },
@@ -427,23 +433,23 @@ export function copyField(v: string | null): string {
 const COPY_PIECE = 64 * 1024;
 /**
  * `rows` lines of COPY text (each `line(i)`, ending in a newline) encoded as they are made into pieces of about
- * COPY_PIECE bytes: one string of all the lines cost several times more to flatten and encode (about 0.85 against
- * 0.2 µs a row), and one buffer of all of them was fresh memory every batch, faulted in page by page (postgres.js
- * still copies each piece into a buffer of its own: its `bytes`).
+ * COPY_PIECE bytes, each made when asked for: copyIn asks a turn of the event loop at a time, so a batch's text
+ * (2,000 events, 5,000 history rows) is made between calls instead of holding the acceptor's thread 1-5 ms at once,
+ * which every call in flight waited out (bench/results/peers-2026-12-04-sliced). One string of all the lines cost
+ * several times more to flatten and encode (about 0.85 against 0.2 µs a row), and one buffer of all of them was
+ * fresh memory every batch, faulted in page by page (postgres.js still copies each piece into a buffer of its own).
  */
-export function copyData(rows: number, line: (i: number) => string): Buffer[] {
-  const pieces: Buffer[] = [];
+export function* copyData(rows: number, line: (i: number) => string): Generator<Buffer> {
   let buf = Buffer.allocUnsafe(COPY_PIECE);
   let at = 0;
   for (let i = 0; i < rows; i++) {
     const text = line(i);
     if (buf.length - at < text.length * 3) {
-      if (at > 0) pieces.push(buf.subarray(0, at));
+      if (at > 0) yield buf.subarray(0, at);
       buf = Buffer.allocUnsafe(Math.max(COPY_PIECE, text.length * 3));
       at = 0;
     }
     at += buf.write(text, at);
   }
-  if (at > 0) pieces.push(buf.subarray(0, at));
-  return pieces;
+  if (at > 0) yield buf.subarray(0, at);
 }

@@ -1,6 +1,8 @@
-// The store's COPY (the event log's and history's way in) when the server fails it in the same read in
-// which it accepted it, as a PostgreSQL shutting down does (its FATAL right behind CopyInResponse): the
-// write fails, and the process goes on. A proxy in front of the real server puts the FATAL there.
+// The store's COPY (the event log's and history's way in): its pieces are made a turn of the event loop
+// apart, so the calls sharing the recorder's thread do not wait out a whole batch's text; and when the
+// server fails it in the same read in which it accepted it, as a PostgreSQL shutting down does (its FATAL
+// right behind CopyInResponse), the write fails and the process goes on. A proxy in front of the real
+// server puts the FATAL there.
 import assert from 'node:assert/strict';
 import { type AddressInfo, connect, createServer, type Server } from 'node:net';
 import { test } from 'node:test';
@@ -68,6 +70,33 @@ test('a COPY the server fails in the read that accepted it fails the write, not 
   } finally {
     await db.close();
     proxy.close();
+    await scratch.drop();
+  }
+});
+
+test("a COPY's pieces are asked for a turn of the event loop apart, and all arrive", { timeout: 30_000 }, async () => {
+  const scratch = await scratchDatabase('qag_copy_turns');
+  await scratch.sql.unsafe('CREATE TABLE landing (n INTEGER)');
+  const db = openPostgres(scratch.url, { max: 1 });
+  const seen: string[] = [];
+  function* pieces(): Generator<Buffer> {
+    for (let i = 1; i <= 3; i++) {
+      seen.push(`piece ${i}`);
+      // Work that came in while this piece was made (a call, say): it runs before the next piece is made.
+      setImmediate(() => seen.push(`other work ${i}`));
+      yield Buffer.from(`${i}\n${i * 10}\n`);
+    }
+  }
+  try {
+    await db.tx((t) => t.copyIn('COPY landing (n) FROM STDIN', pieces()));
+    assert.deepEqual(seen.slice(0, 5), ['piece 1', 'other work 1', 'piece 2', 'other work 2', 'piece 3']);
+    const rows = await scratch.sql`SELECT n FROM landing ORDER BY n`;
+    assert.deepEqual(
+      rows.map((r) => r.n),
+      [1, 2, 3, 10, 20, 30],
+    );
+  } finally {
+    await db.close();
     await scratch.drop();
   }
 });
