@@ -435,7 +435,7 @@ const COPY_PIECE = 64 * 1024;
  * `rows` lines of COPY text (each `line(i)`, ending in a newline) encoded as they are made into pieces of about
  * COPY_PIECE bytes, each made when asked for: copyIn asks a turn of the event loop at a time, so a batch's text
  * (2,000 events, 5,000 history rows) is made between calls instead of holding the acceptor's thread 1-5 ms at once,
- * which every call in flight waited out (bench/results/peers-2026-12-04-sliced). One string of all the lines cost
+ * which every call in flight waited out (bench/results/threads-2026-12-04-sliced). One string of all the lines cost
  * several times more to flatten and encode (about 0.85 against 0.2 µs a row), and one buffer of all of them was
  * fresh memory every batch, faulted in page by page (postgres.js still copies each piece into a buffer of its own).
  */
