@@ -3,6 +3,7 @@
 // unavailable the runs stay queued and are written once it answers (tried every RETRY_MS); only
 // runs beyond the bound are dropped, and counted. Run on its own thread (workers/recorder.ts) or on
 // the acceptor's (recorder/client.ts); knows nothing of HTTP or executors beyond the batch message.
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { attachStore, HistoryBatch, localTimestamp, type Store, type StoreLocation } from '../store/store.js';
 import { channel, type RunBatch, type RunRecord } from '../contract/messages.js';
 import { unpackRuns } from '../contract/runs.js';
@@ -10,7 +11,6 @@ import { threadMetrics } from '../metrics/metrics.js';
 import { EventLog, payloadJson } from '../store/events.js';
 import { causeOf, isUnavailable } from '../store/sql.js';
 import { type LogSettings, logger } from '../log.js';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 
 export interface RecorderSettings extends StoreLocation, LogSettings {
   historyLimit: number;
