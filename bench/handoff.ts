@@ -27,8 +27,10 @@ const executor = (scope: string, listen: boolean) =>
     workerData: { scope, listen },
   });
 // The answers channels' scopes, as the gateway gives its executors one (ExecutorData.answers).
-const pool = executor('bench-handoff-tasks', false);
-const listening = executor('bench-handoff-calls', true);
+const TASKS = 'bench-handoff-tasks';
+const CALLS_CHANNEL = 'bench-handoff-calls';
+const pool = executor(TASKS, false);
+const listening = executor(CALLS_CHANNEL, true);
 const request = (i: number): Request => ({
   method: 'GET',
   url: '/q/account',
@@ -42,9 +44,9 @@ const request = (i: number): Request => ({
   started: 0,
 });
 
-const batcher = createCallBatcher(pool, 'bench-handoff-tasks', { running: 1024, queue: 1024 });
+const batcher = createCallBatcher(pool, TASKS, { running: 1024, queue: 1024 });
 const batched = (req: Request): Promise<Answer> => batcher.run(req, 'call');
-const direct = createCallBatcher(listening, 'bench-handoff-calls', { running: 1024, queue: 1024 });
+const direct = createCallBatcher(listening, CALLS_CHANNEL, { running: 1024, queue: 1024 });
 const onChannel = (req: Request): Promise<Answer> => direct.run(req, 'call');
 const perCall = (req: Request): Promise<Answer> => pool.run(req) as Promise<Answer>;
 

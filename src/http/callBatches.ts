@@ -45,6 +45,7 @@ const NO_EXECUTOR = -1;
 
 /** An executor listening on its own calls channel, and how many calls it has in hand. */
 interface Listening {
+  threadId: number;
   calls: BroadcastChannel;
   load: number;
 }
@@ -83,7 +84,7 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
     // Only a running thread of this pool (a hello can outlive its thread).
     const worker = pool.threads.find((w) => w.threadId === threadId);
     if (!worker) return;
-    listening.set(threadId, { calls: channel('calls', `${scope}:${threadId}`), load: 0 });
+    listening.set(threadId, { threadId, calls: channel('calls', `${scope}:${threadId}`), load: 0 });
     worker.once('exit', () => stopped(threadId));
   };
   hello.postMessage({ threadId: null } satisfies ExecutorHello); // those that started before this listened
@@ -100,9 +101,9 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
   }
 
   /** The listening executor with the fewest calls in hand, if any listens. */
-  function leastLoaded(): [number, Listening] | undefined {
-    let best: [number, Listening] | undefined;
-    for (const entry of listening) if (!best || entry[1].load < best[1].load) best = entry;
+  function leastLoaded(): Listening | undefined {
+    let best: Listening | undefined;
+    for (const e of listening.values()) if (!best || e.load < best.load) best = e;
     return best;
   }
 
@@ -131,12 +132,11 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
   function send(): void {
     const calls = outgoing;
     outgoing = [];
-    const target = leastLoaded();
-    if (target) {
-      const [executor, e] = target;
+    const e = leastLoaded();
+    if (e) {
       for (let at = 0; at < calls.length; at += CALL_SLOTS) {
         const w = waiters.get(callIdAt(calls, at));
-        if (w) w.executor = executor;
+        if (w) w.executor = e.threadId;
       }
       e.load += calls.length / CALL_SLOTS;
       e.calls.postMessage(calls);
