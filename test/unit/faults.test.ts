@@ -135,6 +135,50 @@ test('metadata cache: a cached row is answered at once, not as a promise; a miss
   assert.ok(createMetadata(store, 0).key('h1') instanceof Promise);
 });
 
+test('metadata cache: the calls that miss a row together wait for one read of it; after a change, calls read it afresh', async () => {
+  const key = keyRow({ hash: 'h1' });
+  const { store, state } = flakyStore(key);
+  const meta = createMetadata(store, 0.05); // 50 ms
+  const together = async () => {
+    const reads = state.reads;
+    const lookups = Array.from({ length: 10 }, () => meta.key('h1'));
+    for (const row of await Promise.all(lookups)) assert.equal(row?.name, 'k');
+    return state.reads - reads;
+  };
+  assert.equal(await together(), 1, 'a row never read: one read for ten calls');
+  await new Promise((r) => setTimeout(r, 80)); // past the TTL
+  assert.equal(await together(), 1, 'a row past its TTL: one read for ten calls');
+  // A read that failed is not kept for the next calls.
+  await new Promise((r) => setTimeout(r, 80));
+  meta.clear();
+  state.down = true;
+  let reads = state.reads;
+  const failing = await Promise.allSettled([meta.key('h1'), meta.key('h1'), meta.key('h1')]);
+  assert.deepEqual(
+    failing.map((f) => f.status),
+    ['rejected', 'rejected', 'rejected'],
+  );
+  assert.equal(state.reads, reads + 1);
+  state.down = false;
+  assert.equal((await meta.key('h1'))?.name, 'k');
+  assert.equal(state.reads, reads + 2, 'read again once the store answers');
+  // A change while a read is in flight: calls after it do not wait for that read, they read again.
+  meta.clear();
+  reads = state.reads;
+  const before = meta.key('h1');
+  meta.clear();
+  const after = meta.key('h1');
+  assert.notEqual(before, after);
+  await Promise.all([before, after]);
+  assert.equal(state.reads, reads + 2);
+  meta.expire();
+  reads = state.reads;
+  const beforeExpiry = meta.key('h1');
+  meta.expire();
+  await Promise.all([beforeExpiry, meta.key('h1')]);
+  assert.equal(state.reads, reads + 2, 'an expiry too');
+});
+
 test('metadata cache: while the store is unavailable, rows past their TTL are still used; rows never read fail with unavailable', async () => {
   const key = keyRow({ hash: 'h1' });
   const { store, state } = flakyStore(key);
