@@ -117,9 +117,8 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
         if (hit !== undefined) return hit === NONE ? null : hit;
         let read = loading.get(k);
         if (read === undefined) {
-          const reads = loading;
           read = load(k).finally(() => {
-            if (reads.get(k) === read) reads.delete(k);
+            if (loading.get(k) === read) loading.delete(k); // not a later read's, after a change
           });
           loading.set(k, read);
         }
