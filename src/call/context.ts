@@ -18,7 +18,7 @@ import type { Governance, Governed } from './govern.js';
 import { type CallPlan, pagedStatement } from './plan.js';
 import { type FreshPlan, governAhead, planWarmer } from './planWarmer.js';
 import { FORMATS, type Format } from './formats.js';
-import { answerCacheRequests, createResultCache, type ResultCache } from './resultCache.js';
+import { answerCacheRequests, createResultCache, type ResultCache, RunningAnswers } from './resultCache.js';
 import { SchemaCache } from './schemaCache.js';
 
 /** What each executor thread starts with (piscina's workerData; inline mode passes the same). */
@@ -46,6 +46,8 @@ export interface CallContext {
   runs: RunBatcher;
   /** Answers of versions with a cache_ttl. */
   results: ResultCache;
+  /** The cache keys whose statement a call runs now, so the calls that miss together run it once. */
+  running: RunningAnswers;
   /** What the govern stage reads: the write ceiling, schemas, mask traces and the mask secret. */
   governance: Governance;
   /** Per-key and per-key-and-query rate limits, counted in the process-wide shared buckets. */
@@ -191,6 +193,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     source,
     runs,
     results,
+    running: new RunningAnswers(),
     governance,
     limits,
     metrics: thread.metrics,

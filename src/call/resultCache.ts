@@ -37,6 +37,35 @@ export interface ResultCache {
   close(): void;
 }
 
+/**
+ * The cache keys whose statement a call is running now: a call that misses while another runs its key's
+ * statement waits for that call's entry (answered as a hit) instead of running it again; at an entry's
+ * expiry under load, every caller of it would run it. Per thread, one a key, so bounded by the calls in
+ * flight. A run that fails gives its waiters nothing: each then runs the statement itself.
+ */
+export class RunningAnswers {
+  readonly #running = new Map<string, Promise<CachedAnswer | null>>();
+
+  /** The entry the call running `key`'s statement will make (null if it fails), or undefined when none runs it. */
+  joined(key: string): Promise<CachedAnswer | null> | undefined {
+    return this.#running.get(key);
+  }
+
+  /** This call runs `key`'s statement: the function returned hands its waiters the entry (or null), once. */
+  lead(key: string): (entry: CachedAnswer | null) => void {
+    let settle!: (entry: CachedAnswer | null) => void;
+    const made = new Promise<CachedAnswer | null>((resolve) => {
+      settle = resolve;
+    });
+    this.#running.set(key, made);
+    return (entry) => {
+      if (this.#running.get(key) !== made) return;
+      this.#running.delete(key);
+      settle(entry);
+    };
+  }
+}
+
 /** The most entries one listing returns (soonest to expire first), so an answer stays bounded. */
 export const LIST_MAX = 10_000;
 /** A cache key as the management API takes it: the SHA-256 the cache is keyed by, in hex. */

@@ -67,58 +67,66 @@ export async function runStatement(ctx: CallContext, caller: Caller, call: CallR
   // Versions with a cache_ttl answer repeat calls without the database; hits are not runs.
   const ttl = plan.write || !s.cache ? 0 : s.cache.ttl;
   let cached: string | null = null;
+  /** Hands the calls that wait for this one's run (call/resultCache.ts RunningAnswers) its entry, once. */
+  let made: ((entry: CachedAnswer | null) => void) | null = null;
   if (ttl > 0 && s.cache) {
     cached = cacheKey([...s.cache.id, connection.name, connection.updated_at, bound, call.format, paging.page, paging.pageSize, policyFingerprint(caller)]);
-    const hit = await ctx.results.get(cached);
+    const hit = (await ctx.results.get(cached)) ?? (await ctx.running.joined(cached));
     if (hit) {
       ctx.metrics.cacheHits.inc();
       return cacheAnswer(hit, ttl, 'HIT', o.ifNoneMatch);
     }
     ctx.metrics.cacheMisses.inc();
+    made = ctx.running.lead(cached);
   }
 
-  const counters = ctx.statements(connection.name, source.dialect, metricKey(caller));
-  const started = performance.now();
-  const offset = (paging.page - 1) * paging.pageSize;
-  const values = fillValues(plan, bound, paging.pageSize + 1, offset);
-  const text = pagedStatement(plan, offset);
-  // The database refuses writes too unless this caller may write (governance already refused them).
-  const readOnly = !plan.write || o.readOnly || !mayWrite(caller, s.queryName, ctx.config.allowWrites);
-  let result: Awaited<ReturnType<typeof execute>>;
   try {
-    result = await execute(ctx.metrics.activeQueries, counters, source, text, values, {
-      timeoutMs: timeout * 1000,
-      readOnly,
-      resetSession: governed.resetSession === true,
-    });
-  } catch (e) {
-    throw namedParamError(plan, e); // a value PostgreSQL could not read as its parameter's type: 400, naming it
+    const counters = ctx.statements(connection.name, source.dialect, metricKey(caller));
+    const started = performance.now();
+    const offset = (paging.page - 1) * paging.pageSize;
+    const values = fillValues(plan, bound, paging.pageSize + 1, offset);
+    const text = pagedStatement(plan, offset);
+    // The database refuses writes too unless this caller may write (governance already refused them).
+    const readOnly = !plan.write || o.readOnly || !mayWrite(caller, s.queryName, ctx.config.allowWrites);
+    let result: Awaited<ReturnType<typeof execute>>;
+    try {
+      result = await execute(ctx.metrics.activeQueries, counters, source, text, values, {
+        timeoutMs: timeout * 1000,
+        readOnly,
+        resetSession: governed.resetSession === true,
+      });
+    } catch (e) {
+      throw namedParamError(plan, e); // a value PostgreSQL could not read as its parameter's type: 400, naming it
+    }
+    const executed = performance.now();
+    const shaped = shape(plan, result, paging, governed, call.format, ctx.config.maxAnswerBytes);
+    const body = typeof shaped.body === 'string' ? shaped.body : await shaped.body; // xlsx renders asynchronously
+    const rendered = performance.now();
+    counters.rows.inc(shaped.rows);
+    ctx.serialization[call.format].observe((rendered - executed) / 1000);
+    record(
+      ctx.runs,
+      run,
+      caller.name,
+      o.requestId,
+      shaped.rows,
+      Math.round(executed - started),
+      Math.round((rendered - executed) * 10) / 10,
+      governed.masked,
+      null,
+    );
+    let answer: Answer = { status: 200, headers: shaped.headers, body };
+    if (cached) {
+      const meta = { name: s.queryName ?? '', version: s.cache?.version ?? 0, connection: connection.name, format: call.format, page: paging.page };
+      const entry: CachedAnswer = { body: answer.body, headers: answer.headers, etag: etagOf(answer.body), meta };
+      ctx.results.set(cached, entry, ttl);
+      made?.(entry);
+      answer = cacheAnswer(entry, ttl, 'MISS', o.ifNoneMatch);
+    }
+    return answer;
+  } finally {
+    made?.(null); // a run that failed: the calls waiting for it run the statement themselves
   }
-  const executed = performance.now();
-  const shaped = shape(plan, result, paging, governed, call.format, ctx.config.maxAnswerBytes);
-  const body = typeof shaped.body === 'string' ? shaped.body : await shaped.body; // xlsx renders asynchronously
-  const rendered = performance.now();
-  counters.rows.inc(shaped.rows);
-  ctx.serialization[call.format].observe((rendered - executed) / 1000);
-  record(
-    ctx.runs,
-    run,
-    caller.name,
-    o.requestId,
-    shaped.rows,
-    Math.round(executed - started),
-    Math.round((rendered - executed) * 10) / 10,
-    governed.masked,
-    null,
-  );
-  let answer: Answer = { status: 200, headers: shaped.headers, body };
-  if (cached) {
-    const meta = { name: s.queryName ?? '', version: s.cache?.version ?? 0, connection: connection.name, format: call.format, page: paging.page };
-    const entry: CachedAnswer = { body: answer.body, headers: answer.headers, etag: etagOf(answer.body), meta };
-    ctx.results.set(cached, entry, ttl);
-    answer = cacheAnswer(entry, ttl, 'MISS', o.ifNoneMatch);
-  }
-  return answer;
 }
 
 /** Requests rejected by validation are not runs (the contract: they never reached the database). */

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { startTestServer } from '../helpers.js';
+import { pgConnection, startTestServer } from '../helpers.js';
 
 for (const backend of ['memory', 'Redis']) {
   test(`result cache (${backend})`, async () => {
@@ -62,6 +62,41 @@ for (const backend of ['memory', 'Redis']) {
       const fresh = await s.call('GET', path);
       assert.equal(fresh.headers.get('x-cache'), null);
       assert.match(fresh.text, /Changed/);
+    } finally {
+      await s.stop();
+    }
+  });
+}
+
+for (const workers of ['0', '1']) {
+  test(`result cache: the calls that miss an entry together run its statement once (${workers === '0' ? 'inline' : 'an executor'})`, async () => {
+    const s = await startTestServer({ QUERYAPIGATE_WORKERS: workers });
+    try {
+      assert.equal((await s.call('POST', '/api/v1/connections', { body: pgConnection('pg') })).status, 201);
+      const created = await s.call('POST', '/api/v1/queries', {
+        body: {
+          name: 'cached_nap',
+          description: 'sleeps, cached',
+          connection_name: 'pg',
+          sql: 'SELECT pg_sleep(0.3)::text AS slept, :n::int AS n',
+          parameters: { n: 'int' },
+          cache_ttl: 60,
+          publish: true,
+        },
+      });
+      assert.equal(created.status, 201, created.text);
+      assert.equal((await s.call('GET', '/q/cached_nap?n=0')).status, 200); // the plan and the connection ready
+      // Eight callers at once, one entry: the statement runs once, the others wait for its entry.
+      const replies = await Promise.all(Array.from({ length: 8 }, () => s.call('GET', '/q/cached_nap?n=1')));
+      for (const r of replies) assert.deepEqual(r.json, [{ slept: '', n: 1 }], r.text);
+      assert.deepEqual(replies.map((r) => r.headers.get('x-cache')).sort(), ['HIT', 'HIT', 'HIT', 'HIT', 'HIT', 'HIT', 'HIT', 'MISS']);
+      const runs = (await s.call('GET', '/api/v1/history?query=cached_nap&limit=100')).json.items as Array<{ status: string }>;
+      assert.equal(runs.length, 2, 'the first call and one run for the eight (hits are not runs)');
+      // A run that fails gives its waiters nothing: each runs the statement and answers for itself.
+      const failing = await Promise.all(Array.from({ length: 3 }, () => s.call('GET', '/q/cached_nap?n=1&timeout=0.1&page_size=7')));
+      for (const r of failing) assert.equal(r.json.code, 'query_timeout', r.text);
+      const errors = (await s.call('GET', '/api/v1/history?query=cached_nap&status=error&limit=100')).json.items;
+      assert.equal(errors.length, 3, 'each of the three ran the statement');
     } finally {
       await s.stop();
     }
