@@ -59,9 +59,8 @@ export class RunningAnswers {
     });
     this.#running.set(key, made);
     return (entry) => {
-      if (this.#running.get(key) !== made) return;
-      this.#running.delete(key);
-      settle(entry);
+      if (this.#running.get(key) === made) this.#running.delete(key); // not a later run's, for the same key
+      settle(entry); // its own waiters, always (settling twice keeps the first)
     };
   }
 }
