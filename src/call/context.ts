@@ -47,7 +47,7 @@ export interface CallContext {
   /** Answers of versions with a cache_ttl. */
   results: ResultCache;
   /** The cache keys whose statement a call runs now, so the calls that miss together run it once. */
-  running: RunningAnswers;
+  cacheRuns: RunningAnswers;
   /** What the govern stage reads: the write ceiling, schemas, mask traces and the mask secret. */
   governance: Governance;
   /** Per-key and per-key-and-query rate limits, counted in the process-wide shared buckets. */
@@ -193,7 +193,7 @@ export function createCallContext({ config, limiterMemory }: ExecutorData): Call
     source,
     runs,
     results,
-    running: new RunningAnswers(),
+    cacheRuns: new RunningAnswers(),
     governance,
     limits,
     metrics: thread.metrics,

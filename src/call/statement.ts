@@ -71,13 +71,13 @@ export async function runStatement(ctx: CallContext, caller: Caller, call: CallR
   let made: ((entry: CachedAnswer | null) => void) | null = null;
   if (ttl > 0 && s.cache) {
     cached = cacheKey([...s.cache.id, connection.name, connection.updated_at, bound, call.format, paging.page, paging.pageSize, policyFingerprint(caller)]);
-    const hit = (await ctx.results.get(cached)) ?? (await ctx.running.joined(cached));
+    const hit = (await ctx.results.get(cached)) ?? (await ctx.cacheRuns.joined(cached));
     if (hit) {
       ctx.metrics.cacheHits.inc();
       return cacheAnswer(hit, ttl, 'HIT', o.ifNoneMatch);
     }
     ctx.metrics.cacheMisses.inc();
-    made = ctx.running.lead(cached);
+    made = ctx.cacheRuns.lead(cached);
   }
 
   try {

@@ -92,7 +92,7 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
     // TTL ran out under load, every call in flight read it for itself, and the calls queued behind
     // dozens of store reads (p99 at 32 callers 19-42 ms with a 5 s TTL against 11-19 with 60 s:
     // bench/results/levers-2026-12-05-tail). At most one a key, so bounded by the calls in flight.
-    let loading = new Map<string, Promise<T | null>>();
+    const loading = new Map<string, Promise<T | null>>();
     /** The row from the store, kept unless a clear came meanwhile; a stale row when the store cannot be read. */
     const load = async (k: string): Promise<T | null> => {
       const gen = generation;
@@ -133,7 +133,7 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
       clear() {
         cache.clear();
         expired.clear();
-        loading = new Map(); // a read begun before a change is not joined by calls after it
+        loading.clear(); // a read begun before a change is not joined by calls after it
       },
       expire() {
         // At most MAX_ROWS: the cache's rows now, and those of earlier expires not read since.
@@ -142,7 +142,7 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
         for (const k of [...kept.keys()].slice(0, Math.max(0, kept.size - MAX_ROWS))) kept.delete(k);
         expired = kept;
         cache.clear();
-        loading = new Map();
+        loading.clear();
       },
       size: () => cache.size,
     };
