@@ -2,6 +2,8 @@
 // collections do in a window of load. SIGURG opens a window (a GCProfiler, and the main thread's
 // pauses counted from here); SIGUSR2 closes it and writes the window's figures, then those of a full
 // collection, to QAG_GC_PROBE_OUT as JSON. Signals, so that nothing reaches the server's HTTP surface.
+// A process no window was taken of (bench/levers.ts: `NODE_ARGS=--import=<repo>/dist/bench/gcProbe.js`)
+// writes its whole life's pauses there as it exits instead: by kind, count, total, longest, and over 2 ms.
 import { writeFileSync } from 'node:fs';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
@@ -12,15 +14,22 @@ const KINDS: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
   [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
 };
-const pauses: Record<string, { n: number; ms: number }> = {};
+const pauses: Record<string, { n: number; ms: number; maxMs: number; over2ms: number }> = {};
 new PerformanceObserver((list) => {
   for (const e of list.getEntries()) {
     const kind = KINDS[(e as unknown as { detail: { kind: number } }).detail.kind] ?? 'other';
-    pauses[kind] ??= { n: 0, ms: 0 };
-    pauses[kind].n++;
-    pauses[kind].ms += e.duration;
+    pauses[kind] ??= { n: 0, ms: 0, maxMs: 0, over2ms: 0 };
+    const p = pauses[kind];
+    p.n++;
+    p.ms += e.duration;
+    p.maxMs = Math.max(p.maxMs, e.duration);
+    if (e.duration > 2) p.over2ms++;
   }
 }).observe({ entryTypes: ['gc'] });
+let windowed = false;
+process.on('exit', () => {
+  if (!windowed) writeFileSync(OUT, JSON.stringify({ pauses }));
+});
 
 let profiler: v8.GCProfiler | null = null;
 let from: Record<string, { n: number; ms: number }> = {};
@@ -34,6 +43,7 @@ process.on('SIGURG', () => {
 });
 
 process.on('SIGUSR2', () => {
+  windowed = true;
   const events = profiler?.stop()?.statistics ?? [];
   profiler = null;
   // A scavenge's promotion is what the old space gained across it; its survivors, what stayed young.

@@ -64,6 +64,7 @@ export async function startRecorder(
         if (follows()) onEvents(eventRows(runs, first));
       },
       onDropped,
+      true,
     );
     return {
       flush: (executors) => recorder.flushAfter(askExecutors(), executors),

@@ -22,11 +22,18 @@ export interface RecorderSettings extends StoreLocation, LogSettings {
 }
 
 /**
- * The event log is written once this many runs wait (or at each flush interval): on PostgreSQL a COPY of 2,000
- * rows cost the server 2.5 µs a run against an INSERT's 5.1, one of 500 little less than the INSERT (PostgreSQL
- * makes a slot for each of a COPY's first 1,000 rows; bench/results/recorder-2026-12-04-copy-log-*).
+ * The event log is written once this many runs wait (or at each flush interval), on a thread of its own: on
+ * PostgreSQL a COPY of 2,000 rows cost the server 2.5 µs a run against an INSERT's 5.1, one of 500 little less
+ * than the INSERT (PostgreSQL makes a slot for each of a COPY's first 1,000 rows; bench/results/recorder-2026-12-04-copy-log-*).
  */
 const BATCH = 2000;
+/**
+ * On the acceptor's thread (a PostgreSQL store): a batch's runs and their JSON live in the heap every call
+ * shares for the write's dozen turns, and at 2,000 a batch V8's scavenges copied and promoted them: inline p99 at
+ * 32 callers 5.1-6.6 → 4.4-4.7 ms, full collections 7-10 → 3-4 a run, for about 1 µs more of recording a run
+ * (bench/results/levers-2026-12-05-batch, recorder-2026-12-05-batch).
+ */
+const SHARED_BATCH = 500;
 /**
  * History is written once this many runs wait for it (at most half the pending bound), at each flush
  * interval, and whenever asked (a history read, the last flush): fewer, larger transactions. On SQLite
@@ -49,6 +56,7 @@ export class Recorder {
   /** Runs already in the event log whose history is not written yet; written before anything newer. */
   #history: HistoryBatch;
   readonly #historyBatch: number;
+  readonly #batch: number;
   #channel: BroadcastChannel;
   #timer: NodeJS.Timeout;
   #writing: Promise<void> = Promise.resolve();
@@ -77,7 +85,10 @@ export class Recorder {
     readonly settings: RecorderSettings,
     readonly onEvents: (runs: RunRecord[], first: number) => void = () => undefined,
     readonly onDropped: (runs: number) => void = () => undefined,
+    /** Whether it runs on the acceptor's thread (recorder/client.ts `RecorderPlace`). */
+    sharesThread = false,
   ) {
+    this.#batch = sharesThread ? SHARED_BATCH : BATCH;
     this.#channel = channel('runs', settings.home);
     this.#metrics = threadMetrics(true, settings.home, { historyPending: () => this.pending });
     this.#store = attachStore(settings, { readonly: false, max: 2 });
@@ -122,7 +133,7 @@ export class Recorder {
     const room = Math.max(0, this.settings.historyMaxPending - this.pending);
     this.#dropped(m.dropped + Math.max(0, runs.length - room));
     for (let i = 0; i < runs.length && i < room; i++) this.#queue.push(runs[i]);
-    if (this.#queue.length >= BATCH) void this.flush();
+    if (this.#queue.length >= this.#batch) void this.flush();
   }
 
   /**
@@ -152,7 +163,7 @@ export class Recorder {
     try {
       await this.#touchKeys();
       while (this.#queue.length) {
-        const batch = this.#queue.slice(0, BATCH * 5);
+        const batch = this.#queue.slice(0, this.#batch * 5);
         const payloads = await payloadsOf(batch);
         let first: number;
         try {
