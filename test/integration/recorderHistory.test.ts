@@ -34,6 +34,7 @@ function run(i: number): RunRecord {
 async function withRecorder(
   settings: Partial<RecorderSettings>,
   fn: (r: { recorder: Recorder; store: Store; post: (runs: RunRecord[]) => void; events: EventRow[] }) => Promise<void>,
+  sharesThread = false,
 ) {
   const home = mkdtempSync(join(tmpdir(), 'qag-recorder-'));
   const store = await openStore({ home, databaseUrl: null });
@@ -53,6 +54,8 @@ async function withRecorder(
       ...settings,
     },
     (runs, first) => events.push(...eventRows(runs, first)),
+    undefined,
+    sharesThread,
   );
   const runs = channel('runs', home);
   const post = (list: RunRecord[]) => runs.postMessage({ runs: packRuns(list), dropped: 0 } satisfies RunBatch);
@@ -105,4 +108,29 @@ test('history is written at the flush interval without being asked', async () =>
     await until(async () => (await history(store)).length === 2);
     assert.deepEqual(await history(store), ['r1', 'r2']);
   });
+});
+
+test("the event log is written once 2,000 runs wait on the recorder's own thread, 500 on the acceptor's", async () => {
+  const runs = (from: number, n: number) => Array.from({ length: n }, (_, i) => run(from + i));
+  await withRecorder({}, async ({ recorder, post, events }) => {
+    post(runs(0, 500));
+    await until(() => recorder.pending === 500);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(events.length, 0); // no flush interval (60 s) came, and 500 are not enough
+    post(runs(500, 1500));
+    await until(() => events.length === 2000);
+  });
+  await withRecorder(
+    {},
+    async ({ post, events }) => {
+      post(runs(0, 499));
+      post(runs(499, 1));
+      await until(() => events.length === 500);
+      assert.deepEqual(
+        events.map((e) => e.rows),
+        runs(0, 500).map((r) => r.rows),
+      );
+    },
+    true,
+  );
 });
