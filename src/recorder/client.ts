@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { channel, type DrainMessage, type EventRow, type RecorderReply, type RecorderRequest } from '../contract/messages.js';
 import { unpackEvents } from '../contract/runs.js';
-import { Recorder, type RecorderSettings } from './recorder.js';
+import { Recorder, type RecorderPlace, type RecorderSettings } from './recorder.js';
 import { eventRows } from '../store/events.js';
 import { logger } from '../log.js';
 
@@ -29,9 +29,6 @@ export interface RecorderWorkerData {
   settings: RecorderSettings;
   following: SharedArrayBuffer;
 }
-
-/** Where the recorder runs: its own thread, or this one (see serve.ts for which). */
-export type RecorderPlace = 'thread' | 'here';
 
 /**
  * Starts the recorder; resolves once it listens, so executors started after it miss no run. Written
@@ -64,7 +61,7 @@ export async function startRecorder(
         if (follows()) onEvents(eventRows(runs, first));
       },
       onDropped,
-      true,
+      place,
     );
     return {
       flush: (executors) => recorder.flushAfter(askExecutors(), executors),

@@ -49,6 +49,9 @@ const SLICE = 250;
 /** While the store is unavailable, writes are tried again this often (or at the next flush interval, if longer). */
 const RETRY_MS = 500;
 
+/** Where the recorder runs: a thread of its own, or the acceptor's (see serve.ts for which). */
+export type RecorderPlace = 'thread' | 'here';
+
 export class Recorder {
   #store: Store;
   /** Runs taken from executors, oldest first, not yet in the event log. */
@@ -85,10 +88,9 @@ export class Recorder {
     readonly settings: RecorderSettings,
     readonly onEvents: (runs: RunRecord[], first: number) => void = () => undefined,
     readonly onDropped: (runs: number) => void = () => undefined,
-    /** Whether it runs on the acceptor's thread (recorder/client.ts `RecorderPlace`). */
-    sharesThread = false,
+    place: RecorderPlace = 'thread',
   ) {
-    this.#batch = sharesThread ? SHARED_BATCH : BATCH;
+    this.#batch = place === 'here' ? SHARED_BATCH : BATCH;
     this.#channel = channel('runs', settings.home);
     this.#metrics = threadMetrics(true, settings.home, { historyPending: () => this.pending });
     this.#store = attachStore(settings, { readonly: false, max: 2 });

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { channel, type EventRow, type RunBatch, type RunRecord } from '../../src/contract/messages.js';
 import { packRuns } from '../../src/contract/runs.js';
-import { Recorder, type RecorderSettings } from '../../src/recorder/recorder.js';
+import { Recorder, type RecorderPlace, type RecorderSettings } from '../../src/recorder/recorder.js';
 import { openStore, type Store } from '../../src/store/store.js';
 import { eventRows } from '../../src/store/events.js';
 
@@ -34,7 +34,7 @@ function run(i: number): RunRecord {
 async function withRecorder(
   settings: Partial<RecorderSettings>,
   fn: (r: { recorder: Recorder; store: Store; post: (runs: RunRecord[]) => void; events: EventRow[] }) => Promise<void>,
-  sharesThread = false,
+  place: RecorderPlace = 'thread',
 ) {
   const home = mkdtempSync(join(tmpdir(), 'qag-recorder-'));
   const store = await openStore({ home, databaseUrl: null });
@@ -55,7 +55,7 @@ async function withRecorder(
     },
     (runs, first) => events.push(...eventRows(runs, first)),
     undefined,
-    sharesThread,
+    place,
   );
   const runs = channel('runs', home);
   const post = (list: RunRecord[]) => runs.postMessage({ runs: packRuns(list), dropped: 0 } satisfies RunBatch);
@@ -131,6 +131,6 @@ test("the event log is written once 2,000 runs wait on the recorder's own thread
         runs(0, 500).map((r) => r.rows),
       );
     },
-    true,
+    'here',
   );
 });
