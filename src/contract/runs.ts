@@ -125,7 +125,8 @@ export function unpackEvents(p: PackedRuns): EventRow[] {
   return out;
 }
 
-function hasExtra(run: RunRecord): boolean {
+/** Whether the run has any of the optional fields (error, code, masked, an ad-hoc run's sql and params). */
+export function hasExtra(run: RunRecord): boolean {
   return (
     run.error !== undefined ||
     run.code !== undefined ||

@@ -21,8 +21,9 @@
 //     snapshot could fill.
 // Retention: a segment is dropped (DROP TABLE) only when its newest event was written more than retentionS ago,
 //   measured with `now` of the expiring process, so every event stays at least retentionS (given clocks that agree).
-import { copyData, copyField, nextPiece, valuesList, type SqlDb } from './sql.js';
+import { copyData, copyField, copyJson, nextPiece, valuesList, type SqlDb } from './sql.js';
 import type { EventRow, RunRecord } from '../contract/messages.js';
+import { hasExtra } from '../contract/runs.js';
 
 export interface EventReadOptions {
   /** Events with an id above this one (default 0: from the oldest kept). */
@@ -420,7 +421,7 @@ function split(runs: RunRecord[], payloads: string[]): Columns {
 function copyText(lo: number, c: Columns): Iterable<Buffer> {
   return copyData(
     c.e.length,
-    (i) => `${lo + i}\t${copyField(c.e[i])}\t${copyField(c.q[i])}\t${copyField(c.k[i])}\t${copyField(c.s[i])}\t${copyField(c.p[i])}\n`,
+    (i) => `${lo + i}\t${copyField(c.e[i])}\t${copyField(c.q[i])}\t${copyField(c.k[i])}\t${copyField(c.s[i])}\t${copyJson(c.p[i])}\n`,
   );
 }
 
@@ -429,9 +430,18 @@ function copyText(lo: number, c: Columns): Iterable<Buffer> {
  * (store.ts), so the recorder makes it once for both writes. Never holds a raw newline.
  */
 export function payloadJson(run: RunRecord & { id?: number }): string {
-  const { id, executed_at, query, key_name, status, ...rest } = run;
-  return JSON.stringify(rest);
+  if (hasExtra(run)) {
+    const { id, executed_at, query, key_name, status, ...rest } = run;
+    return JSON.stringify(rest);
+  }
+  // Nearly every run has only the fixed fields: written one by one, in the order unpackRuns gives them (so the text is
+  // the one JSON.stringify makes of the rest), 0.2 µs a run against the rest's copy and its JSON.stringify's 0.8.
+  return `{"version":${jsonNumber(run.version)},"kind":${JSON.stringify(run.kind)},"connection_name":${jsonText(run.connection_name)},"request_id":${JSON.stringify(run.request_id)},"rows":${jsonNumber(run.rows)},"duration_ms":${jsonNumber(run.duration_ms)},"serialization_ms":${jsonNumber(run.serialization_ms)},"transport":${JSON.stringify(run.transport)}}`;
 }
+
+/** A number as JSON.stringify writes it (null, NaN and the infinities as null). */
+const jsonNumber = (n: number | null): string => (n !== null && Number.isFinite(n) ? `${n}` : 'null');
+const jsonText = (s: string | null): string => (s === null ? 'null' : JSON.stringify(s));
 
 /**
  * The runs as events, with ids from `first` on in their order (as appendRuns gives them): copies, the runs themselves

@@ -429,6 +429,14 @@ export function copyField(v: string | null): string {
   return COPY_SPECIAL.test(v) ? v.replace(COPY_SPECIALS, (ch) => COPY_ESCAPES[ch]) : v;
 }
 
+/**
+ * JSON text as a field of COPY's text format: JSON.stringify writes tabs, newlines and carriage returns escaped, so
+ * only its backslashes need doubling; looking for one is a fifth of copyField's test on a run's payload.
+ */
+export function copyJson(json: string): string {
+  return json.includes('\\') ? json.replaceAll('\\', '\\\\') : json;
+}
+
 /** The size of copyData's pieces: under glibc's mmap threshold, so each reuses freed memory instead of faulting in fresh pages. */
 const COPY_PIECE = 64 * 1024;
 /**

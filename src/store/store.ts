@@ -8,7 +8,7 @@ import { AuditStore } from './audit.js';
 import { InstanceStore } from './instances.js';
 import { migrate } from './migrations.js';
 import { payloadJson, runOf } from './events.js';
-import { causeOf, copyData, copyField, nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
+import { causeOf, copyData, copyField, copyJson, nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
 import type { ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, RoleRow, VersionFields, VersionRow } from './types.js';
 
 export const STORE_FILE = 'queryapigate.db';
@@ -801,7 +801,7 @@ async function historyPg(t: SqlDb, versions: Map<string, VersionRuns>, keep: num
     copyData(
       rows[0].length,
       (r) =>
-        `${copyField(rows[0][r])}\t${rows[1][r]}\t${rows[2][r]}\t${rows[3][r]}\t${copyField(rows[4][r])}\t${copyField(rows[5][r])}\t${copyField(rows[6][r])}\t${copyField(rows[7][r])}\n`,
+        `${copyField(rows[0][r])}\t${rows[1][r]}\t${rows[2][r]}\t${rows[3][r]}\t${copyField(rows[4][r])}\t${copyField(rows[5][r])}\t${copyField(rows[6][r])}\t${copyJson(rows[7][r])}\n`,
     ),
   );
   let n = 0;

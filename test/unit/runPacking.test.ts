@@ -1,11 +1,14 @@
 // Tests for runs as they cross to the recorder thread: packed (contract/runs.ts) and unpacked to the
 // same records, field order included (history and the event log keep their JSON), through a real
-// BroadcastChannel from a RunBatcher that stays bounded and counts what it refuses.
+// BroadcastChannel from a RunBatcher that stays bounded and counts what it refuses; and a run's
+// payload JSON, as the event log and history keep it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { channel, type EventRow, type RunBatch, type RunRecord } from '../../src/contract/messages.js';
 import { packRuns, unpackEvents, unpackRuns } from '../../src/contract/runs.js';
 import { RunBatcher } from '../../src/recorder/batcher.js';
+import { payloadJson } from '../../src/store/events.js';
+import { copyField, copyJson } from '../../src/store/sql.js';
 
 const saved: RunRecord = {
   query: 'films',
@@ -91,4 +94,30 @@ test('the batcher posts its runs packed, holds at most its bound and counts the 
   assert.equal(got[0].final, true);
   assert.deepEqual(unpackRuns(got[1].runs), [failed]);
   assert.equal(got[1].dropped, 0);
+});
+
+test("a run's payload (payloadJson) is the text JSON.stringify makes of its other fields, every shape alike", () => {
+  const odd: RunRecord = {
+    ...saved,
+    connection_name: 'ware"house\\\n\u2028é',
+    request_id: 'r\t5',
+    transport: 'mcp',
+    rows: 0,
+    duration_ms: -0,
+    serialization_ms: 1e21,
+  };
+  const nulls: RunRecord = { ...saved, version: null, connection_name: null, rows: null, duration_ms: Number.NaN, serialization_ms: Infinity };
+  const runs = [saved, failed, adhoc, odd, nulls, { ...saved, kind: 'adhoc' as const, duration_ms: 0.1 + 0.2 }];
+  for (const run of [...runs, ...unpackRuns(packRuns(runs)), ...runs.map((r, i) => ({ ...r, id: i + 1 }))]) {
+    const { id, executed_at, query, key_name, status, ...rest } = run as RunRecord & { id?: number };
+    assert.equal(payloadJson(run), JSON.stringify(rest));
+  }
+});
+
+test('a JSON text goes into COPY as copyField puts any text', () => {
+  const texts = ['plain', 'quote " and backslash \\', 'tab\tnew\nline\rreturn', '\\\\N', 'é \u2028 \u0000', ''];
+  for (const t of texts) {
+    const json = JSON.stringify({ t, more: [t] });
+    assert.equal(copyJson(json), copyField(json));
+  }
 });
