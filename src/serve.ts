@@ -21,6 +21,7 @@ import { createDispatcher } from './http/dispatch.js';
 import { EventHub } from './http/events.js';
 import { processMetrics } from './metrics/metrics.js';
 import { startRecorder } from './recorder/client.js';
+import { batchScheduling } from './scheduling.js';
 import { configureLogs, logger, SERVER_LOG_FD } from './log.js';
 import { type ChangeFeed, startChangeFeed } from './store/changes.js';
 import { describeStore } from './store/describe.js';
@@ -56,6 +57,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
   if (!process.execArgv.some((a) => a.startsWith('--heap-growing-percent'))) v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
   configureLogs(config, SERVER_LOG_FD);
   const log = logger('serve');
+  // Before any thread of ours starts (the recorder's, the executors): they inherit the policy.
+  if (config.batchScheduling && process.platform === 'linux') {
+    const whyNot = batchScheduling();
+    if (whyNot) log.warn(`scheduling: the threads keep the policy they started with (${whyNot}); QUERYAPIGATE_BATCH_SCHEDULING=0 says not to try`);
+    else log.info('scheduling: every thread under SCHED_BATCH (QUERYAPIGATE_BATCH_SCHEDULING)');
+  }
   const store = await openStore(config).catch((e: Error) => {
     const setting = config.databaseUrl ? 'QUERYAPIGATE_DATABASE_URL' : `QUERYAPIGATE_HOME (${config.home})`;
     throw new ConfigError([`${setting}: the store could not be opened: ${e.message}`]);

@@ -1,7 +1,8 @@
 // The server as a process: SIGTERM finishes calls in flight and flushes history before exiting 0,
-// and a store written by a newer release is refused at startup with a clear message.
+// a store written by a newer release is refused at startup with a clear message, and the threads run
+// under the scheduling policy the server sets.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -84,6 +85,48 @@ test("V8 flags on node's command line: the server starts with executor threads a
     }
   } finally {
     rmSync(home, { recursive: true, force: true });
+  }
+});
+
+/** The scheduling policy of each thread of process `pid` (0 SCHED_OTHER, 3 SCHED_BATCH): /proc/<pid>/task/<tid>/stat's 41st field. */
+function threadPolicies(pid: number | 'self'): number[] {
+  return readdirSync(`/proc/${pid}/task`).map((tid) => {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]); // fields from the 3rd on
+  });
+}
+
+test('every thread of the server runs under SCHED_BATCH, the executors and the recorder too; with QUERYAPIGATE_BATCH_SCHEDULING=0 none is changed', async () => {
+  const own = threadPolicies('self')[0];
+  for (const batch of [true, false]) {
+    const home = mkdtempSync(join(tmpdir(), 'qag-sched-'));
+    try {
+      const p = startProcess({
+        QUERYAPIGATE_HOME: home,
+        QUERYAPIGATE_PORT: '0',
+        QUERYAPIGATE_API_KEY: ADMIN_KEY,
+        QUERYAPIGATE_WORKERS: '2',
+        QUERYAPIGATE_LOAD_EXAMPLES: '1',
+        QUERYAPIGATE_BATCH_SCHEDULING: batch ? '1' : '0',
+      });
+      const url = await p.listening;
+      try {
+        // A call on each executor's way, so the threads started on demand exist too.
+        for (let i = 0; i < 4; i++) {
+          const r = await request(url, 'POST', '/execute_sql', { key: ADMIN_KEY, body: { sql: 'SELECT 1 AS one', connection_name: 'examples' } });
+          assert.equal(r.status, 200, r.text);
+        }
+        const policies = threadPolicies(p.child.pid!);
+        assert.ok(policies.length >= 5, `threads: ${policies.length}`); // the acceptor, 2 executors, the recorder, V8's helpers
+        assert.deepEqual(new Set(policies), new Set([batch ? 3 : own]));
+        assert.equal(/scheduling: every thread under SCHED_BATCH/.test(p.output()), batch);
+      } finally {
+        p.child.kill('SIGTERM');
+        assert.equal(await p.exited, 0);
+      }
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   }
 });
 
