@@ -1,10 +1,17 @@
 // NOT A PRODUCT: a hand-written floor for bench/oltp.ts. node:http + postgres.js in one process,
 // answering only GET /q/account?aid=N with the same lookup the gateway serves, no key, no record.
 // Clients with max: 1, used in turn (DESIGN's postgres.js trap: never one client with 32 in flight).
-//   node dist/bench/floor.js [postgres://postgres@127.0.0.1:5432/qag_oltp_bench] [clients=8]
+//   node dist/bench/floor.js [postgres://postgres@127.0.0.1:5432/qag_oltp_bench] [clients=8] [batch]
+// `batch`: every thread under SCHED_BATCH first, as the gateway runs its own (src/scheduling.ts).
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import postgres from 'postgres';
+import { batchScheduling } from '../src/scheduling.js';
+
+if (process.argv[4] === 'batch') {
+  const whyNot = batchScheduling();
+  if (whyNot) throw new Error(`SCHED_BATCH: ${whyNot}`);
+}
 
 const url = process.argv[2] ?? 'postgres://postgres@127.0.0.1:5432/qag_oltp_bench';
 const clients = Array.from({ length: Number(process.argv[3] ?? 8) }, () =>

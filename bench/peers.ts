@@ -1,12 +1,12 @@
 // The gateway next to its peers on one lookup: pgbench's accounts by aid on PostgreSQL. In the same
 // interleaved rounds: the database alone (pgbench -S, prepared), the hand-written floor (bench/floor.ts,
-// not a product), this gateway inline (QUERYAPIGATE_WORKERS=0) and pooled (=1), Platformatic DB 2
+// not a product; floor-batch: the same with its threads under SCHED_BATCH, as the gateway's), this gateway inline (QUERYAPIGATE_WORKERS=0) and pooled (=1), Platformatic DB 2
 // (REST) and PostGraphile 4.14 (GraphQL). Then the same lookup on MariaDB: the gateway inline next to
 // its own floor (bench/floorMysql.ts). The peers are installed from bench/peers/package-lock.json with
 // `npm ci` into a folder cached by the lock's hash, never into the project.
 //
 //   npm run build && node dist/bench/peers.js [--seconds 10] [--rounds 3] [--callers 1,32]
-//        [--only pgbench,floor,inline,pooled,platformatic,postgraphile,floor-my,inline-my] [--drift] [--name peers]
+//        [--only pgbench,floor,floor-batch,inline,pooled,platformatic,postgraphile,floor-my,inline-my] [--drift] [--name peers]
 //
 // One server at a time: each cell starts its server, runs every caller count (a warm-up, then the
 // measured window), reads its RSS, stops it. The order rotates from round to round. Ratios to the
@@ -26,7 +26,7 @@ import { fmt, freshDatabase, median, range, countEvents, spawnListening, startGa
 import { installedVersion, installLocked, runCommand as run } from './locked.js';
 import { treeCpuSeconds, treeRssMiB } from './processTree.js';
 
-const ALL_CELLS = ['pgbench', 'floor', 'inline', 'pooled', 'platformatic', 'postgraphile', 'floor-my', 'inline-my'] as const;
+const ALL_CELLS = ['pgbench', 'floor', 'floor-batch', 'inline', 'pooled', 'platformatic', 'postgraphile', 'floor-my', 'inline-my'] as const;
 type CellId = (typeof ALL_CELLS)[number];
 
 const { values } = parseArgs({
@@ -197,6 +197,16 @@ const CELLS: Cell[] = [
     start: () => spawnListening([FLOOR, BENCH_URL, '8']),
     load: (url) => ({ randRegexUrl: `${url}/q/account\\?aid=${AID}` }),
     smoke: async (url) => expect200(await fetch(`${url}/q/account?aid=7`), 'floor', hasAid7),
+  },
+  {
+    // The gateway puts its threads under SCHED_BATCH (QUERYAPIGATE_BATCH_SCHEDULING); so does this floor, for comparing like with like.
+    id: 'floor-batch',
+    label: 'floor under SCHED_BATCH, as the gateway runs (not a product)',
+    floor: 'floor',
+    db: 'PostgreSQL',
+    start: () => spawnListening([FLOOR, BENCH_URL, '8', 'batch']),
+    load: (url) => ({ randRegexUrl: `${url}/q/account\\?aid=${AID}` }),
+    smoke: async (url) => expect200(await fetch(`${url}/q/account?aid=7`), 'floor-batch', hasAid7),
   },
   gatewayCell('inline', 'QueryAPIGate, inline (WORKERS=0)', '0', 'account', 'floor', 'PostgreSQL'),
   gatewayCell('pooled', 'QueryAPIGate, pooled (WORKERS=1)', '1', 'account', 'floor', 'PostgreSQL'),
@@ -559,7 +569,8 @@ other work that ran meanwhile (the load average shows it), so read the ratios wi
   processes right after the last window of that caller count. wrk and the database are not counted.
 - **pgbench**: \`pgbench -n -S -M prepared -c N -j min(N,2) -T ${seconds}\`, the database alone, in the same rounds.
 - **floor** (\`bench/floor.ts\`, not a product): node:http + postgres.js, 8 clients with max: 1 used in
-  turn, the same lookup, no key, no record. **floor-my** (\`bench/floorMysql.ts\`, not a product):
+  turn, the same lookup, no key, no record. **floor-batch**: the same, every thread of it under SCHED_BATCH (as the
+  gateway runs its own by default, \`QUERYAPIGATE_BATCH_SCHEDULING\`). **floor-my** (\`bench/floorMysql.ts\`, not a product):
   node:http + mysql2, one pool of 10 connections, \`pool.execute\`.
 - **QueryAPIGate**: this commit's \`dist/src/main.js serve\`, a saved query \`account\` (and \`my_account\`
   on MariaDB) called as \`GET /q/account?aid=N\` with a plain key (no governance), the store in a
