@@ -188,26 +188,23 @@ function gatewayCell(id: CellId, label: string, workers: string, query: string, 
 const GRAPHQL = 'query($aid:Int!){pgbenchAccountByAid(aid:$aid){aid bid abalance}}';
 const graphqlBody = (aidLua: string) => `'{"query":"${GRAPHQL.replace(/"/g, '\\"')}","variables":{"aid":' .. ${aidLua} .. '}}'`;
 
+/** The hand-written floor (bench/floor.ts); `extra`: its further arguments. */
+function floorCell(id: 'floor' | 'floor-batch', label: string, extra: string[] = []): Cell {
+  return {
+    id,
+    label,
+    floor: 'floor',
+    db: 'PostgreSQL',
+    start: () => spawnListening([FLOOR, BENCH_URL, '8', ...extra]),
+    load: (url) => ({ randRegexUrl: `${url}/q/account\\?aid=${AID}` }),
+    smoke: async (url) => expect200(await fetch(`${url}/q/account?aid=7`), id, hasAid7),
+  };
+}
+
 const CELLS: Cell[] = [
-  {
-    id: 'floor',
-    label: 'floor: node:http + postgres.js (not a product)',
-    floor: 'floor',
-    db: 'PostgreSQL',
-    start: () => spawnListening([FLOOR, BENCH_URL, '8']),
-    load: (url) => ({ randRegexUrl: `${url}/q/account\\?aid=${AID}` }),
-    smoke: async (url) => expect200(await fetch(`${url}/q/account?aid=7`), 'floor', hasAid7),
-  },
-  {
-    // The gateway puts its threads under SCHED_BATCH (QUERYAPIGATE_BATCH_SCHEDULING); so does this floor, for comparing like with like.
-    id: 'floor-batch',
-    label: 'floor under SCHED_BATCH, as the gateway runs (not a product)',
-    floor: 'floor',
-    db: 'PostgreSQL',
-    start: () => spawnListening([FLOOR, BENCH_URL, '8', 'batch']),
-    load: (url) => ({ randRegexUrl: `${url}/q/account\\?aid=${AID}` }),
-    smoke: async (url) => expect200(await fetch(`${url}/q/account?aid=7`), 'floor-batch', hasAid7),
-  },
+  floorCell('floor', 'floor: node:http + postgres.js (not a product)'),
+  // The gateway puts its threads under SCHED_BATCH (QUERYAPIGATE_BATCH_SCHEDULING); so does this floor, for comparing like with like.
+  floorCell('floor-batch', 'floor under SCHED_BATCH, as the gateway runs (not a product)', ['batch']),
   gatewayCell('inline', 'QueryAPIGate, inline (WORKERS=0)', '0', 'account', 'floor', 'PostgreSQL'),
   gatewayCell('pooled', 'QueryAPIGate, pooled (WORKERS=1)', '1', 'account', 'floor', 'PostgreSQL'),
   {
