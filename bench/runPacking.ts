@@ -1,13 +1,12 @@
 // The crossing alone, in one thread: CPU per run to serialize and deserialize a batch of 512 runs (what
-// postMessage and the receiving thread do) as objects, against packed (contract/runs.ts: packing, each run's payload
-// JSON made and encoded, then serializing; deserializing, all the recorder does to take a batch: it writes from the
-// packed form). Rounds alternate the two; the last rounds are printed.
+// postMessage and the receiving thread do) as objects, against packed (contract/runs.ts: packing, then
+// serializing; deserializing, then unpacking). Rounds alternate the two; the last rounds are printed.
 //
 //   node dist/bench/runPacking.js [--rounds 6]
 import { parseArgs } from 'node:util';
 import { deserialize, serialize } from 'node:v8';
 import type { RunRecord } from '../src/contract/messages.js';
-import { packRuns, RunPacker } from '../src/contract/runs.js';
+import { packRuns, RunPacker, unpackRuns } from '../src/contract/runs.js';
 
 const { values: args } = parseArgs({ options: { rounds: { type: 'string', default: '6' } } });
 const BATCH = 512;
@@ -51,7 +50,7 @@ for (let r = 1; r <= Number(args.rounds); r++) {
       for (const x of runs) packer.add(x);
       serialize({ runs: packer.take() });
     }),
-    usPerRun(() => deserialize(asPacked)),
+    usPerRun(() => unpackRuns(deserialize(asPacked).runs)),
   ];
-  console.log(`round ${r}: objects: send ${objects[0]}, receive ${objects[1]} | packed: pack and send ${packed[0]}, receive ${packed[1]}`);
+  console.log(`round ${r}: objects: send ${objects[0]}, receive ${objects[1]} | packed: pack and send ${packed[0]}, receive and unpack ${packed[1]}`);
 }

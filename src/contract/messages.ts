@@ -90,23 +90,21 @@ export interface EventRow extends RunRecord {
 }
 
 /**
- * Runs packed for the crossing (contract/runs.ts packs and reads them): `cells` holds a fixed count of numbers per
- * run (RunCell), text cells an index into `texts`; each run's payload (payloadJson) is UTF-8 in `payloads`.
+ * Runs (or events, with `ids`) packed column by column for the crossing (contract/runs.ts packs and
+ * unpacks them): `cells` holds a fixed count of numbers per run, text cells an index into `texts`.
  */
 export interface PackedRuns {
-  /** Runs in the batch (a reader may lower it to keep only the first ones). */
   n: number;
-  /** Each distinct text of the batch once (queries, keys, timestamps); text cells hold its index, -1 for null. */
+  /** Each distinct text of the batch once (request ids as they come); text cells hold its index, -1 for null. */
   texts: string[];
   cells: Float64Array;
-  payloads: Uint8Array;
-  /** Whether any payload holds a backslash (COPY's text doubles them; nearly no batch has one). */
-  backslashes: boolean;
+  /** Events only: each run's event id. */
+  ids?: Float64Array;
 }
 
 /** What an executor posts on 'runs'; `final` marks its last batch before shutdown. */
 export interface RunBatch {
-  /** The runs, packed (contract/runs.ts): typed arrays and the batch's distinct texts clone far cheaper than objects. */
+  /** The runs, packed (contract/runs.ts): one typed array and the batch's distinct texts clone far cheaper than objects. */
   runs: PackedRuns;
   /** Runs the executor could not hold (its batch was full), counted as dropped. */
   dropped: number;
@@ -129,8 +127,8 @@ export type RecorderRequest =
 export type RecorderReply =
   | { kind: 'ready' }
   | { kind: 'done'; id: number }
-  /** Runs written to the event log, for the live /events streams: the batches as they came, ids from `first` on. */
-  | { kind: 'events'; runs: PackedRuns[]; first: number }
+  /** Runs written to the event log (packed, with their ids), for the live /events streams. */
+  | { kind: 'events'; events: PackedRuns }
   /** Runs dropped (a batch beyond the bound), for GET /api/v1/alerts (history_dropped); rare by nature. */
   | { kind: 'dropped'; runs: number };
 

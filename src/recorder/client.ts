@@ -7,6 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { channel, type DrainMessage, type EventRow, type RecorderReply, type RecorderRequest } from '../contract/messages.js';
 import { unpackEvents } from '../contract/runs.js';
 import { Recorder, type RecorderPlace, type RecorderSettings } from './recorder.js';
+import { eventRows } from '../store/events.js';
 import { logger } from '../log.js';
 
 const ENTRY = fileURLToPath(new URL('../../workers/recorder.js', import.meta.url));
@@ -57,7 +58,7 @@ export async function startRecorder(
     const recorder = new Recorder(
       settings,
       (runs, first) => {
-        if (follows()) onEvents(unpackEvents(runs, first));
+        if (follows()) onEvents(eventRows(runs, first));
       },
       onDropped,
       place,
@@ -77,7 +78,7 @@ export async function startRecorder(
     worker.once('error', reject);
     worker.on('message', (m: RecorderReply) => {
       if (m.kind === 'events') {
-        if (follows()) onEvents(unpackEvents(m.runs, m.first)); // (those written before the last stream closed are not)
+        if (follows()) onEvents(unpackEvents(m.events)); // (those written before the last stream closed are not)
       } else if (m.kind === 'dropped') onDropped(m.runs);
       else if (m.kind === 'ready') resolve();
       else {

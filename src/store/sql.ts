@@ -19,8 +19,8 @@ export interface SqlDb {
   tx<T>(fn: (db: SqlDb) => Promise<T>): Promise<T>;
   /**
    * PostgreSQL, inside tx only: `COPY <table> (<columns>) FROM STDIN` with `data` in COPY's text format
-   * (CopyText's pieces). The cheapest way in for many rows (the event log's, history's).
-   * A piece is sent each turn of the event loop, and `data` asked for the next only then (a CopyText writer makes it then).
+   * (copyData's pieces, copyField). The cheapest way in for many rows (the event log's, history's).
+   * A piece is sent each turn of the event loop, and `data` asked for the next only then (copyData makes it then).
    */
   copyIn(statement: string, data: Iterable<Uint8Array>): Promise<void>;
   close(): Promise<void>;
@@ -274,7 +274,7 @@ export function openPostgres(url: string, opts: PostgresStoreOptions = {}): SqlD
         for (const piece of data) {
           if (stream.destroyed) break; // failed: finished() says why
           stream.write(piece); // a CopyData message
-          await nextTurn(); // the calls waiting meanwhile go first (CopyText)
+          await nextTurn(); // the calls waiting meanwhile go first (copyData)
         }
         stream.end();
         await finished(stream);
@@ -429,87 +429,35 @@ export function copyField(v: string | null): string {
   return COPY_SPECIAL.test(v) ? v.replace(COPY_SPECIALS, (ch) => COPY_ESCAPES[ch]) : v;
 }
 
-/** The size of CopyText's pieces: under glibc's mmap threshold, so each reuses freed memory instead of faulting in fresh pages. */
-const COPY_PIECE = 64 * 1024;
-const TAB = 0x09;
-const NEWLINE = 0x0a;
-const BACKSLASH = 0x5c;
-
 /**
- * Lines of COPY text written field by field into pieces of about COPY_PIECE bytes: a writer (the event log's, history's)
- * makes a line's fields with the methods below after `line` made room for it, and yields each piece `line` or `rest`
- * hands back. Made as generators, so copyIn asks for a piece a turn of the event loop at a time and a batch's text
- * (2,000 events, 5,000 history rows) is made between calls instead of holding the acceptor's thread 1-5 ms at once,
- * which every call in flight waited out (bench/results/threads-2026-12-04-sliced). Bytes, not strings: a run's payload
- * comes as UTF-8 from where it ran (contract/runs.ts) and goes in as it is, its backslashes doubled; one buffer of a
- * whole batch was fresh memory every batch, faulted in page by page (postgres.js still copies each piece into its own).
+ * JSON text as a field of COPY's text format: JSON.stringify writes tabs, newlines and carriage returns escaped, so
+ * only its backslashes need doubling; looking for one is a fifth of copyField's test on a run's payload.
  */
-export class CopyText {
-  #buf = Buffer.allocUnsafe(COPY_PIECE);
-  #at = 0;
-
-  /** Makes room for a line of at most `bytes`; hands back the full piece to send when it starts a new one. */
-  line(bytes: number): Buffer | null {
-    if (this.#buf.length - this.#at >= bytes) return null;
-    const piece = this.rest();
-    this.#buf = Buffer.allocUnsafe(Math.max(COPY_PIECE, bytes));
-    this.#at = 0;
-    return piece;
-  }
-
-  /** The piece written so far (null when empty); the writer goes on in the same buffer only after `line`. */
-  rest(): Buffer | null {
-    return this.#at > 0 ? this.#buf.subarray(0, this.#at) : null;
-  }
-
-  /** A text already escaped (copyField), at most 3 bytes a UTF-16 unit. */
-  text(escaped: string): void {
-    this.#at += this.#buf.write(escaped, this.#at);
-  }
-
-  /** Bytes already escaped (a text's copyField, encoded once for many lines). */
-  bytes(b: Uint8Array): void {
-    this.#buf.set(b, this.#at);
-    this.#at += b.length;
-  }
-
-  /** A non-negative integer, in decimal. */
-  int(n: number): void {
-    if (n < 10) {
-      this.#buf[this.#at++] = 0x30 + n;
-      return;
-    }
-    this.#at += this.#buf.write(`${n}`, this.#at, 'latin1');
-  }
-
-  /**
-   * JSON's UTF-8 bytes src[from, to) as a field: JSON.stringify writes tabs, newlines and carriage returns escaped, so
-   * only backslashes need doubling (at most twice the bytes), and only when `backslashes` (the source may hold one).
-   */
-  json(src: Uint8Array, from: number, to: number, backslashes: boolean): void {
-    const buf = this.#buf;
-    if (!backslashes) {
-      buf.set(src.subarray(from, to), this.#at);
-      this.#at += to - from;
-      return;
-    }
-    let at = this.#at;
-    for (let i = from; i < to; i++) {
-      const b = src[i];
-      buf[at++] = b;
-      if (b === BACKSLASH) buf[at++] = BACKSLASH;
-    }
-    this.#at = at;
-  }
-
-  tab(): void {
-    this.#buf[this.#at++] = TAB;
-  }
-
-  end(): void {
-    this.#buf[this.#at++] = NEWLINE;
-  }
+export function copyJson(json: string): string {
+  return json.includes('\\') ? json.replaceAll('\\', '\\\\') : json;
 }
 
-/** Bytes a text takes in a COPY line at most, escaped (copyField) and encoded. */
-export const copyBytes = (s: string | null): number => (s === null ? 2 : 3 * s.length);
+/** The size of copyData's pieces: under glibc's mmap threshold, so each reuses freed memory instead of faulting in fresh pages. */
+const COPY_PIECE = 64 * 1024;
+/**
+ * `rows` lines of COPY text (each `line(i)`, ending in a newline) encoded as they are made into pieces of about
+ * COPY_PIECE bytes, each made when asked for: copyIn asks a turn of the event loop at a time, so a batch's text
+ * (2,000 events, 5,000 history rows) is made between calls instead of holding the acceptor's thread 1-5 ms at once,
+ * which every call in flight waited out (bench/results/threads-2026-12-04-sliced). One string of all the lines cost
+ * several times more to flatten and encode (about 0.85 against 0.2 µs a row), and one buffer of all of them was
+ * fresh memory every batch, faulted in page by page (postgres.js still copies each piece into a buffer of its own).
+ */
+export function* copyData(rows: number, line: (i: number) => string): Generator<Buffer> {
+  let buf = Buffer.allocUnsafe(COPY_PIECE);
+  let at = 0;
+  for (let i = 0; i < rows; i++) {
+    const text = line(i);
+    if (buf.length - at < text.length * 3) {
+      if (at > 0) yield buf.subarray(0, at);
+      buf = Buffer.allocUnsafe(Math.max(COPY_PIECE, text.length * 3));
+      at = 0;
+    }
+    at += buf.write(text, at);
+  }
+  if (at > 0) yield buf.subarray(0, at);
+}

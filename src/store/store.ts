@@ -2,14 +2,13 @@
 // keys, run history) on either engine. Rows are validated by the API layer before they get here.
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { EventRow, PackedRuns } from '../contract/messages.js';
-import { packRuns, payloadEnd, payloadStart, payloadText, RunCell, runIsAdhoc, runStatus, runText, runVersion } from '../contract/runs.js';
+import type { EventRow, RunRecord } from '../contract/messages.js';
 import { AdminStore } from './admins.js';
 import { AuditStore } from './audit.js';
 import { InstanceStore } from './instances.js';
 import { migrate } from './migrations.js';
-import { runOf } from './events.js';
-import { causeOf, CopyText, copyBytes, copyField, nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
+import { payloadJson, runOf } from './events.js';
+import { causeOf, copyData, copyField, copyJson, nextPiece, openPostgres, openSqlite, valuesList, type SqlDb } from './sql.js';
 import type { ConnectionRow, HistoryEntry, HistoryFilter, KeyGrants, KeyRow, QueryRow, RoleRow, VersionFields, VersionRow } from './types.js';
 
 export const STORE_FILE = 'queryapigate.db';
@@ -497,12 +496,11 @@ export class Store {
    * ring of `keep` slots, in one transaction. A version's counter gives each run its number; run n goes
    * to slot n % keep, overwriting the oldest. Only the newest `keep` of a batch are written at all.
    * Runs of a query deleted meanwhile are skipped. Rings were sized for `keep` by resizeRings. An entry is the
-   * run's payloadJson (its event's payload, packed with it): query, executed_at, status and key have columns.
+   * run's payloadJson (its event's payload, given by the recorder): query, executed_at, status and key have columns.
    */
-  async writeRuns(runs: EventRow[], keep: number, adhocKeep = ADHOC_KEEP_DEFAULT): Promise<number> {
+  async writeRuns(runs: EventRow[], keep: number, adhocKeep = ADHOC_KEEP_DEFAULT, payloads: string[] = runs.map(payloadJson)): Promise<number> {
     const batch = new HistoryBatch(keep, adhocKeep);
-    const packed = packRuns(runs);
-    for (let i = 0; i < runs.length; i++) batch.add(packed, i, runs[i].id);
+    for (let i = 0; i < runs.length; i++) batch.add(runs[i], runs[i].id, payloads[i]);
     return this.writeHistory(batch);
   }
 
@@ -631,16 +629,17 @@ async function trimAdhoc(t: SqlDb, keep: number): Promise<void> {
   ]);
 }
 /**
- * Runs as the ring's columns, oldest first: each as its event id and its place in the packed batch it came in
- * (contract/runs.ts), which holds the rest, its entry (payloadJson) as bytes. No run object is held, as a held run
- * outlives V8's young generation and would be copied into the old one.
+ * Runs as the ring's columns, oldest first, with their entries (payloadJson): no run object is held, as a held
+ * run outlives V8's young generation and would be copied into the old one.
  */
 interface KeptRuns {
   ids: number[];
-  packs: PackedRuns[];
-  runs: number[];
+  at: string[];
+  status: string[];
+  keys: Array<string | null>;
+  entries: string[];
 }
-const keptRuns = (): KeptRuns => ({ ids: [], packs: [], runs: [] });
+const keptRuns = (): KeptRuns => ({ ids: [], at: [], status: [], keys: [], entries: [] });
 
 /** A version's runs in a HistoryBatch: how many, and the newest of them. */
 interface VersionRuns extends KeptRuns {
@@ -660,48 +659,44 @@ export class HistoryBatch {
   size = 0;
   readonly versions = new Map<string, VersionRuns>();
   readonly adhoc: KeptRuns = keptRuns();
-  /** The version the last run added was of: runs mostly come in runs of one version. */
-  #last: VersionRuns | null = null;
 
   constructor(
     readonly keep: number,
     readonly adhocKeep = ADHOC_KEEP_DEFAULT,
   ) {}
 
-  /** Run i of packed batch p, already in the event log as event `id`. Runs of neither kind are counted, not kept. */
-  add(p: PackedRuns, i: number, id: number): void {
+  /** A run already in the event log as event `id`, with its payloadJson. Runs of neither kind are counted, not kept. */
+  add(run: RunRecord, id: number, payload: string): void {
     this.size++;
-    const query = runText(p, i, RunCell.Query);
-    const version = runVersion(p, i);
-    if (query === null || version === null) {
-      if (runIsAdhoc(p, i)) keepNewest(this.adhoc, p, i, id, this.adhocKeep);
+    if (run.query === null || run.version === null) {
+      if (run.kind === 'adhoc') keepNewest(this.adhoc, run, id, payload, this.adhocKeep);
       return;
     }
-    let v = this.#last;
-    if (v === null || v.query !== query || v.version !== version) {
-      const k = `${query}\u0000${version}`;
-      v = this.versions.get(k) ?? null;
-      if (!v) {
-        v = { query, version, count: 0, ...keptRuns() };
-        this.versions.set(k, v);
-      }
-      this.#last = v;
+    const k = `${run.query}\u0000${run.version}`;
+    let v = this.versions.get(k);
+    if (!v) {
+      v = { query: run.query, version: run.version, count: 0, ...keptRuns() };
+      this.versions.set(k, v);
     }
     v.count++;
-    keepNewest(v, p, i, id, this.keep);
+    keepNewest(v, run, id, payload, this.keep);
   }
 }
 
 /** Appends, dropping the oldest beyond `keep` a half-batch at a time (at most 2 × keep held), not one by one. */
-function keepNewest(k: KeptRuns, p: PackedRuns, i: number, id: number, keep: number): void {
+function keepNewest(k: KeptRuns, run: RunRecord, id: number, payload: string, keep: number): void {
   k.ids.push(id);
-  k.packs.push(p);
-  k.runs.push(i);
+  k.at.push(run.executed_at);
+  k.status.push(run.status);
+  k.keys.push(run.key_name);
+  k.entries.push(payload);
   if (k.ids.length >= 2 * keep) {
     const drop = k.ids.length - keep;
     k.ids.splice(0, drop);
-    k.packs.splice(0, drop);
-    k.runs.splice(0, drop);
+    k.at.splice(0, drop);
+    k.status.splice(0, drop);
+    k.keys.splice(0, drop);
+    k.entries.splice(0, drop);
   }
 }
 
@@ -711,23 +706,20 @@ function forKept(v: VersionRuns, keep: number, row: (j: number, i: number) => vo
   for (let i = Math.max(0, v.ids.length - keep); i < v.ids.length; i++) row(before + i, i);
 }
 
-/** The ring's columns: query, version, slot, event id, executed_at, status, key, and the entry as a packed run. */
-type HistoryColumns = [string[], number[], number[], number[], string[], string[], Array<string | null>, PackedRuns[], number[]];
-const historyColumns = (): HistoryColumns => [[], [], [], [], [], [], [], [], []];
+/** The ring's columns: query, version, slot, event id, executed_at, status, key, entry. */
+type HistoryColumns = [string[], number[], number[], number[], string[], string[], Array<string | null>, string[]];
+const historyColumns = (): HistoryColumns => [[], [], [], [], [], [], [], []];
 
 /** Kept run i of k as a row of the ring's columns. */
 function pushRow(cols: HistoryColumns, query: string, version: number, slot: number, k: KeptRuns, i: number): void {
-  const p = k.packs[i];
-  const r = k.runs[i];
   cols[0].push(query);
   cols[1].push(version);
   cols[2].push(slot);
   cols[3].push(k.ids[i]);
-  cols[4].push(runText(p, r, RunCell.ExecutedAt) as string);
-  cols[5].push(runStatus(p, r));
-  cols[6].push(runText(p, r, RunCell.Key));
-  cols[7].push(p);
-  cols[8].push(r);
+  cols[4].push(k.at[i]);
+  cols[5].push(k.status[i]);
+  cols[6].push(k.keys[i]);
+  cols[7].push(k.entries[i]);
 }
 
 /**
@@ -753,10 +745,7 @@ async function upsertRowsSqlite(t: SqlDb, cols: HistoryColumns): Promise<void> {
   for (let at = 0; at < n; ) {
     const rows = nextPiece(n - at, SQLITE_HISTORY_PIECE);
     const params = new Array<unknown>(rows * HISTORY_COLUMNS);
-    for (let r = 0, p = 0; r < rows; r++) {
-      for (let c = 0; c < HISTORY_COLUMNS - 1; c++) params[p++] = cols[c][at + r];
-      params[p++] = payloadText(cols[7][at + r], cols[8][at + r]);
-    }
+    for (let r = 0, p = 0; r < rows; r++) for (let c = 0; c < HISTORY_COLUMNS; c++) params[p++] = cols[c][at + r];
     writes.push(t.run(upsertHistorySqlite(rows), params));
     at += rows;
   }
@@ -807,7 +796,14 @@ async function historyPg(t: SqlDb, versions: Map<string, VersionRuns>, keep: num
     forKept(v, keep, (j, i) => pushRow(rows, v.query, v.version, j, v, i));
   }
   await t.run(STAGE_PG);
-  await t.copyIn(`COPY pg_temp.history_stage FROM STDIN`, stagedRows(rows));
+  await t.copyIn(
+    `COPY pg_temp.history_stage FROM STDIN`,
+    copyData(
+      rows[0].length,
+      (r) =>
+        `${copyField(rows[0][r])}\t${rows[1][r]}\t${rows[2][r]}\t${rows[3][r]}\t${copyField(rows[4][r])}\t${copyField(rows[5][r])}\t${copyField(rows[6][r])}\t${copyJson(rows[7][r])}\n`,
+    ),
+  );
   let n = 0;
   if (gq.length) n += Number((await t.all<{ n: number }>(SAVED_RUNS_PG, [gq, gv, gn, keep]))[0].n);
   if (adhocCount) {
@@ -815,40 +811,6 @@ async function historyPg(t: SqlDb, versions: Map<string, VersionRuns>, keep: num
     await trimAdhoc(t, adhocKeep);
   }
   return n;
-}
-
-/** Rows as COPY text for history_stage; the entries copied from the bytes their runs came in. */
-function* stagedRows(rows: HistoryColumns): Generator<Buffer> {
-  const w = new CopyText();
-  for (let r = 0; r < rows[0].length; r++) {
-    const q = copyField(rows[0][r]);
-    const at = copyField(rows[4][r]);
-    const key = copyField(rows[6][r]);
-    const p = rows[7][r];
-    const i = rows[8][r];
-    const from = payloadStart(p, i);
-    const to = payloadEnd(p, i);
-    const piece = w.line(96 + copyBytes(q) + copyBytes(at) + copyBytes(key) + 2 * (to - from));
-    if (piece) yield piece;
-    w.text(q);
-    w.tab();
-    w.int(rows[1][r]);
-    w.tab();
-    w.int(rows[2][r]);
-    w.tab();
-    w.int(rows[3][r]);
-    w.tab();
-    w.text(at);
-    w.tab();
-    w.text(rows[5][r]);
-    w.tab();
-    w.text(key);
-    w.tab();
-    w.json(p.payloads, from, to, p.backslashes);
-    w.end();
-  }
-  const last = w.rest();
-  if (last) yield last;
 }
 
 /** PostgreSQL: the session's staging table for historyPg, the ring's columns with no key; COPY fills it, commit empties it. */

@@ -9,7 +9,7 @@ import { after, describe, test } from 'node:test';
 import type { EventRow } from '../../src/contract/messages.js';
 import { migrate } from '../../src/store/migrations.js';
 import { openPostgres, openSqlite, type SqlDb } from '../../src/store/sql.js';
-import { packRuns } from '../../src/contract/runs.js';
+import { payloadJson } from '../../src/store/events.js';
 import { HistoryBatch, Store } from '../../src/store/store.js';
 import { scratchDatabase, startTestServer } from '../helpers.js';
 
@@ -263,10 +263,8 @@ for (const engine of engines) {
       const batch = new HistoryBatch(5, 3);
       const made = runs('busy', 1, 1000);
       const adhoc = runs('busy', 1, 40).map((r) => Object.assign(r, { query: null, version: null, kind: 'adhoc', sql: 'SELECT 1', params: [] }));
-      const all = [...made, ...adhoc];
-      const packed = packRuns(all);
-      for (let i = 0; i < all.length; i++) {
-        batch.add(packed, i, all[i].id);
+      for (const r of [...made, ...adhoc]) {
+        batch.add(r, r.id, payloadJson(r));
         assert.ok(batch.versions.get('busy\u00001')!.ids.length < 10, 'at most twice the ring held');
         assert.ok(batch.adhoc.ids.length < 6, 'at most twice the ad-hoc limit held');
       }

@@ -7,9 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { channel, type EventRow, type RunBatch, type RunRecord } from '../../src/contract/messages.js';
-import { packRuns, unpackEvents } from '../../src/contract/runs.js';
+import { packRuns } from '../../src/contract/runs.js';
 import { Recorder, type RecorderPlace, type RecorderSettings } from '../../src/recorder/recorder.js';
 import { openStore, type Store } from '../../src/store/store.js';
+import { eventRows } from '../../src/store/events.js';
 
 const NOW = '2026-12-02 10:00:00';
 
@@ -52,7 +53,7 @@ async function withRecorder(
       historyMaxPending: 10_000,
       ...settings,
     },
-    (runs, first) => events.push(...unpackEvents(runs, first)),
+    (runs, first) => events.push(...eventRows(runs, first)),
     undefined,
     place,
   );
