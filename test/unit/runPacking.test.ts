@@ -107,7 +107,9 @@ test("a run's payload (payloadJson) is the text JSON.stringify makes of its othe
     serialization_ms: 1e21,
   };
   const nulls: RunRecord = { ...saved, version: null, connection_name: null, rows: null, duration_ms: Number.NaN, serialization_ms: Infinity };
-  const runs = [saved, failed, adhoc, odd, nulls, { ...saved, kind: 'adhoc' as const, duration_ms: 0.1 + 0.2 }];
+  // Transports beyond the 16 whose JSON is kept, each twice (made, then kept or made again).
+  const transports = Array.from({ length: 40 }, (_, i) => ({ ...saved, transport: `t"${i % 20}\\é` }));
+  const runs = [saved, failed, adhoc, odd, nulls, { ...saved, kind: 'adhoc' as const, duration_ms: 0.1 + 0.2 }, ...transports];
   for (const run of [...runs, ...unpackRuns(packRuns(runs)), ...runs.map((r, i) => ({ ...r, id: i + 1 }))]) {
     const { id, executed_at, query, key_name, status, ...rest } = run as RunRecord & { id?: number };
     assert.equal(payloadJson(run), JSON.stringify(rest));
