@@ -21,6 +21,7 @@ import { createDispatcher } from './http/dispatch.js';
 import { EventHub } from './http/events.js';
 import { processMetrics } from './metrics/metrics.js';
 import { startRecorder } from './recorder/client.js';
+import type { RecorderPlace } from './recorder/recorder.js';
 import { batchScheduling } from './scheduling.js';
 import { configureLogs, logger, SERVER_LOG_FD } from './log.js';
 import { type ChangeFeed, startChangeFeed } from './store/changes.js';
@@ -83,12 +84,15 @@ export async function startServer(config: Config): Promise<RunningServer> {
     log.info(`examples: ${where} (the store keeps only hashes). A new secret for one: queryapigate keys rotate ${EXAMPLE_KEY}`);
   }
   await announceMode(config, store);
-  // The recorder shares the acceptor's thread where its writes cannot block it: a PostgreSQL store's are
-  // asynchronous, a SQLite store's are not (a history batch holds the thread for tens of ms). A thread
-  // of its own costs ~40 MiB (a second V8 heap, its young generation at full size under load) and, on
-  // 2 cores, more CPU a call than it saves (bench/results/levers-2026-12-03-recorder, -pooled).
-  const recorderPlace = store.db.dialect === 'postgres' ? 'here' : 'thread';
-  const recorderNote = recorderPlace === 'here' ? '; the recorder runs in the acceptor thread (a PostgreSQL store)' : '';
+  // Where the recorder runs: on the acceptor's thread only when that thread is the only one serving calls and the
+  // store's writes cannot block it (inline, a PostgreSQL store: its writes are asynchronous). A thread of its own costs
+  // a second V8 heap, but with executors the acceptor shared with the recorder scavenged the runs it held for 3-5 ms
+  // at a time, and pooled served more calls per CPU-s with the recorder on a thread of its own
+  // (bench/results/levers-2026-12-05-recorder-thread-10). A SQLite store's writes are synchronous (a history batch holds
+  // its thread for tens of ms), so it always has the thread.
+  const recorderPlace: RecorderPlace = store.db.dialect === 'postgres' && !config.workers ? 'here' : 'thread';
+  const recorderNote =
+    recorderPlace === 'here' ? '; the recorder runs in the acceptor thread (a PostgreSQL store)' : '; the recorder runs in a thread of its own';
   log.info(
     config.workers
       ? `executors: ${config.workers} thread${config.workers === 1 ? '' : 's'} (QUERYAPIGATE_WORKERS), ${config.tasksPerWorker} calls each at once${recorderNote}`

@@ -9,11 +9,12 @@ import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { ADMIN_KEY, request, roleWithoutTemp, scratchDatabase, startProcess } from '../helpers.js';
 
-// The recorder runs on its own thread (a SQLite store) or on the acceptor's (a PostgreSQL store, serve.ts):
-// either way the executor's run in flight at SIGTERM is in history before the exit.
+// The recorder runs on the acceptor's thread only inline with a PostgreSQL store, else on its own (serve.ts):
+// either way the run in flight at SIGTERM is in history before the exit.
 for (const where of [
-  { name: 'the recorder on its own thread (SQLite store)', pgStore: false },
-  { name: "the recorder on the acceptor's thread (PostgreSQL store)", pgStore: true },
+  { name: 'the recorder on its own thread (SQLite store)', pgStore: false, workers: 1, here: false },
+  { name: 'the recorder on its own thread (PostgreSQL store, an executor)', pgStore: true, workers: 1, here: false },
+  { name: "the recorder on the acceptor's thread (PostgreSQL store, inline)", pgStore: true, workers: 0, here: true },
 ]) {
   test(`SIGTERM: calls in flight finish, history is flushed, exit code 0; ${where.name}`, async () => {
     const home = mkdtempSync(join(tmpdir(), 'qag-life-'));
@@ -24,12 +25,13 @@ for (const where of [
         QUERYAPIGATE_HOME: home,
         QUERYAPIGATE_PORT: '0',
         QUERYAPIGATE_API_KEY: ADMIN_KEY,
-        QUERYAPIGATE_WORKERS: '1',
+        QUERYAPIGATE_WORKERS: String(where.workers),
         QUERYAPIGATE_HISTORY_FLUSH_INTERVAL: '30',
         ...(store ? { QUERYAPIGATE_DATABASE_URL: store.url } : {}),
       });
       const url = await p.listening;
-      assert.equal(/executors: 1 thread .*; the recorder runs in the acceptor thread/.test(p.output()), where.pgStore);
+      const place = where.here ? 'the recorder runs in the acceptor thread' : 'the recorder runs in a thread of its own';
+      assert.match(p.output(), new RegExp(`executors: ${where.workers ? '1 thread' : 'none'}.*; ${place}`));
       const ok = (r: { status: number; text: string }) => assert.ok(r.status < 300, r.text);
       ok(
         await request(url, 'POST', '/api/v1/connections', {
