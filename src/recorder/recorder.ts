@@ -28,7 +28,7 @@ export interface RecorderSettings extends StoreLocation, LogSettings {
  */
 const BATCH = 2000;
 /**
- * On the acceptor's thread (a PostgreSQL store): a batch's runs and their JSON live in the heap every call
+ * On the acceptor's thread (inline, a PostgreSQL store): a batch's runs and their JSON live in the heap every call
  * shares for the write's dozen turns, and at 2,000 a batch V8's scavenges copied and promoted them: inline p99 at
  * 32 callers 5.1-6.6 → 4.4-4.7 ms, full collections 7-10 → 3-4 in a 10 s cell, for about 1 µs more of recording a run
  * (bench/results/levers-2026-12-05-batch-probe, levers-2026-12-05-batch, recorder-2026-12-05-batch).
@@ -42,7 +42,7 @@ const SHARED_BATCH = 500;
  */
 const HISTORY_BATCH = 5000;
 /**
- * Runs a batch's JSON is made for in one turn of the event loop: with a PostgreSQL store the recorder shares the
+ * Runs a batch's JSON is made for in one turn of the event loop: inline with a PostgreSQL store the recorder shares the
  * acceptor's thread, and 2,000 at once held it 1.5 ms, which every call in flight waited out.
  */
 const SLICE = 250;
