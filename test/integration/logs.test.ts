@@ -158,7 +158,7 @@ test('text lines and the start-up: store, open mode warned, executors, address',
       out,
       /Z WARNING serve mode: open - no QUERYAPIGATE_API_KEY and no API key, so every caller is an administrator\. Creating the first API key ends open mode/,
     );
-    assert.match(out, /Z INFO serve executors: 2 threads \(QUERYAPIGATE_WORKERS\), 64 calls each at once\n/);
+    assert.match(out, /Z INFO serve executors: 2 threads \(QUERYAPIGATE_WORKERS\), 64 calls each at once; the recorder runs in a thread of its own\n/);
     assert.match(out, /Z INFO serve QueryAPIGate [\d.]+ listening on http:\/\/127\.0\.0\.1:\d+\n/);
     assert.match(out, /Z INFO serve SIGTERM: finishing calls in flight, then stopping\n/);
   } finally {
@@ -177,7 +177,7 @@ test('start-up with examples: the secrets shown once, then where they went and t
       /examples: the example keys were made now and their secrets are the lines above, shown this once .*queryapigate keys rotate example-partner\n/,
     );
     assert.match(out, /INFO serve mode: admin key configured \(QUERYAPIGATE_API_KEY\)/);
-    assert.match(out, /executors: none, calls run in the acceptor thread \(QUERYAPIGATE_WORKERS=0\)/);
+    assert.match(out, /executors: none, calls run in the acceptor thread \(QUERYAPIGATE_WORKERS=0\); the recorder runs in a thread of its own\n/);
     assert.match(out, /Try: curl -H 'X-API-Key: <the example-partner secret>' 'http:\/\/127\.0\.0\.1:\d+\/q\/example_film_lookup\?film_id=7'/);
     assert.ok(!out.includes(ADMIN_KEY), 'the admin key is not printed');
 
