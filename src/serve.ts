@@ -86,8 +86,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
   await announceMode(config, store);
   // Where the recorder runs: on the acceptor's thread only when that thread is the only one serving calls and the
   // store's writes cannot block it (inline, a PostgreSQL store: its writes are asynchronous). A thread of its own costs
-  // a second V8 heap, but with executors the acceptor shared with the recorder scavenged the runs it held for 3-5 ms
-  // at a time, and pooled served more calls per CPU-s with the recorder on a thread of its own
+  // a second V8 heap, but with executors an acceptor sharing its heap with the recorder scavenged for 3-5 ms at a
+  // time, and pooled served more calls per CPU-s with the recorder on a thread of its own
   // (bench/results/levers-2026-12-05-recorder-thread-10). A SQLite store's writes are synchronous (a history batch holds
   // its thread for tens of ms), so it always has the thread.
   const recorderPlace: RecorderPlace = store.db.dialect === 'postgres' && !config.workers ? 'here' : 'thread';
