@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { RunRecord } from '../src/contract/messages.js';
-import { unpackRuns, packRuns } from '../src/contract/runs.js';
+import { packRuns, unpackRuns } from '../src/contract/runs.js';
+import { syntheticRun } from './syntheticRun.js';
 
 const { values: args } = parseArgs({ options: { rounds: { type: 'string', default: '5' }, from: { type: 'string' } } });
 const BATCH = 512;
@@ -17,23 +18,15 @@ const repo = fileURLToPath(new URL('../..', import.meta.url));
 const events = args.from ? join(repo, args.from, 'src/store/events.js') : '../src/store/events.js';
 const { payloadJson } = (await import(events)) as { payloadJson: (run: RunRecord) => string };
 
+const TRANSPORTS = ['rest', 'mcp', 'sql'];
+/** bench/syntheticRun.ts's runs with fractional durations (their decimals are most of the JSON's cost) and a few transports. */
 function run(n: number): RunRecord {
-  const error = n % 50 === 49;
-  const r: RunRecord = {
-    query: `query-${n % 50}`,
-    version: 1 + (n % 4),
-    kind: 'saved',
-    executed_at: `2026-12-05 10:00:${String(n % 60).padStart(2, '0')}`,
-    status: error ? 'error' : 'success',
-    connection_name: 'warehouse',
-    key_name: `mobile-key-${n % 200}`,
-    request_id: (0x10000000000 + n * 7919).toString(16),
-    rows: error ? null : n % 500,
-    duration_ms: error ? null : 0.2 + (n % 300) / 7,
-    serialization_ms: error ? null : (n % 40) / 13,
-    transport: ['rest', 'mcp', 'sql'][n % 3],
-  };
-  if (error) Object.assign(r, { error: 'canceling statement due to statement timeout', code: 'query_timeout' });
+  const r = syntheticRun(n, `2026-12-05 10:00:${String(n % 60).padStart(2, '0')}`);
+  if (r.status === 'success') {
+    r.duration_ms = 0.2 + (n % 300) / 7;
+    r.serialization_ms = (n % 40) / 13;
+  }
+  r.transport = TRANSPORTS[n % 3];
   return r;
 }
 

@@ -22,6 +22,7 @@ import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
+import { syntheticRun } from './syntheticRun.js';
 import { EventLog } from '../src/store/events.js';
 import { openPostgres, openSqlite, type SqlDb } from '../src/store/sql.js';
 import { migrate } from '../src/store/migrations.js';
@@ -56,28 +57,8 @@ const RETENTION_S = 3600;
 
 // ── synthetic runs ──────────────────────────────────────────────────────────────────────────
 let counter = 0;
-function syntheticRun(): RunRecord {
-  const n = ++counter;
-  const error = n % 50 === 0;
-  const r: RunRecord = {
-    query: `monthly_revenue_${n % 50}`,
-    version: 1 + (n % 4),
-    kind: 'saved',
-    executed_at: '2026-11-30 12:00:00',
-    status: error ? 'error' : 'success',
-    connection_name: 'warehouse',
-    key_name: `mobile-key-${n % 200}`,
-    request_id: n.toString(16).padStart(12, '0'),
-    rows: error ? null : n % 500,
-    duration_ms: error ? null : n % 300,
-    serialization_ms: error ? null : (n % 40) / 10,
-    transport: 'rest',
-  };
-  if (error) Object.assign(r, { error: 'canceling statement due to statement timeout', code: 'query_timeout' });
-  return r;
-}
 /** A pool of distinct runs, reused batch after batch (building them is the executors' cost, not the recorder's). */
-const POOL = Array.from({ length: 20_000 }, syntheticRun);
+const POOL = Array.from({ length: 20_000 }, () => syntheticRun(++counter, '2026-11-30 12:00:00'));
 let poolAt = 0;
 function batchOf(n: number): RunRecord[] {
   if (poolAt + n > POOL.length) poolAt = 0;

@@ -5,34 +5,14 @@
 //   node dist/bench/runPacking.js [--rounds 6]
 import { parseArgs } from 'node:util';
 import { deserialize, serialize } from 'node:v8';
-import type { RunRecord } from '../src/contract/messages.js';
 import { packRuns, RunPacker, unpackRuns } from '../src/contract/runs.js';
+import { syntheticRun } from './syntheticRun.js';
 
 const { values: args } = parseArgs({ options: { rounds: { type: 'string', default: '6' } } });
 const BATCH = 512;
 const REPEAT = 400;
 
-function run(n: number): RunRecord {
-  const error = n % 50 === 0;
-  const r: RunRecord = {
-    query: `monthly_revenue_${n % 50}`,
-    version: 1 + (n % 4),
-    kind: 'saved',
-    executed_at: `2026-12-02 10:00:${String(n % 60).padStart(2, '0')}`,
-    status: error ? 'error' : 'success',
-    connection_name: 'warehouse',
-    key_name: `mobile-key-${n % 200}`,
-    request_id: n.toString(16).padStart(12, '0'),
-    rows: error ? null : n % 500,
-    duration_ms: error ? null : n % 300,
-    serialization_ms: error ? null : (n % 40) / 10,
-    transport: 'rest',
-  };
-  if (error) Object.assign(r, { error: 'canceling statement due to statement timeout', code: 'query_timeout' });
-  return r;
-}
-
-const runs = Array.from({ length: BATCH }, (_, i) => run(i));
+const runs = Array.from({ length: BATCH }, (_, i) => syntheticRun(i, `2026-12-02 10:00:${String(i % 60).padStart(2, '0')}`));
 const packer = new RunPacker(BATCH);
 const usPerRun = (f: () => void) => {
   const c0 = process.cpuUsage();
