@@ -441,9 +441,10 @@ export function payloadJson(run: RunRecord & { id?: number }): string {
 }
 
 /**
- * Transports are a handful of names: each one's JSON is made once (a name beyond the first 16 each time). With `kind`
- * written as a constant, a run's payload 1.34 / 1.36 / 0.85 → 1.10 / 1.00 / 0.76 µs in three pairs of runs
- * (`node dist/bench/payloadJson.js --rounds 8 [--from <the build before>]`, the median of each's last five rounds).
+ * Transports are a handful of names: each one's JSON is made once (a name beyond the first 16 each time), and `kind`
+ * is written as a constant. A small gain at most: in three pairs of runs of `node dist/bench/payloadJson.js --rounds 8
+ * [--from <the build before>]` (the median of each's last five rounds) 1.34 / 1.36 / 0.85 → 1.10 / 1.00 / 0.76 µs a run
+ * with the bench's first runs, 0.88 / 0.85 / 1.01 → 0.72 / 1.08 / 1.08 with its runs since bb188ae: within the noise.
  */
 const TRANSPORTS = new Map<string, string>();
 function transportJson(t: string): string {
