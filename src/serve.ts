@@ -84,15 +84,17 @@ export async function startServer(config: Config): Promise<RunningServer> {
     log.info(`examples: ${where} (the store keeps only hashes). A new secret for one: queryapigate keys rotate ${EXAMPLE_KEY}`);
   }
   await announceMode(config, store);
-  // Where the recorder runs: on the acceptor's thread only when that thread is the only one serving calls and the
-  // store's writes cannot block it (inline, a PostgreSQL store: its writes are asynchronous). A thread of its own costs
-  // a second V8 heap, but with executors an acceptor sharing its heap with the recorder scavenged for 3-5 ms at a
-  // time, and pooled served more calls per CPU-s with the recorder on a thread of its own
+  // Where the recorder runs: with a PostgreSQL store (its writes are asynchronous), on a thread that serves calls
+  // already: the acceptor's inline, an executor's otherwise (a thread of its own is a second V8 heap). Not the acceptor's
+  // beside executors: sharing its heap with the recorder, it scavenged for 3-5 ms at a time
   // (bench/results/levers-2026-12-05-recorder-thread-10). A SQLite store's writes are synchronous (a history batch holds
-  // its thread for tens of ms), so it always has the thread.
-  const recorderPlace: RecorderPlace = store.db.dialect === 'postgres' && !config.workers ? 'here' : 'thread';
-  const recorderNote =
-    recorderPlace === 'here' ? '; the recorder runs in the acceptor thread (a PostgreSQL store)' : '; the recorder runs in a thread of its own';
+  // its thread for tens of ms), so it always has a thread of its own.
+  const recorderPlace: RecorderPlace = store.db.dialect !== 'postgres' ? 'thread' : config.workers ? 'executor' : 'here';
+  const recorderNote = {
+    here: '; the recorder runs in the acceptor thread (a PostgreSQL store)',
+    executor: '; the recorder runs in an executor thread (a PostgreSQL store)',
+    thread: '; the recorder runs in a thread of its own',
+  }[recorderPlace];
   log.info(
     config.workers
       ? `executors: ${config.workers} thread${config.workers === 1 ? '' : 's'} (QUERYAPIGATE_WORKERS), ${config.tasksPerWorker} calls each at once${recorderNote}`
@@ -107,13 +109,6 @@ export async function startServer(config: Config): Promise<RunningServer> {
   );
   const executors = Math.max(1, config.workers); // the inline one counts as one
   const signals = alertSignals();
-  const recorder = await startRecorder(
-    config,
-    (rows) => hub.publish(rows),
-    (runs) => signals.dropped.note('runs', runs),
-    recorderPlace,
-  );
-  following = recorder.following;
   // Rate-limit buckets live in shared memory, so every thread of the process counts in the same ones.
   const limiterMemory = createLimiterMemory();
   const limits = new RateLimits({ memory: limiterMemory, redisUrl: config.redisUrl, serverRate: config.rateLimit });
@@ -122,6 +117,15 @@ export async function startServer(config: Config): Promise<RunningServer> {
   // Calls carry how many changes the feed had posted (Request.changes); the feed starts below.
   let feed: ChangeFeed | undefined;
   const dispatcher = createDispatcher(config, limiterMemory, () => feed?.posted ?? 0);
+  // Started before the server listens: no call, so no run, comes before the recorder listens.
+  const recorder = await startRecorder(
+    config,
+    (rows) => hub.publish(rows),
+    (runs) => signals.dropped.note('runs', runs),
+    recorderPlace,
+    dispatcher.hostRecorder,
+  );
+  following = recorder.following;
 
   // The acceptor identifies callers of /api/v1, /events and the catalog through its own metadata
   // cache, and keeps the built catalogs; both are cleared at once by its own changes and by every

@@ -1,5 +1,6 @@
 // The piscina worker entry: builds this thread's CallContext once and serves calls with runCall (the
-// default task), ad-hoc statements (the 'adhoc' task), catalog builds ('catalog') and MCP requests ('mcp', 'mcpTools').
+// default task), ad-hoc statements (the 'adhoc' task), catalog builds ('catalog'), MCP requests ('mcp', 'mcpTools'),
+// and, in one executor, the recorder ('record', with a PostgreSQL store).
 // The work lives in src/call, src/catalog and src/mcp; this file only wires it up.
 import { workerData } from 'node:worker_threads';
 import { createCallContext, type ExecutorData } from '../src/call/context.js';
@@ -11,6 +12,7 @@ import type { CallBatch } from '../src/contract/crossing.js';
 import type { Answer, Request } from '../src/contract/exchange.js';
 import type { McpTask, McpToolListing, McpToolsTask } from '../src/mcp/server.js';
 import { configureLogs, SERVER_LOG_FD } from '../src/log.js';
+import type { RecordTask } from '../src/recorder/host.js';
 
 const data = workerData as ExecutorData;
 configureLogs(data.config, SERVER_LOG_FD);
@@ -41,4 +43,10 @@ export async function mcp(task: McpTask): Promise<Answer> {
 
 export async function mcpTools(task: McpToolsTask): Promise<McpToolListing> {
   return (await mcpModule()).mcpTools(ctx, task);
+}
+
+/** Holds the recorder until the acceptor stops it; its module is loaded only in the executor given this task. */
+export async function record(task: RecordTask): Promise<void> {
+  const { hostRecorder } = await import('../src/recorder/host.js');
+  return hostRecorder(task.port, task.data, 'executor');
 }

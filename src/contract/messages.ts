@@ -118,7 +118,7 @@ export interface RunBatch {
 /** Acceptor → executors on 'drain'. */
 export type DrainMessage = { kind: 'flush'; id: number } | { kind: 'drain' };
 
-// ---- Acceptor ↔ recorder thread: requests and replies over the worker's own port.
+// ---- Acceptor ↔ a recorder away from its thread: requests and replies over one port (recorder/host.ts).
 
 export type RecorderRequest =
   /** Write everything up to flush `id`, once every executor's batch answering it has arrived. */

@@ -12,6 +12,8 @@ import { runCall } from '../call/runCall.js';
 import { buildCatalog, type CatalogDocuments, type CatalogTask } from '../catalog/build.js';
 import type { McpTask, McpToolListing, McpToolsTask } from '../mcp/server.js';
 import type { Config } from '../config.js';
+import type { HostInExecutor } from '../recorder/client.js';
+import type { RecordTask } from '../recorder/host.js';
 import type { CallTask } from '../contract/crossing.js';
 import { GatewayError } from '../contract/errors.js';
 import type { Answer, Request } from '../contract/exchange.js';
@@ -28,6 +30,11 @@ export interface Dispatcher {
   mcp(task: McpTask): Promise<Answer>;
   /** The MCP tools an administrator sees, for GET /api/v1/mcp/tools. */
   mcpTools(task: McpToolsTask): Promise<McpToolListing>;
+  /**
+   * Runs the recorder in an executor until it is stopped (recorder/client.ts HostInExecutor); with executors only.
+   * Not a call: neither counted in flight nor refused by a full queue.
+   */
+  hostRecorder: HostInExecutor;
   /** Calls refused because the queue was full. */
   readonly refused: number;
   /** Resolves when no call is in flight. */
@@ -73,6 +80,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
   let close: () => Promise<void>;
   let refused = 0;
   let batches: CallBatcher | null = null;
+  let hostRecorder: HostInExecutor = () => Promise.reject(new Error('no executors to hold the recorder (QUERYAPIGATE_WORKERS=0)'));
   if (config.workers === 0) {
     const ctx = createCallContext({ config, limiterMemory, answers: '' });
     run = (req, _transfer, task) => {
@@ -141,6 +149,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
       }
       return pool.run(task, { name });
     }) as Named;
+    hostRecorder = (port, data) => pool.run({ port, data } satisfies RecordTask, { name: 'record', transferList: [port] as never }) as Promise<void>;
     close = async () => {
       await pool.close();
       batcher.close();
@@ -165,6 +174,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
     catalog: (task) => counted(named('catalog', task)),
     mcp: (task) => counted(named('mcp', { ...task, request: plainRequest(task.request, changesPosted()) })),
     mcpTools: (task) => counted(named('mcpTools', task)),
+    hostRecorder: (port, data) => hostRecorder(port, data),
     get refused() {
       return refused + (batches?.refused ?? 0);
     },

@@ -1,11 +1,12 @@
-// In charge of the acceptor's side of the recorder: starting it, on its own thread or on the
-// acceptor's, and its requests (flush, stop). On its own thread, these and its replies (ready, done,
-// events, dropped) are the typed messages of contract/messages.ts. Executors reach it the same way
-// in both places: their batches go over the runs channel (recorder/batcher.ts).
+// In charge of the acceptor's side of the recorder: starting it (on its own thread, in an executor, or on the
+// acceptor's thread) and its requests (flush, stop). Away from the acceptor, these and its replies (ready, done,
+// events, dropped) are the typed messages of contract/messages.ts, on one port (recorder/host.ts). Executors reach it
+// the same way in every place: their batches go over the runs channel (recorder/batcher.ts).
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { channel, type DrainMessage, type EventRow, type RecorderReply, type RecorderRequest } from '../contract/messages.js';
 import { unpackEvents } from '../contract/runs.js';
+import type { RecorderHostData } from './host.js';
 import { Recorder, type RecorderPlace, type RecorderSettings } from './recorder.js';
 import { eventRows } from '../store/events.js';
 import { logger } from '../log.js';
@@ -19,6 +20,11 @@ const ENTRY = fileURLToPath(new URL('../../workers/recorder.js', import.meta.url
  * 1.95, the recorder thread itself 6.03 → 5.92; recorder-2026-12-05-young24): paid for the RSS budget of an executor.
  */
 const RECORDER_YOUNG_GENERATION_MB = 24;
+/**
+ * How long a flush or the stop waits for the recorder's answer: beyond its own limits (a second for the executors'
+ * batches, 10 s for a store write, 5 s for the final batches), so it is met only by a recorder that is gone.
+ */
+const ASK_LIMIT_MS = 20_000;
 
 export interface RecorderClient {
   /** Resolves once every run made so far, by any of the `executors`, is in the store. */
@@ -32,14 +38,20 @@ export interface RecorderClient {
   following(on: boolean): void;
 }
 
-/** What the recorder thread is started with: its settings, and the flag `following` sets (Int32Array, 1 or 0). */
-export interface RecorderWorkerData {
-  settings: RecorderSettings;
-  following: SharedArrayBuffer;
+/**
+ * Runs a recorder in an executor, on `port`, until it is stopped (the dispatcher's 'record' task); rejects if that
+ * executor fails.
+ */
+export type HostInExecutor = (port: MessagePort, data: RecorderHostData) => Promise<void>;
+
+/** The acceptor's end of a recorder away from its thread: requests go out on it; closing it stops a recorder thread. */
+interface RecorderPort {
+  postMessage(m: RecorderRequest): void;
+  close(): void;
 }
 
 /**
- * Starts the recorder; resolves once it listens, so executors started after it miss no run. Written
+ * Starts the recorder; resolves once it listens, so calls let in after it lose no run. Written
  * events reach `onEvents` only while someone follows /events (RecorderClient.following); from the
  * thread they come packed, and only then, so the acceptor spends nothing on them otherwise.
  */
@@ -48,6 +60,7 @@ export async function startRecorder(
   onEvents: (rows: EventRow[]) => void,
   onDropped: (runs: number) => void = () => undefined,
   place: RecorderPlace = 'thread',
+  host?: HostInExecutor,
 ): Promise<RecorderClient> {
   // Whether anyone follows /events: one flag, read here and, shared, by a recorder thread.
   const followFlag = new Int32Array(new SharedArrayBuffer(4));
@@ -80,36 +93,77 @@ export async function startRecorder(
       following,
     };
   }
-  const worker = new Worker(ENTRY, {
-    workerData: { settings, following: followFlag.buffer } satisfies RecorderWorkerData,
-    resourceLimits: { maxYoungGenerationSizeMb: RECORDER_YOUNG_GENERATION_MB },
-  });
+  const data: RecorderHostData = { settings, following: followFlag.buffer };
   const pending = new Map<number, () => void>();
-  const ready = new Promise<void>((resolve, reject) => {
-    worker.once('error', reject);
-    worker.on('message', (m: RecorderReply) => {
-      if (m.kind === 'events') {
-        if (follows()) onEvents(unpackEvents(m.events)); // (those written before the last stream closed are not)
-      } else if (m.kind === 'dropped') onDropped(m.runs);
-      else if (m.kind === 'ready') resolve();
-      else {
-        pending.get(m.id)?.();
-        pending.delete(m.id);
+  let port: RecorderPort;
+  let stopping = false;
+  /** Starts the recorder away from this thread; resolves once it listens. */
+  const start = (): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      let ready = false;
+      const onReply = (m: RecorderReply) => {
+        if (m.kind === 'events') {
+          if (follows()) onEvents(unpackEvents(m.events)); // (those written before the last stream closed are not)
+        } else if (m.kind === 'dropped') onDropped(m.runs);
+        else if (m.kind === 'ready') {
+          ready = true;
+          resolve();
+        } else {
+          pending.get(m.id)?.();
+          pending.delete(m.id);
+        }
+      };
+      if (place === 'thread') {
+        const worker = new Worker(ENTRY, { workerData: data, resourceLimits: { maxYoungGenerationSizeMb: RECORDER_YOUNG_GENERATION_MB } });
+        worker.once('error', reject);
+        worker.on('error', (e) => logger('recorder').error({ err: e }, 'the recorder thread failed'));
+        worker.on('message', onReply);
+        port = { postMessage: (m) => worker.postMessage(m), close: () => void worker.terminate() };
+        return;
       }
+      const { port1, port2 } = new MessageChannel();
+      port1.on('message', onReply);
+      port = { postMessage: (m) => port1.postMessage(m), close: () => port1.close() };
+      /**
+       * The task's end is the last word: it comes on piscina's port, which may overtake a reply still unread on this
+       * one, so whatever waits is answered before this one closes (a stop ends the task only once it is done).
+       */
+      const ended = () => {
+        for (const done of pending.values()) done();
+        pending.clear();
+        port1.close();
+      };
+      host!(port2, data).then(ended, (e: Error) => {
+        ended();
+        if (!ready) return reject(e);
+        if (stopping) return;
+        // Its executor failed (piscina replaces it): the runs that recorder held are lost with it; requests waiting
+        // on it were answered above (a history read then shows what reached the store). Another starts at once.
+        logger('recorder').error({ err: e }, 'the executor holding the recorder failed; the runs it held are lost; the recorder starts again');
+        start().catch((err: Error) => logger('recorder').error({ err }, 'the recorder could not start again'));
+      });
     });
-  });
-  worker.on('error', (e) => logger('recorder').error({ err: e }, 'the recorder thread failed'));
-  await ready;
+  await start();
   const ask = (m: RecorderRequest) =>
     new Promise<void>((resolve) => {
-      pending.set(m.id, resolve);
-      worker.postMessage(m);
+      // A recorder that does not answer (gone with its thread) holds neither a history read nor the stop for ever.
+      const timer = setTimeout(() => {
+        if (!pending.delete(m.id)) return;
+        logger('recorder').warn(`the recorder did not answer a ${m.op} within ${ASK_LIMIT_MS / 1000} s; going on without it`);
+        resolve();
+      }, ASK_LIMIT_MS);
+      pending.set(m.id, () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      port.postMessage(m);
     });
   return {
     flush: (executors) => ask({ op: 'flush', id: askExecutors(), executors }),
     async stop(executors) {
+      stopping = true;
       await ask({ op: 'stop', id: ++next, executors });
-      await worker.terminate();
+      port.close();
       drain.close();
     },
     following,

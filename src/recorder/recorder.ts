@@ -1,7 +1,7 @@
 // In charge of writing run history: takes batches from every executor, keeps a bounded queue, and
 // writes it to the store (the event log, then the history rings) in batches. While the store is
 // unavailable the runs stay queued and are written once it answers (tried every RETRY_MS); only
-// runs beyond the bound are dropped, and counted. Run on its own thread (workers/recorder.ts) or on
+// runs beyond the bound are dropped, and counted. Run on its own thread, in an executor (recorder/host.ts) or on
 // the acceptor's (recorder/client.ts); knows nothing of HTTP or executors beyond the batch message.
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { attachStore, HistoryBatch, localTimestamp, type Store, type StoreLocation } from '../store/store.js';
@@ -28,9 +28,9 @@ export interface RecorderSettings extends StoreLocation, LogSettings {
  */
 const BATCH = 2000;
 /**
- * On the acceptor's thread (inline, a PostgreSQL store): a batch's runs and their JSON live in the heap every call
- * shares for the write's dozen turns, and at 2,000 a batch V8's scavenges copied and promoted them: inline p99 at
- * 32 callers 5.1-6.6 → 4.4-4.7 ms, full collections 7-10 → 3-4 in a 10 s cell, for about 1 µs more of recording a run
+ * On a thread that serves calls (the acceptor's inline, an executor's; a PostgreSQL store): a batch's runs and their
+ * JSON live in the heap every call shares for the write's dozen turns. On the acceptor's thread, at 2,000 a batch
+ * V8's scavenges copied and promoted them: inline p99 at 32 callers 5.1-6.6 → 4.4-4.7 ms, full collections 7-10 → 3-4 in a 10 s cell, for about 1 µs more of recording a run
  * (bench/results/levers-2026-12-05-batch-probe, levers-2026-12-05-batch, recorder-2026-12-05-batch).
  */
 const SHARED_BATCH = 500;
@@ -42,15 +42,15 @@ const SHARED_BATCH = 500;
  */
 const HISTORY_BATCH = 5000;
 /**
- * Runs a batch's JSON is made for in one turn of the event loop: inline with a PostgreSQL store the recorder shares the
- * acceptor's thread, and 2,000 at once held it 1.5 ms, which every call in flight waited out.
+ * Runs a batch's JSON is made for in one turn of the event loop: with a PostgreSQL store the recorder shares a thread
+ * that serves calls, and 2,000 at once held the acceptor's 1.5 ms, which every call in flight waited out.
  */
 const SLICE = 250;
 /** While the store is unavailable, writes are tried again this often (or at the next flush interval, if longer). */
 const RETRY_MS = 500;
 
-/** Where the recorder runs: a thread of its own, or the acceptor's (see serve.ts for which). */
-export type RecorderPlace = 'thread' | 'here';
+/** Where the recorder runs: a thread of its own, an executor's, or the acceptor's (see serve.ts for which). */
+export type RecorderPlace = 'thread' | 'executor' | 'here';
 
 export class Recorder {
   #store: Store;
@@ -90,7 +90,7 @@ export class Recorder {
     readonly onDropped: (runs: number) => void = () => undefined,
     place: RecorderPlace = 'thread',
   ) {
-    this.#batch = place === 'here' ? SHARED_BATCH : BATCH;
+    this.#batch = place === 'thread' ? BATCH : SHARED_BATCH;
     this.#channel = channel('runs', settings.home);
     this.#metrics = threadMetrics(true, settings.home, { historyPending: () => this.pending });
     this.#store = attachStore(settings, { readonly: false, max: 2 });

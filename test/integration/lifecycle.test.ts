@@ -2,26 +2,29 @@
 // a store written by a newer release is refused at startup with a clear message, and the threads run
 // under the scheduling policy the server sets.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { ADMIN_KEY, request, roleWithoutTemp, scratchDatabase, startProcess } from '../helpers.js';
 
-// The recorder runs on the acceptor's thread only inline with a PostgreSQL store, else on its own (serve.ts):
-// either way the run in flight at SIGTERM is in history before the exit.
+// The recorder runs on a thread of its own with a SQLite store; with a PostgreSQL store in an executor, or on the
+// acceptor's thread inline (serve.ts): in each place the run in flight at SIGTERM is in history before the exit.
 for (const where of [
-  { name: 'the recorder on its own thread (SQLite store)', pgStore: false, workers: 1, here: false },
-  { name: 'the recorder on its own thread (PostgreSQL store, an executor)', pgStore: true, workers: 1, here: false },
-  { name: "the recorder on the acceptor's thread (PostgreSQL store, inline)", pgStore: true, workers: 0, here: true },
+  { name: 'the recorder on its own thread (SQLite store)', pgStore: false, workers: 1, place: 'a thread of its own' },
+  { name: 'the recorder in an executor (PostgreSQL store)', pgStore: true, workers: 1, place: 'an executor thread' },
+  { name: 'the recorder in one of two executors (PostgreSQL store)', pgStore: true, workers: 2, place: 'an executor thread' },
+  { name: "the recorder on the acceptor's thread (PostgreSQL store, inline)", pgStore: true, workers: 0, place: 'the acceptor thread' },
 ]) {
   test(`SIGTERM: calls in flight finish, history is flushed, exit code 0; ${where.name}`, async () => {
     const home = mkdtempSync(join(tmpdir(), 'qag-life-'));
     const data = await scratchDatabase('qag_life');
     const store = where.pgStore ? await scratchDatabase('qag_life_store') : null;
+    let p: ReturnType<typeof startProcess> | undefined;
     try {
-      const p = startProcess({
+      p = startProcess({
         QUERYAPIGATE_HOME: home,
         QUERYAPIGATE_PORT: '0',
         QUERYAPIGATE_API_KEY: ADMIN_KEY,
@@ -30,8 +33,8 @@ for (const where of [
         ...(store ? { QUERYAPIGATE_DATABASE_URL: store.url } : {}),
       });
       const url = await p.listening;
-      const place = where.here ? 'the recorder runs in the acceptor thread' : 'the recorder runs in a thread of its own';
-      assert.match(p.output(), new RegExp(`executors: ${where.workers ? '1 thread' : 'none'}.*; ${place}`));
+      const threads = where.workers ? `${where.workers} threads?` : 'none';
+      assert.match(p.output(), new RegExp(`executors: ${threads}.*; the recorder runs in ${where.place}`));
       const ok = (r: { status: number; text: string }) => assert.ok(r.status < 300, r.text);
       ok(
         await request(url, 'POST', '/api/v1/connections', {
@@ -60,6 +63,7 @@ for (const where of [
       assert.equal(runs.length, 1, 'the run in flight was recorded before exit');
       assert.equal(JSON.parse(runs[0].entry_json).request_id, 'in-flight-1');
     } finally {
+      p?.child.kill('SIGKILL'); // (already gone unless an assertion failed)
       await data.drop();
       await store?.drop();
       rmSync(home, { recursive: true, force: true });
@@ -228,6 +232,75 @@ test('an unreachable Redis does not hold the start: the server says so and serve
   } finally {
     p.child.kill('SIGTERM');
     await p.exited;
+    rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test('the executor holding the recorder fails: the recorder starts again in its replacement, later runs are recorded, SIGTERM exits 0', async () => {
+  const home = mkdtempSync(join(tmpdir(), 'qag-life-'));
+  const data = await scratchDatabase('qag_life');
+  const store = await scratchDatabase('qag_life_store');
+  const failNow = join(home, 'fail-now');
+  const p = startProcess(
+    {
+      QUERYAPIGATE_HOME: home,
+      QUERYAPIGATE_PORT: '0',
+      QUERYAPIGATE_API_KEY: ADMIN_KEY,
+      QUERYAPIGATE_WORKERS: '1',
+      QUERYAPIGATE_DATABASE_URL: store.url,
+      QAG_TEST_FAIL_EXECUTOR: failNow,
+    },
+    undefined,
+    ['--import', fileURLToPath(new URL('../failExecutor.js', import.meta.url))],
+  );
+  try {
+    const url = await p.listening;
+    assert.match(p.output(), /the recorder runs in an executor thread/);
+    const ok = (r: { status: number; text: string }) => assert.ok(r.status < 300, r.text);
+    ok(
+      await request(url, 'POST', '/api/v1/connections', {
+        body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres' },
+      }),
+    );
+    ok(
+      await request(url, 'POST', '/api/v1/queries', {
+        body: { name: 'one', description: 'one row', connection_name: 'pg', sql: 'SELECT 1 AS one', publish: true },
+      }),
+    );
+    const history = async () => {
+      const r = await request(url, 'GET', '/api/v1/queries/one/history');
+      ok(r);
+      return (JSON.parse(r.text) as { items: Array<{ request_id: string }> }).items.map((run) => run.request_id).sort();
+    };
+    ok(await request(url, 'GET', '/q/one', { headers: { 'X-Request-Id': 'before-1' } }));
+    assert.deepEqual(await history(), ['before-1']);
+
+    writeFileSync(failNow, '');
+    const until = Date.now() + 10_000;
+    while (!/the recorder starts again/.test(p.output()) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.match(p.output(), /the executor holding the recorder failed; the runs it held are lost; the recorder starts again/);
+    assert.ok(!existsSync(failNow), 'the executor read the file and failed');
+
+    // Its replacement serves calls, and the recorder, started again in it, records them.
+    let after: { status: number; text: string } = { status: 0, text: '' };
+    while (Date.now() < until && after.status !== 200) after = await request(url, 'GET', '/q/one', { headers: { 'X-Request-Id': 'after-1' } });
+    assert.equal(after.status, 200, after.text);
+    assert.deepEqual(await history(), ['after-1', 'before-1']);
+
+    ok(await request(url, 'GET', '/q/one', { headers: { 'X-Request-Id': 'after-2' } }));
+    p.child.kill('SIGTERM');
+    assert.equal(await p.exited, 0, p.output());
+    const rows: Array<{ id: string }> = await store.sql.unsafe(
+      "SELECT entry_json::json->>'request_id' AS id FROM run_history WHERE query_name = 'one' ORDER BY 1",
+    );
+    assert.deepEqual(
+      rows.map((r) => r.id),
+      ['after-1', 'after-2', 'before-1'],
+    );
+  } finally {
+    p.child.kill('SIGKILL');
+    await data.drop();
+    await store.drop();
     rmSync(home, { recursive: true, force: true });
   }
 });
