@@ -10,6 +10,14 @@ import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { ADMIN_KEY, request, roleWithoutTemp, scratchDatabase, startProcess } from '../helpers.js';
 
+const ok = (r: { status: number; text: string }) => assert.ok(r.status < 300, r.text);
+
+/** Publishes query `name` of `sql` on connection 'pg', to the PostgreSQL database `database`. */
+async function publish(url: string, database: string, name: string, sql: string): Promise<void> {
+  ok(await request(url, 'POST', '/api/v1/connections', { body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database, user: 'postgres' } }));
+  ok(await request(url, 'POST', '/api/v1/queries', { body: { name, description: name, connection_name: 'pg', sql, publish: true } }));
+}
+
 // The recorder runs on a thread of its own with a SQLite store; with a PostgreSQL store in an executor, or on the
 // acceptor's thread inline (serve.ts): in each place the run in flight at SIGTERM is in history before the exit.
 for (const where of [
@@ -35,17 +43,7 @@ for (const where of [
       const url = await p.listening;
       const threads = where.workers ? `${where.workers} threads?` : 'none';
       assert.match(p.output(), new RegExp(`executors: ${threads}.*; the recorder runs in ${where.place}`));
-      const ok = (r: { status: number; text: string }) => assert.ok(r.status < 300, r.text);
-      ok(
-        await request(url, 'POST', '/api/v1/connections', {
-          body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres' },
-        }),
-      );
-      ok(
-        await request(url, 'POST', '/api/v1/queries', {
-          body: { name: 'nap', description: 'sleeps', connection_name: 'pg', sql: 'SELECT pg_sleep(0.7)::text AS slept', publish: true },
-        }),
-      );
+      await publish(url, data.name, 'nap', 'SELECT pg_sleep(0.7)::text AS slept');
       const inFlight = request(url, 'GET', '/q/nap', { headers: { 'X-Request-Id': 'in-flight-1' } });
       await new Promise((r) => setTimeout(r, 200));
       p.child.kill('SIGTERM');
@@ -256,17 +254,7 @@ test('the executor holding the recorder fails: the recorder starts again in its 
   try {
     const url = await p.listening;
     assert.match(p.output(), /the recorder runs in an executor thread/);
-    const ok = (r: { status: number; text: string }) => assert.ok(r.status < 300, r.text);
-    ok(
-      await request(url, 'POST', '/api/v1/connections', {
-        body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres' },
-      }),
-    );
-    ok(
-      await request(url, 'POST', '/api/v1/queries', {
-        body: { name: 'one', description: 'one row', connection_name: 'pg', sql: 'SELECT 1 AS one', publish: true },
-      }),
-    );
+    await publish(url, data.name, 'one', 'SELECT 1 AS one');
     const history = async () => {
       const r = await request(url, 'GET', '/api/v1/queries/one/history');
       ok(r);
