@@ -140,9 +140,17 @@ export async function startRecorder(
         // Its executor failed (piscina replaces it): the runs that recorder held are lost with it; requests waiting
         // on it were answered above (a history read then shows what reached the store). Another starts at once.
         logger('recorder').error({ err: e }, 'the executor holding the recorder failed; the runs it held are lost; the recorder starts again');
-        start().catch((err: Error) => logger('recorder').error({ err }, 'the recorder could not start again'));
+        startAgain();
       });
     });
+  /** After its executor failed: tried every second until it listens (piscina may refuse the task meanwhile) or the stop. */
+  const startAgain = (): void => {
+    if (stopping) return;
+    start().catch((err: Error) => {
+      logger('recorder').error({ err }, 'the recorder could not start again; trying again in a second');
+      setTimeout(startAgain, 1000).unref();
+    });
+  };
   await start();
   const ask = (m: RecorderRequest) =>
     new Promise<void>((resolve) => {
