@@ -30,8 +30,10 @@ const BATCH = 2000;
 /**
  * On a thread that serves calls (the acceptor's inline, an executor's; a PostgreSQL store): a batch's runs and their
  * JSON live in the heap every call shares for the write's dozen turns. On the acceptor's thread, at 2,000 a batch
- * V8's scavenges copied and promoted them: inline p99 at 32 callers 5.1-6.6 → 4.4-4.7 ms, full collections 7-10 → 3-4 in a 10 s cell, for about 1 µs more of recording a run
- * (bench/results/levers-2026-12-05-batch-probe, levers-2026-12-05-batch, recorder-2026-12-05-batch).
+ * V8's scavenges copied and promoted them: inline p99 at 32 callers 5.1-6.6 → 4.4-4.7 ms, full collections 7-10 → 3-4
+ * in a 10 s cell, for about 1 µs more of recording a run (bench/results/levers-2026-12-05-batch-probe,
+ * levers-2026-12-05-batch, recorder-2026-12-05-batch). In an executor 2,000 lowered neither its CPU nor pooled's p99
+ * (levers-2026-12-05-recorder-executor-2).
  */
 const SHARED_BATCH = 500;
 /**
