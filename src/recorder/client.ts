@@ -15,9 +15,10 @@ const ENTRY = fileURLToPath(new URL('../../workers/recorder.js', import.meta.url
 /**
  * The recorder thread's young generation, capped as an executor's is (http/dispatch.ts): V8 grows it to its
  * maximum under steady load, and what the recorder holds long (the queue, history's newest runs) is promoted anyway.
- * RSS after load 180 → 166 MiB, pooled with a PostgreSQL store, calls per CPU-s no lower within the noise
- * (levers-2026-12-05-recorder-thread-5). It costs V8's helper threads about 1.2 µs a run more (SQLite store: 0.72 →
- * 1.95, the recorder thread itself 6.03 → 5.92; recorder-2026-12-05-young24): paid for the RSS budget of an executor.
+ * RSS after load 180 → 166 MiB, pooled with a PostgreSQL store when its recorder had this thread (stop 50), calls per
+ * CPU-s no lower within the noise (levers-2026-12-05-recorder-thread-5). It costs V8's helper threads about 1.2 µs a
+ * run more (SQLite store, where the thread now is: 0.72 → 1.95, the recorder thread itself 6.03 → 5.92;
+ * recorder-2026-12-05-young24): paid for the RSS budget of an executor.
  */
 const RECORDER_YOUNG_GENERATION_MB = 24;
 /**
