@@ -5,27 +5,11 @@
 // A process no window was taken of (bench/levers.ts: `NODE_ARGS=--import=<repo>/dist/bench/gcProbe.js`)
 // writes its whole life's pauses there as it exits instead: by kind, count, total, longest, and over 2 ms.
 import { writeFileSync } from 'node:fs';
-import { constants, PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
+import { observePauses } from './gcPauses.js';
 
 const OUT = process.env.QAG_GC_PROBE_OUT ?? `/tmp/qag-gc-probe-${process.pid}.json`;
-const KINDS: Record<number, string> = {
-  [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
-  [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
-  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
-};
-const pauses: Record<string, { n: number; ms: number; maxMs: number; over2ms: number }> = {};
-new PerformanceObserver((list) => {
-  for (const e of list.getEntries()) {
-    const kind = KINDS[(e as unknown as { detail: { kind: number } }).detail.kind] ?? 'other';
-    pauses[kind] ??= { n: 0, ms: 0, maxMs: 0, over2ms: 0 };
-    const p = pauses[kind];
-    p.n++;
-    p.ms += e.duration;
-    p.maxMs = Math.max(p.maxMs, e.duration);
-    if (e.duration > 2) p.over2ms++;
-  }
-}).observe({ entryTypes: ['gc'] });
+const pauses = observePauses();
 let windowed = false;
 process.on('exit', () => {
   if (!windowed) writeFileSync(OUT, JSON.stringify({ pauses }));

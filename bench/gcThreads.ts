@@ -3,11 +3,10 @@
 // thread (the acceptor, each executor, a recorder thread: `--import` reaches them all) writes its whole life's pauses by
 // kind every second to /tmp/qag-gcthr-<tag>-<pid>-<thread id>-<role>.json. Run as a script, it prints them as a table.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { isMainThread, threadId, workerData } from 'node:worker_threads';
+import { observePauses, type Pauses } from './gcPauses.js';
 
-type Pauses = Record<string, { n: number; ms: number; maxMs: number; over2ms: number }>;
 const PREFIX = 'qag-gcthr-';
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
@@ -20,23 +19,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       console.log(`| ${f.slice(PREFIX.length, -5)} | ${kind} | ${p.n} | ${p.ms.toFixed(0)} | ${p.maxMs.toFixed(1)} | ${p.over2ms} |`);
   }
 } else {
-  const KINDS: Record<number, string> = {
-    [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
-    [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
-    [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
-  };
-  const pauses: Pauses = {};
-  new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) {
-      const kind = KINDS[(e as unknown as { detail: { kind: number } }).detail.kind] ?? 'other';
-      pauses[kind] ??= { n: 0, ms: 0, maxMs: 0, over2ms: 0 };
-      const p = pauses[kind];
-      p.n++;
-      p.ms += e.duration;
-      p.maxMs = Math.max(p.maxMs, e.duration);
-      if (e.duration > 2) p.over2ms++;
-    }
-  }).observe({ entryTypes: ['gc'] });
+  const pauses = observePauses();
   // A recorder thread's workerData carries its settings; piscina's (an executor's) does not.
   const role = isMainThread ? 'acceptor' : (workerData as { settings?: unknown } | null)?.settings ? 'recorder' : 'executor';
   const file = `/tmp/${PREFIX}${process.env.QAG_GC_TAG ?? 'untagged'}-${process.pid}-${threadId}-${role}.json`;
