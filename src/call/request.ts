@@ -64,16 +64,32 @@ function decode(s: string): string {
 /** A body that must be one JSON object, or null when empty; every entry point reads bodies with it. */
 export function parseJsonObject(bytes: Uint8Array | null): Record<string, unknown> | null {
   if (!bytes || bytes.length === 0) return null;
+  const text = decoder.decode(bytes);
   let body: unknown;
   try {
-    body = JSON.parse(decoder.decode(bytes));
+    body = JSON.parse(text);
   } catch {
     throw new GatewayError('invalid_body', 'Request body is not valid JSON');
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new GatewayError('invalid_body', 'Request body must be a JSON object');
   }
+  // JSON can escape half a surrogate pair (\uD800), which is no text: stores, hashes and canonical JSON refuse it later.
+  if (SURROGATE_ESCAPE.test(text) && !wellFormed(body)) {
+    throw new GatewayError('invalid_body', 'Request body holds a lone surrogate escape (\\uD800-\\uDFFF), which is not valid Unicode text');
+  }
   return body as Record<string, unknown>;
+}
+
+/** Only an escape can put a surrogate in a JSON text: the decoder turns raw ones into U+FFFD. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+/** Whether every string of a parsed JSON value, keys included, is well-formed Unicode. */
+function wellFormed(value: unknown): boolean {
+  if (typeof value === 'string') return (value as unknown as { isWellFormed(): boolean }).isWellFormed();
+  if (value === null || typeof value !== 'object') return true;
+  for (const [key, item] of Object.entries(value)) if (!wellFormed(key) || !wellFormed(item)) return false;
+  return true;
 }
 
 /** The query's name from a /q/<name> path; a name that is not valid URL encoding is taken as sent. */

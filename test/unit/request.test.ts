@@ -246,6 +246,17 @@ test('parseJsonObject: one JSON object or nothing', () => {
   }
 });
 
+test('parseJsonObject: a lone surrogate escape, in any string or key at any depth, is invalid_body; a whole pair is text', () => {
+  assert.deepEqual(parseJsonObject(utf8.encode('{"a":"\\ud83d\\ude00 \\u00e9"}')), { a: '\u{1f600} é' });
+  for (const text of ['{"a":"\\ud800"}', '{"a":"x\\uDFFFy"}', '{"\\uDBFF":1}', '{"a":[{"b":"\\udc00\\ud800"}]}', '{"a":"\\ud83d"}']) {
+    assert.throws(
+      () => parseJsonObject(utf8.encode(text)),
+      (e: unknown) => e instanceof GatewayError && e.code === 'invalid_body' && /lone surrogate/.test(e.message),
+      text,
+    );
+  }
+});
+
 /** A call with only page and page_size set, as parseCall leaves them (text or null). */
 function paging(page: string | null, pageSize: string | null): CallRequest {
   return { ...DEFAULTS, page, pageSize, params: new Map() };
