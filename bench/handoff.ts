@@ -4,7 +4,7 @@
 // on a channel), the batch sent as a piscina task or, as the gateway sends it, on the executor's own
 // calls channel. The executor answers at once, so the CPU counted (the whole process, its threads)
 // is the hand-off's. 32 callers, interleaved rounds.
-//   npm run build && node dist/bench/handoff.js [--calls 40000] [--rounds 3]
+//   npm run build && node dist/bench/handoff.js [--calls 40000] [--rounds 3] [--only channel]
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Piscina } from 'piscina';
@@ -12,7 +12,14 @@ import type { Answer, Request } from '../src/contract/exchange.js';
 import { createCallBatcher } from '../src/http/callBatches.js';
 import { median, today, writeResults } from './gateway.js';
 
-const { values } = parseArgs({ options: { calls: { type: 'string', default: '40000' }, rounds: { type: 'string', default: '3' } } });
+const { values } = parseArgs({
+  options: {
+    calls: { type: 'string', default: '40000' },
+    rounds: { type: 'string', default: '3' },
+    /** Only the cells whose name holds this (say, `channel` for the gateway's own hand-off, when profiling it). */
+    only: { type: 'string', default: '' },
+  },
+});
 const CALLS = Number(values.calls);
 const CALLERS = 32;
 
@@ -63,17 +70,17 @@ async function measure(send: (req: Request) => Promise<Answer>): Promise<{ cpu_u
   return { cpu_us: (used.user + used.system) / CALLS, wall_us: ((performance.now() - wall) * 1000) / CALLS };
 }
 
-const cells: Record<string, (req: Request) => Promise<Answer>> = {
-  'a task per call': perCall,
-  'a task per turn, answers per turn': batched,
-  "a batch per turn on the executor's calls channel (the gateway's), answers per turn": onChannel,
-};
+const cells: Record<string, (req: Request) => Promise<Answer>> = Object.fromEntries(
+  Object.entries({
+    'a task per call': perCall,
+    'a task per turn, answers per turn': batched,
+    "a batch per turn on the executor's calls channel (the gateway's), answers per turn": onChannel,
+  }).filter(([name]) => name.includes(values.only!)),
+);
 // The answers channel is unref'd and a batch's task ends before its answers are posted (in the gateway its
 // socket keeps the process alive): without this the bench could run out of things to wait on and exit (code 13).
 const alive = setInterval(() => {}, 1000);
-await measure(perCall); // warm both threads
-await measure(batched);
-await measure(onChannel);
+for (const send of Object.values(cells)) await measure(send); // warm both threads
 const rows: Array<{ round: number; cell: string; cpu_us: number; wall_us: number }> = [];
 for (let round = 0; round < Number(values.rounds); round++) {
   for (const [cell, send] of Object.entries(cells)) rows.push({ round, cell, ...(await measure(send)) });
@@ -92,7 +99,7 @@ const table = Object.keys(cells)
   .join('\n');
 const md = `# Handing calls to an executor (${today()})
 
-Made with \`node dist/bench/handoff.js --calls ${CALLS} --rounds ${values.rounds}\`: ${CALLERS} callers, an executor that
+Made with \`node dist/bench/handoff.js --calls ${CALLS} --rounds ${values.rounds}${values.only ? ` --only ${values.only}` : ''}\`: ${CALLERS} callers, an executor that
 answers at once, so the process's CPU per call is the hand-off's (both threads). Medians of the rounds.
 
 | Hand-off | CPU µs per call | wall µs per call |

@@ -1,6 +1,7 @@
 // A/B of gateway settings on the PostgreSQL account lookup: each variant's process in turn, in
 // interleaved rounds, calls per gateway CPU-s and req/s at 32 callers; the floor in the same rounds.
 //   node dist/bench/levers.js --pg postgres://postgres@127.0.0.1:5432/qag_oltp_bench [--seconds 5] [--rounds 3]
+//        (--pg mysql://root@127.0.0.1:3306/qag_bench_my: the lookup on MariaDB, its floor node:http + mysql2)
 //        [--variant 'name:ENV=V,ENV2=V2' ...]   (MAIN=<a build's dist/src/main.js> runs that build,
 //        NODE_ARGS='<node flags>' starts it with them; QUERYAPIGATE_DATABASE_URL=postgres://.../<db> puts its
 //        store there, a database this bench drops and creates afresh for every cell) [--floor-args '<node flags>']
@@ -25,7 +26,8 @@ const { values } = parseArgs({
   },
 });
 ensureWrk();
-const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url));
+// A mysql:// URL for --pg runs the lookup on MariaDB, beside the node:http + mysql2 floor.
+const FLOOR = fileURLToPath(new URL(values.pg!.startsWith('mysql:') ? './floorMysql.js' : './floor.js', import.meta.url));
 const variants = values.variant!.map(parseVariant);
 
 async function gatewayCell({ env, nodeArgs, main }: Variant): Promise<{ url: string; key: string; pid: number; stop(): Promise<void> }> {

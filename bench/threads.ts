@@ -84,11 +84,12 @@ function postgresTicks(): Map<string, number> {
 }
 
 /**
- * Node names every thread "node" (executors, the recorder, V8's helpers, libuv's pool), so only the
- * main thread (the process's first) is told apart from the rest.
+ * Node names every thread "node" (executors, the recorder, V8's helpers, libuv's pool), so threads are
+ * told apart by what they did in the window: the main thread (the process's first), the busiest other
+ * (with executors, the executor; inline, the recorder's thread if it has one) and the rest together.
  */
-function group(tid: string, pid: number): string {
-  return tid === String(pid) ? 'main' : 'other threads';
+function group(tid: string, pid: number, busiest: string | undefined): string {
+  return tid === String(pid) ? 'main' : tid === busiest ? 'busiest other' : 'other threads';
 }
 
 interface Row {
@@ -165,9 +166,12 @@ async function measure(round: number, cell: string, pid: number, url: string, he
     const log = output();
     const calls = r.requests;
     const byGroup: Record<string, { us: number; wakes: number }> = {};
+    const used = (tid: string): number => (t1.get(tid)?.ticks ?? 0) - (t0.get(tid)?.ticks ?? 0);
+    let busiest: string | undefined;
+    for (const tid of t1.keys()) if (tid !== String(pid) && (busiest === undefined || used(tid) > used(busiest))) busiest = tid;
     for (const [tid, s] of t1) {
       const before = t0.get(tid) ?? { ticks: 0, voluntary: 0 };
-      const name = group(tid, pid);
+      const name = group(tid, pid, busiest);
       byGroup[name] ??= { us: 0, wakes: 0 };
       const g = byGroup[name];
       g.us += (((s.ticks - before.ticks) / TICK) * 1e6) / calls;
@@ -261,7 +265,7 @@ const names = [...new Set(medians.flatMap((r) => Object.keys(r.threads)))].sort(
 const lines = [
   `# Where a call's CPU goes, thread by thread (${today()})`,
   '',
-  `Made with \`node dist/bench/threads.js --seconds ${SECONDS} --rounds ${ROUNDS} --callers ${values.callers} --cells ${values.cells} --store ${values.store}\`. Each cell: a 2 s warm-up, then ${SECONDS} s measured with wrk, in ${ROUNDS} interleaved round(s), the medians below; µs of CPU per call of each server thread (the main thread, the process's first, and the others together: Node names them all "node") and voluntary context switches per call (wake-ups), from /proc. The database's CPU per call is split by what its server process serves: the data (qag_oltp_bench) or the gateway's store.`,
+  `Made with \`node dist/bench/threads.js --seconds ${SECONDS} --rounds ${ROUNDS} --callers ${values.callers} --cells ${values.cells} --store ${values.store}\`. Each cell: a 2 s warm-up, then ${SECONDS} s measured with wrk, in ${ROUNDS} interleaved round(s), the medians below; µs of CPU per call of each server thread (Node names them all "node", so: the main thread, the process's first; the busiest other in the window, with executors the executor; and the rest together) and voluntary context switches per call (wake-ups), from /proc. The database's CPU per call is split by what its server process serves: the data (qag_oltp_bench) or the gateway's store.`,
   '',
   `| Cell | Callers | req/s | p50 ms | p99 ms | ${names.map((n) => `${n} µs (wakes)`).join(' | ')} | database: data µs | store µs |`,
   `|---|---|---|---|---|${names.map(() => '---|').join('')}---|---|`,
