@@ -56,5 +56,6 @@ USER node
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.QUERYAPIGATE_PORT || 5000) + '/health', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 
-# node runs as PID 1 and handles SIGTERM itself (finishes calls in flight, then exits).
-CMD ["node", "dist/src/main.js", "serve"]
+# node runs as PID 1 and handles SIGTERM itself (finishes calls in flight, then exits); --single-threaded-gc:
+# V8 collects without helper threads, as the server is measured (src/serve.ts GC_FLAG).
+CMD ["node", "--single-threaded-gc", "dist/src/main.js", "serve"]

@@ -20,7 +20,7 @@ import mysql from 'mysql2/promise';
 import { exampleQueries } from '../src/examples/catalog.js';
 import { DATABASE as TPCC_DATABASE } from './tpcc/generate.js';
 import { ALLOWED_TABLES, MASK, SQL as TPCC_SQL } from './tpcc/queries.js';
-import { adminApi, fmt, median, mysqlConnection, oltpConnection, spawnListening, today, writeResults } from './gateway.js';
+import { adminApi, fmt, GATEWAY_NODE_ARGS, median, mysqlConnection, oltpConnection, spawnListening, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -133,7 +133,7 @@ async function timed(url: string, key: string): Promise<number> {
 
 async function cell(build: { name: string; main: string }, round: number): Promise<void> {
   const home = mkdtempSync(join(tmpdir(), 'qag-first-'));
-  const l = await spawnListening([build.main, 'serve'], {
+  const l = await spawnListening([...GATEWAY_NODE_ARGS, build.main, 'serve'], {
     QUERYAPIGATE_PORT: '0',
     QUERYAPIGATE_API_KEY: 'bench-admin',
     QUERYAPIGATE_HOME: home,

@@ -1,6 +1,7 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --single-threaded-gc
 // The `queryapigate` command's entry: hands the command line to the command tree (src/cli) and
-// exits with its code. `serve` keeps the process alive until a signal stops it.
+// exits with its code. `serve` keeps the process alive until a signal stops it. The first line gives node the flag
+// the server is measured with (serve.ts GC_FLAG), as npm start and the Dockerfile do.
 import { runCli } from './cli/run.js';
 
 runCli(process.argv.slice(2)).then((code) => {

@@ -54,6 +54,15 @@ const EXAMPLE_KEY = 'example-partner';
  */
 const HEAP_GROWING_PERCENT = 60;
 
+/**
+ * The flag the start commands give node (package.json's start, the Dockerfile, the bin's first line): V8 then
+ * collects each heap on its own thread, with no helper threads. On 2 cores a pooled gateway's threads fill them
+ * already, and V8's concurrent marking competed with them: with the flag, calls per CPU-s +3-4% and the p99 at 32
+ * callers lower in every round; inline the same CPU, its p99 as often lower as not, RSS 8-10 MiB higher
+ * (bench/results/levers-2026-12-05-stgc-*). A flag V8 takes only at start-up: set in a running process it aborts.
+ */
+export const GC_FLAG = '--single-threaded-gc';
+
 export async function startServer(config: Config): Promise<RunningServer> {
   if (!process.execArgv.some((a) => a.startsWith('--heap-growing-percent'))) v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
   configureLogs(config, SERVER_LOG_FD);
@@ -69,6 +78,11 @@ export async function startServer(config: Config): Promise<RunningServer> {
     throw new ConfigError([`${setting}: the store could not be opened: ${e.message}`]);
   });
   log.info(`store: ${describeStore(config)}`);
+  log.info(
+    process.execArgv.includes(GC_FLAG)
+      ? `gc: each thread collects its own heap (node ${GC_FLAG})`
+      : `gc: V8's helper threads collect beside the threads that serve (node started without ${GC_FLAG}, as npm start and the image give it)`,
+  );
   await store.secret('mask'); // executors read it; created once per store
   const exampleKeys: RunningServer['exampleKeys'] = [];
   if (config.loadExamples) {

@@ -4,14 +4,17 @@
 // point, whose /health its healthcheck really asks; haproxy accepts haproxy.cfg.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { ROOT } from '../../src/cli/commands.js';
 import { loadConfig, unknownVariables } from '../../src/config.js';
-import { startTestServer } from '../helpers.js';
+import { GC_FLAG } from '../../src/serve.js';
+import { GATEWAY_NODE_ARGS } from '../../bench/gateway.js';
+import { ADMIN_KEY, startProcess, startTestServer } from '../helpers.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const read = (path: string) => readFileSync(join(REPO, path), 'utf8');
@@ -49,6 +52,9 @@ function dockerfileEnv(): Record<string, string> {
   }
   return env;
 }
+
+/** The Dockerfile's CMD, as an array. */
+const dockerCmd = (): string[] => JSON.parse(/^CMD (\[.*\])$/m.exec(read('Dockerfile'))?.[1] ?? '[]') as string[];
 
 /** Every setting a gateway container runs with must be known to config.ts and parse. */
 function assertSettings(where: string, env: Record<string, string>) {
@@ -112,14 +118,14 @@ test('the Dockerfile copies files that exist and starts the real entry point, wh
     for (const source of m[1].trim().split(/\s+/)) assert.ok(existsSync(join(REPO, source)), `COPY ${source}: exists in the repository`);
   }
   for (const m of dockerfile.matchAll(/npm run (\w+)/g)) assert.ok(JSON.parse(read('package.json')).scripts[m[1]], `npm run ${m[1]} is a script`);
-  const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)?.[1] ?? '[]') as string[];
-  assert.equal(cmd[0], 'node');
-  assert.equal(cmd[1], JSON.parse(read('package.json')).bin.queryapigate, 'CMD runs the package bin');
-  assert.ok(existsSync(join(REPO, cmd[1])), `${cmd[1]} is what the build makes`);
-  assert.ok(existsSync(join(REPO, cmd[1].replace(/^dist\//, '').replace(/\.js$/, '.ts'))), 'and it is built from the source');
+  const [node, entry, command] = dockerCmd().filter((a) => !a.startsWith('--'));
+  assert.equal(node, 'node');
+  assert.equal(entry, JSON.parse(read('package.json')).bin.queryapigate, 'CMD runs the package bin');
+  assert.ok(existsSync(join(REPO, entry)), `${entry} is what the build makes`);
+  assert.ok(existsSync(join(REPO, entry.replace(/^dist\//, '').replace(/\.js$/, '.ts'))), 'and it is built from the source');
   assert.ok(
-    ROOT.children.some((c) => c.name === cmd[2] && c.kind === 'command'),
-    `${cmd[2]} is a command`,
+    ROOT.children.some((c) => c.name === command && c.kind === 'command'),
+    `${command} is a command`,
   );
 
   // The healthcheck's own command, run against a real server on the port it reads, then on a dead one.
@@ -140,5 +146,39 @@ test('the Dockerfile copies files that exist and starts the real entry point, wh
     assert.equal(await probe(port), 1, 'no server: exit 1');
   } finally {
     await s.stop().catch(() => undefined);
+  }
+});
+
+test('the server starts with the same node flags everywhere: the image, npm start, the bin, the benches; the start-up says how V8 collects', async () => {
+  const image = dockerCmd().filter((a) => a.startsWith('--'));
+  assert.ok(image.includes(GC_FLAG), `the image gives node ${GC_FLAG}`);
+  const start = /^node ((?:--\S+ )*)dist\/src\/main\.js serve$/
+    .exec(JSON.parse(read('package.json')).scripts.start)?.[1]
+    .trim()
+    .split(' ');
+  assert.deepEqual(start, image, 'npm start: the same flags');
+  const bin = join(REPO, JSON.parse(read('package.json')).bin.queryapigate);
+  const shebang = readFileSync(bin, 'utf8').split('\n')[0];
+  assert.equal(shebang, `#!/usr/bin/env -S node ${image.join(' ')}`, 'the bin: the same flags on its first line');
+  assert.deepEqual(GATEWAY_NODE_ARGS, image, 'the benches start the gateway with them');
+
+  // The bin run as the kernel runs it (npm makes it executable where it installs it): its first line must work.
+  chmodSync(bin, 0o755);
+  const version = spawnSync(bin, ['--version'], { encoding: 'utf8', env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}` } });
+  assert.equal(version.status, 0, version.stderr);
+  assert.match(version.stdout, /\d+\.\d+\.\d+/);
+
+  // Started with the image's flags, and without them: the start-up line says which.
+  for (const flags of [image, []]) {
+    const home = mkdtempSync(join(tmpdir(), 'qag-flags-'));
+    const p = startProcess({ QUERYAPIGATE_HOME: home, QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: ADMIN_KEY, QUERYAPIGATE_WORKERS: '1' }, undefined, flags);
+    try {
+      await p.listening;
+      assert.match(p.output(), flags.length ? /gc: each thread collects its own heap \(node --single-threaded-gc\)/ : /gc: V8's helper threads collect/);
+    } finally {
+      p.child.kill('SIGTERM');
+      await p.exited;
+      rmSync(home, { recursive: true, force: true });
+    }
   }
 });
