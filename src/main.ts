@@ -1,7 +1,7 @@
-#!/usr/bin/env -S node --single-threaded-gc
+#!/usr/bin/env node
 // The `queryapigate` command's entry: hands the command line to the command tree (src/cli) and
-// exits with its code. `serve` keeps the process alive until a signal stops it. The first line gives node the flag
-// the server is measured with (serve.ts GC_FLAG), as npm start and the Dockerfile do.
+// exits with its code. `serve` keeps the process alive until a signal stops it. The first line gives node no flag
+// (serve.ts GC_FLAG is npm start's and the image's): `env -S`, which would, is not in every `env` (BusyBox's).
 import { runCli } from './cli/run.js';
 
 runCli(process.argv.slice(2)).then((code) => {

@@ -55,7 +55,7 @@ const EXAMPLE_KEY = 'example-partner';
 const HEAP_GROWING_PERCENT = 60;
 
 /**
- * The flag the start commands give node (package.json's start, the Dockerfile, the bin's first line): V8 then
+ * The flag the start commands give node (package.json's start, the Dockerfile; not the bin, see main.ts): V8 then
  * collects each heap on its own thread, with no helper threads. On 2 cores a pooled gateway's threads fill them
  * already, and V8's concurrent marking competed with them: with the flag, calls per CPU-s +3-4% and the p99 at 32
  * callers lower in every round; inline the same CPU, its p99 as often lower as not, RSS 8-10 MiB higher

@@ -149,7 +149,7 @@ test('the Dockerfile copies files that exist and starts the real entry point, wh
   }
 });
 
-test('the server starts with the same node flags everywhere: the image, npm start, the bin, the benches; the start-up says how V8 collects', async () => {
+test('the server starts with the same node flags in the image, npm start and the benches; the start-up says how V8 collects', async () => {
   const image = dockerCmd().filter((a) => a.startsWith('--'));
   assert.ok(image.includes(GC_FLAG), `the image gives node ${GC_FLAG}`);
   const start = /^node ((?:--\S+ )*)dist\/src\/main\.js serve$/
@@ -157,12 +157,11 @@ test('the server starts with the same node flags everywhere: the image, npm star
     .trim()
     .split(' ');
   assert.deepEqual(start, image, 'npm start: the same flags');
-  const bin = join(REPO, JSON.parse(read('package.json')).bin.queryapigate);
-  const shebang = readFileSync(bin, 'utf8').split('\n')[0];
-  assert.equal(shebang, `#!/usr/bin/env -S node ${image.join(' ')}`, 'the bin: the same flags on its first line');
   assert.deepEqual(GATEWAY_NODE_ARGS, image, 'the benches start the gateway with them');
 
-  // The bin run as the kernel runs it (npm makes it executable where it installs it): its first line must work.
+  // The bin as the kernel runs it (npm makes it executable where it installs it): a first line every `env` reads.
+  const bin = join(REPO, JSON.parse(read('package.json')).bin.queryapigate);
+  assert.equal(readFileSync(bin, 'utf8').split('\n')[0], '#!/usr/bin/env node');
   chmodSync(bin, 0o755);
   const version = spawnSync(bin, ['--version'], { encoding: 'utf8', env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}` } });
   assert.equal(version.status, 0, version.stderr);
