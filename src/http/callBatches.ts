@@ -14,6 +14,7 @@ import type { Piscina } from 'piscina';
 import { ANSWER_SLOTS, type AnswerBatch, answerAt, answerIdAt, CALL_SLOTS, type CallBatch, type CallTask, callIdAt, packCall } from '../contract/crossing.js';
 import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
 import { channel, type ExecutorHello } from '../contract/messages.js';
+import { PendingCalls } from './pendingCalls.js';
 
 export interface CallBatcher {
   run(req: Request, task: CallTask): Promise<Answer>;
@@ -56,22 +57,20 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
   const hello = channel('executors', scope);
   /** Executors that said they listen on their calls channel, by threadId. */
   const listening = new Map<number, Listening>();
-  /** Every call not answered yet (queued, taken or sent), by id. */
-  const waiters = new Map<number, Waiter>();
+  /** Every call not answered yet (queued, taken or sent), by id: at most the running and the queued. */
+  const waiters = new PendingCalls<Waiter>(limits.running + limits.queue);
   /** Taken this turn, sent together at its end (packed: contract/crossing.ts). */
   let outgoing: CallBatch = [];
   /** Waiting for room, oldest first. */
   const queued: Call[] = [];
   /** Calls taken and not answered yet. */
   let running = 0;
-  let nextId = 0;
   let refused = 0;
 
   /** Takes call `id`'s waiter out to settle it, unless it was settled already. */
   const claim = (id: number): Waiter | undefined => {
-    const w = waiters.get(id);
+    const w = waiters.take(id);
     if (!w) return undefined;
-    waiters.delete(id);
     running--;
     const e = listening.get(w.executor);
     if (e) e.load--;
@@ -96,7 +95,7 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
     listening.delete(executor);
     gone.calls.close();
     const failure = new Error(`executor thread ${executor} stopped`);
-    for (const [id, w] of waiters) if (w.executor === executor) claim(id)?.reject(failure);
+    for (const id of waiters.ids()) if (waiters.get(id)?.executor === executor) claim(id)?.reject(failure);
     admit();
   }
 
@@ -157,8 +156,7 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
         return Promise.resolve(busyAnswer(req.requestId));
       }
       return new Promise<Answer>((resolve, reject) => {
-        const id = nextId++;
-        waiters.set(id, { resolve, reject, executor: NO_EXECUTOR });
+        const id = waiters.add({ resolve, reject, executor: NO_EXECUTOR });
         if (running < limits.running) take(id, task, req);
         else queued.push({ id, task, req });
       });
