@@ -12,7 +12,6 @@ export class PendingCalls<T> {
   readonly #free: number[] = [];
   readonly #capacity: number;
   #generation = 0;
-  #size = 0;
 
   /** `capacity`: the most values kept at once (the caller bounds them: running + queued calls). */
   constructor(capacity: number) {
@@ -20,7 +19,7 @@ export class PendingCalls<T> {
   }
 
   get size(): number {
-    return this.#size;
+    return this.#values.length - this.#free.length;
   }
 
   /** Keeps `value` until taken; returns its id. */
@@ -35,7 +34,6 @@ export class PendingCalls<T> {
     const id = this.#generation++ * this.#capacity + slot;
     this.#values[slot] = value;
     this.#ids[slot] = id;
-    this.#size++;
     return id;
   }
 
@@ -52,7 +50,6 @@ export class PendingCalls<T> {
     this.#values[slot] = undefined;
     this.#ids[slot] = -1;
     this.#free.push(slot);
-    this.#size--;
     return value;
   }
 
