@@ -3,7 +3,7 @@
 // gateway's own call/answerBatches.ts: as piscina tasks only, or (`listen`) on its calls channel once it
 // says it listens, as an executor does.
 import { workerData } from 'node:worker_threads';
-import { batchRunner, listenForBatches } from '../src/call/answerBatches.js';
+import { batchTask, listenForBatches } from '../src/call/answerBatches.js';
 import type { Answer, Request } from '../src/contract/exchange.js';
 
 const answer = (req: Request): Answer => ({
@@ -18,5 +18,6 @@ export default function one(req: Request): Answer {
 }
 
 const { scope, listen } = workerData as { scope: string; listen: boolean };
-export const batch = batchRunner((_task, req) => Promise.resolve(answer(req)), scope);
-if (listen) listenForBatches(batch, scope);
+const runOne = (_task: unknown, req: Request) => Promise.resolve(answer(req));
+export const batch = batchTask(runOne);
+if (listen) listenForBatches(runOne, scope);

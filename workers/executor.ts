@@ -5,10 +5,10 @@
 import { workerData } from 'node:worker_threads';
 import { createCallContext, type ExecutorData } from '../src/call/context.js';
 import { runAdhoc } from '../src/call/adhoc.js';
-import { batchRunner, listenForBatches } from '../src/call/answerBatches.js';
+import { batchTask, listenForBatches, type RunOne } from '../src/call/answerBatches.js';
 import { runCall } from '../src/call/runCall.js';
 import { buildCatalog, type CatalogDocuments, type CatalogTask } from '../src/catalog/build.js';
-import type { CallBatch } from '../src/contract/crossing.js';
+import type { AnswerBatch, CallBatch } from '../src/contract/crossing.js';
 import type { Answer, Request } from '../src/contract/exchange.js';
 import type { McpTask, McpToolListing, McpToolsTask } from '../src/mcp/server.js';
 import { configureLogs, SERVER_LOG_FD } from '../src/log.js';
@@ -27,8 +27,10 @@ export function adhoc(req: Request): Promise<Answer> {
 }
 
 /** /q/ and /execute_sql calls as the acceptor hands them over: a batch, each answered on its own. */
-export const batch: (calls: CallBatch) => Promise<void> = batchRunner((task, req) => (task === 'adhoc' ? runAdhoc(ctx, req) : runCall(ctx, req)), data.answers);
-listenForBatches(batch, data.answers);
+const runOne: RunOne = (task, req) => (task === 'adhoc' ? runAdhoc(ctx, req) : runCall(ctx, req));
+/** A batch sent as a piscina task (before the acceptor has heard this executor listen): its answers are the result. */
+export const batch: (calls: CallBatch) => Promise<AnswerBatch> = batchTask(runOne);
+listenForBatches(runOne, data.answers);
 
 export function catalog(task: CatalogTask): Promise<CatalogDocuments> {
   return buildCatalog(ctx, task);

@@ -13,11 +13,13 @@ import type { MetricObjectWithValues, MetricValue } from 'prom-client';
  * - metrics: acceptor ↔ every thread at scrape time, MetricsMessage;
  * - cache: acceptor ↔ every executor, CacheRequest and CacheReply (the management API's view of the
  *   in-memory response caches; with Redis the acceptor reads Redis itself and nobody listens here);
- * - answers: executors → acceptor, AnswerBatch (the answers to a CallBatch, a batch per executor
- *   turn; scoped by the dispatcher, not only the home folder, since call ids are the dispatcher's);
  * - executors: executor ↔ acceptor, ExecutorHello: an executor says it listens for calls (at start, and
- *   when the acceptor asks), scoped by the dispatcher;
- * - calls: acceptor → one executor, CallBatch, scoped by the dispatcher and the executor's threadId.
+ *   when the acceptor asks), scoped by the dispatcher (not only the home folder: call ids are the dispatcher's);
+ * - calls: acceptor → one executor, CallBatch, scoped by the dispatcher and the executor's threadId;
+ * - answers: that executor → acceptor, AnswerBatch (the answers to its CallBatches, a batch per executor
+ *   turn), scoped as its calls channel. Every instance of a name hears every message posted on it by
+ *   another, listening or not, so what only one thread should read travels on a name only it and
+ *   the poster hold.
  */
 export type ChannelName = 'runs' | 'drain' | 'changes' | 'metrics' | 'cache' | 'answers' | 'executors' | 'calls';
 

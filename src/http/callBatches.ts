@@ -1,11 +1,15 @@
 // In charge of carrying /q/ and /execute_sql calls to the executors in batches: every call taken in
 // one turn of the acceptor's event loop crosses as one CallBatch, and each executor posts its answers
-// a turn at a time on the `answers` channel (call/answerBatches.ts), each call answered as soon as it
+// a turn at a time on its own answers channel (call/answerBatches.ts), each call answered as soon as it
 // is done; both cross as flat arrays (contract/crossing.ts). A batch goes to the executor with the
 // fewest calls in hand, on that executor's own `calls` channel once it has said it listens there, as a
-// piscina task until then (at start): a task costs a second message (its completion) and piscina's own
-// work (bench/handoff.ts: a piscina round trip per call 18-23 µs of CPU on this machine's kind; a task
-// per turn 8.4, the calls channel 6.4, lower in every round: bench/results/handoff-2026-12-04).
+// piscina task until then (at start; its answers are the task's result): a task costs a second message
+// (its completion) and piscina's own work (bench/handoff.ts: a piscina round trip per call 18-23 µs of
+// CPU on this machine's kind; a task per turn 8.4, the calls channel 6.4, lower in every round:
+// bench/results/handoff-2026-12-04).
+// Each executor's two channels are its own: a BroadcastChannel clones every message into every other
+// instance of its name in the process, so one answers channel for all executors made each one
+// deserialize every other's answers (bench/results/levers-2026-12-05-executors).
 // piscina stays the pool: it starts, replaces and stops the executors; a batch in the hands of one that
 // died fails with it, as its task would.
 // The calls are bounded here: at most `running` at once, `queue` more waiting for room, and the rest
@@ -44,16 +48,16 @@ interface Waiter {
 }
 const NO_EXECUTOR = -1;
 
-/** An executor listening on its own calls channel, and how many calls it has in hand. */
+/** An executor listening on its own calls channel (answering on its own answers channel), and how many calls it has in hand. */
 interface Listening {
   threadId: number;
   calls: BroadcastChannel;
+  answers: BroadcastChannel;
   load: number;
 }
 
-/** `scope`: the answers channel's, as the executors were given it (ExecutorData.answers). */
+/** `scope`: the calls and answers channels', as the executors were given it (ExecutorData.answers). */
 export function createCallBatcher(pool: Piscina, scope: string, limits: { running: number; queue: number }): CallBatcher {
-  const answers = channel('answers', scope);
   const hello = channel('executors', scope);
   /** Executors that said they listen on their calls channel, by threadId. */
   const listening = new Map<number, Listening>();
@@ -83,7 +87,11 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
     // Only a running thread of this pool (a hello can outlive its thread).
     const worker = pool.threads.find((w) => w.threadId === threadId);
     if (!worker) return;
-    listening.set(threadId, { threadId, calls: channel('calls', `${scope}:${threadId}`), load: 0 });
+    const own = `${scope}:${threadId}`;
+    // Its answers channel is open before the first batch leaves on its calls channel, so no answer is posted before it.
+    const answers = channel('answers', own);
+    answers.onmessage = (e: MessageEvent) => settle(e.data as AnswerBatch);
+    listening.set(threadId, { threadId, calls: channel('calls', own), answers, load: 0 });
     worker.once('exit', () => stopped(threadId));
   };
   hello.postMessage({ threadId: null } satisfies ExecutorHello); // those that started before this listened
@@ -94,6 +102,7 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
     if (!gone) return;
     listening.delete(executor);
     gone.calls.close();
+    gone.answers.close();
     const failure = new Error(`executor thread ${executor} stopped`);
     for (const id of waiters.ids()) if (waiters.get(id)?.executor === executor) claim(id)?.reject(failure);
     admit();
@@ -106,13 +115,12 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
     return best;
   }
 
-  answers.onmessage = (e: MessageEvent) => {
-    const batch = e.data as AnswerBatch;
+  function settle(batch: AnswerBatch): void {
     for (let at = 0; at < batch.length; at += ANSWER_SLOTS) {
       claim(answerIdAt(batch, at))?.resolve(answerAt(batch, at));
     }
     admit();
-  };
+  }
 
   /** Moves queued calls into this turn's batch while there is room. */
   function admit(): void {
@@ -141,9 +149,9 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
       e.calls.postMessage(calls);
       return;
     }
-    // Resolves once every call in it is answered; a rejection means the executor failed (it died, or
-    // the pool is closing): the calls not answered yet fail with it.
-    pool.run(calls, { name: 'batch' }).then(undefined, (err: unknown) => {
+    // Resolves with the answers once every call in it is answered; a rejection means the executor failed
+    // (it died, or the pool is closing): the calls not answered yet fail with it.
+    (pool.run(calls, { name: 'batch' }) as Promise<AnswerBatch>).then(settle, (err: unknown) => {
       for (let at = 0; at < calls.length; at += CALL_SLOTS) claim(callIdAt(calls, at))?.reject(err);
       admit();
     });
@@ -165,9 +173,11 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
       return refused;
     },
     close() {
-      answers.close();
       hello.close();
-      for (const e of listening.values()) e.calls.close();
+      for (const e of listening.values()) {
+        e.calls.close();
+        e.answers.close();
+      }
       listening.clear();
     },
   };

@@ -2,7 +2,7 @@
 // query and the thread that answered; `wait=<ms>` answers after that long, `die` ends the thread.
 // Inert when loaded as the main thread (the test runner loads every file under test/).
 import { isMainThread, threadId, workerData } from 'node:worker_threads';
-import { batchRunner, listenForBatches } from '../../src/call/answerBatches.js';
+import { batchTask, listenForBatches } from '../../src/call/answerBatches.js';
 import type { Answer, Request } from '../../src/contract/exchange.js';
 
 async function answer(req: Request): Promise<Answer> {
@@ -13,5 +13,5 @@ async function answer(req: Request): Promise<Answer> {
 }
 
 // Only in piscina's threads: the test runner loads this file too, as its main thread, with no scope.
-export const batch = isMainThread ? null : batchRunner((_task, req) => answer(req), workerData as string);
-if (batch) listenForBatches(batch, workerData as string);
+export const batch = isMainThread ? null : batchTask((_task, req) => answer(req));
+if (!isMainThread) listenForBatches((_task, req) => answer(req), workerData as string);

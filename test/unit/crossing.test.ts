@@ -1,9 +1,11 @@
 // Tests for calls and answers as they cross between the acceptor and an executor: packed flat
 // (contract/crossing.ts) and read back to the same request and answer after a structured clone, and
-// an executor's batch (call/answerBatches.ts) answered call by call in one message.
+// an executor's batch (call/answerBatches.ts) answered call by call: in one message on its own answers
+// channel, or as a piscina task's result.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { batchRunner } from '../../src/call/answerBatches.js';
+import { threadId } from 'node:worker_threads';
+import { batchTask, listenForBatches } from '../../src/call/answerBatches.js';
 import {
   ANSWER_SLOTS,
   type AnswerBatch,
@@ -86,22 +88,40 @@ test('answers packed in one batch read back as the same answers, after a structu
   assert.equal(second.addressNeeded, undefined);
 });
 
-test("an executor's batch answers each call with its own id, the calls of a turn in one message", async (t) => {
-  const scope = `crossing-${process.pid}`;
-  const heard: AnswerBatch[] = [];
-  const acceptor = channel('answers', scope);
-  acceptor.onmessage = (e: MessageEvent) => heard.push(e.data as AnswerBatch);
-  t.after(() => acceptor.close());
-  const run = batchRunner(async (task, req) => ({ status: 200, headers: [], body: `${task}:${req.query}` }), scope);
+const echo = async (task: string, req: Request): Promise<Answer> => ({ status: 200, headers: [], body: `${task}:${req.query}` });
+
+function twoCalls(): CallBatch {
   const batch: CallBatch = [];
   packCall(batch, 1, 'call', { ...bare, query: 'aid=1' });
   packCall(batch, 2, 'adhoc', { ...bare, query: 'aid=2' });
-  await run(batch);
+  return batch;
+}
+const bodies = (got: AnswerBatch) => [answerIdAt(got, 0), answerAt(got, 0).body, answerIdAt(got, ANSWER_SLOTS), answerAt(got, ANSWER_SLOTS).body];
+
+test("an executor's batch on its calls channel: each call answered with its own id, the calls of a turn in one message, on its own answers channel only", async (t) => {
+  const scope = `crossing-${process.pid}`;
+  const heard: AnswerBatch[] = [];
+  const mine = channel('answers', `${scope}:${threadId}`);
+  mine.onmessage = (e: MessageEvent) => heard.push(e.data as AnswerBatch);
+  // Another executor's answers channel, and the one all executors once shared: neither hears these answers.
+  const elsewhere: unknown[] = [];
+  const others = [channel('answers', `${scope}:${threadId + 1000}`), channel('answers', scope)];
+  for (const o of others) o.onmessage = (e: MessageEvent) => elsewhere.push(e.data);
+  const stop = listenForBatches(echo, scope);
+  t.after(() => {
+    stop();
+    for (const c of [mine, ...others]) c.close();
+  });
+  const acceptor = channel('calls', `${scope}:${threadId}`);
+  acceptor.postMessage(twoCalls());
+  acceptor.close();
   for (let i = 0; i < 100 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 50)); // room for a second message, or one elsewhere, to arrive
   assert.equal(heard.length, 1);
-  const got = heard[0];
-  assert.deepEqual(
-    [answerIdAt(got, 0), answerAt(got, 0).body, answerIdAt(got, ANSWER_SLOTS), answerAt(got, ANSWER_SLOTS).body],
-    [1, 'call:aid=1', 2, 'adhoc:aid=2'],
-  );
+  assert.deepEqual(bodies(heard[0]), [1, 'call:aid=1', 2, 'adhoc:aid=2']);
+  assert.deepEqual(elsewhere, []);
+});
+
+test("an executor's batch as a piscina task: its answers, each with its call's id, are the task's result", async () => {
+  assert.deepEqual(bodies(await batchTask(echo)(twoCalls())), [1, 'call:aid=1', 2, 'adhoc:aid=2']);
 });
