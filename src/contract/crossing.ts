@@ -17,8 +17,12 @@ export type AnswerBatch = unknown[];
 export const CALL_SLOTS = 15;
 export const ANSWER_SLOTS = 7;
 
-/** Appends one call to `batch`. A stream's call (one with a port) never crosses in a batch. */
-export function packCall(batch: CallBatch, id: number, task: CallTask, req: Request): void {
+/**
+ * Appends one call to `batch`, with the address and the changes count it crosses with (the request's own unless given:
+ * the acceptor packs its socket's request as it is, without a copy that only sets these two). A stream's call (one with a
+ * port) never crosses in a batch.
+ */
+export function packCall(batch: CallBatch, id: number, task: CallTask, req: Request, ip = req.ip, changes = req.changes): void {
   batch.push(
     id,
     task,
@@ -30,11 +34,11 @@ export function packCall(batch: CallBatch, id: number, task: CallTask, req: Requ
     req.authorization,
     req.ifNoneMatch,
     req.lastEventId,
-    req.ip,
+    ip,
     req.body,
     req.started,
     req.headers,
-    req.changes,
+    changes,
   );
 }
 

@@ -21,7 +21,8 @@ import { channel, type ExecutorHello } from '../contract/messages.js';
 import { PendingCalls } from './pendingCalls.js';
 
 export interface CallBatcher {
-  run(req: Request, task: CallTask): Promise<Answer>;
+  /** `ip` and `changes`: what the call crosses with in their place (contract/crossing.ts `packCall`). */
+  run(req: Request, task: CallTask, ip?: string, changes?: number): Promise<Answer>;
   /** Calls refused because the queue was full. */
   readonly refused: number;
   close(): void;
@@ -38,6 +39,8 @@ interface Call {
   id: number;
   task: CallTask;
   req: Request;
+  ip: string;
+  changes: number | undefined;
 }
 
 interface Waiter {
@@ -126,14 +129,14 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
   function admit(): void {
     while (queued.length && running < limits.running) {
       const call = queued.shift()!;
-      take(call.id, call.task, call.req);
+      take(call.id, call.task, call.req, call.ip, call.changes);
     }
   }
 
-  function take(id: number, task: CallTask, req: Request): void {
+  function take(id: number, task: CallTask, req: Request, ip: string, changes: number | undefined): void {
     running++;
     if (outgoing.length === 0) setImmediate(send);
-    packCall(outgoing, id, task, req);
+    packCall(outgoing, id, task, req, ip, changes);
   }
 
   function send(): void {
@@ -158,15 +161,15 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
   }
 
   return {
-    run(req, task) {
+    run(req, task, ip = req.ip, changes = req.changes) {
       if (running >= limits.running && queued.length >= limits.queue) {
         refused++;
         return Promise.resolve(busyAnswer(req.requestId));
       }
       return new Promise<Answer>((resolve, reject) => {
         const id = waiters.add({ resolve, reject, executor: NO_EXECUTOR });
-        if (running < limits.running) take(id, task, req);
-        else queued.push({ id, task, req });
+        if (running < limits.running) take(id, task, req, ip, changes);
+        else queued.push({ id, task, req, ip, changes });
       });
     },
     get refused() {

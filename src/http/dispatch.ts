@@ -16,10 +16,10 @@ import type { HostInExecutor } from '../recorder/client.js';
 import type { RecordTask } from '../recorder/host.js';
 import type { CallTask } from '../contract/crossing.js';
 import { GatewayError } from '../contract/errors.js';
-import type { Answer, Request } from '../contract/exchange.js';
+import { ADDRESS_UNREAD, type Answer, type Request } from '../contract/exchange.js';
 import { logger } from '../log.js';
 import { busyAnswer, type CallBatcher, createCallBatcher } from './callBatches.js';
-import { addresslessRequest, plainRequest } from './respond.js';
+import { plainRequest } from './respond.js';
 
 export interface Dispatcher {
   /** `transfer` moves a stream's port to the executor (inline mode keeps it in this thread). */
@@ -124,14 +124,15 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
     const withAddress = (req: Request, task: CallTask): Promise<Answer> => {
       if (wantAddress.size >= WANT_ADDRESS_MAX) wantAddress.clear();
       wantAddress.add(callerOf(req));
-      return batcher.run(plainRequest(req, changesPosted()), task);
+      return batcher.run(req, task, req.ip, changesPosted());
     };
     run = (req, transfer, task) => {
       if (!transfer) {
-        // An executor gets the request as plain data, its address read only for a caller whose rules need it.
+        // An executor gets the request as plain data (packed from it as it is, no copy), its address read only for a
+        // caller whose rules need it.
         const t = task ?? 'call';
-        if (wantAddress.has(callerOf(req))) return batcher.run(plainRequest(req, changesPosted()), t);
-        return batcher.run(addresslessRequest(req, changesPosted()), t).then((a) => (a.addressNeeded ? withAddress(req, t) : a));
+        if (wantAddress.has(callerOf(req))) return batcher.run(req, t, req.ip, changesPosted());
+        return batcher.run(req, t, ADDRESS_UNREAD, changesPosted()).then((a) => (a.addressNeeded ? withAddress(req, t) : a));
       }
       // A stream's call carries its port, so it crosses alone. queueSize counts the calls waiting
       // beyond every executor's concurrent tasks, as maxQueue does.

@@ -3,7 +3,7 @@
 // corked, status first, only while the response is still alive. Route handlers never touch res.
 import { randomFillSync } from 'node:crypto';
 import type { HttpRequest as UwsRequest, HttpResponse } from 'uWebSockets.js';
-import { ADDRESS_UNREAD, type Answer, errorAnswer, type Request } from '../contract/exchange.js';
+import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
 import { logger } from '../log.js';
 import type { Cors } from './cors.js';
 
@@ -164,11 +164,6 @@ class SocketRequest implements Request {
  */
 export function plainRequest(req: Request, changes?: number): Request {
   return { ...req, ip: req.ip, changes };
-}
-
-/** The request as plain data without its address (ADDRESS_UNREAD): a rule that needs it asks for it. */
-export function addresslessRequest(req: Request, changes: number): Request {
-  return { ...req, ip: ADDRESS_UNREAD, changes };
 }
 
 /**
