@@ -12,7 +12,7 @@ import { LRUCache } from 'lru-cache';
 import type { Caller } from '../auth/keys.js';
 import { GatewayError } from '../contract/errors.js';
 import type { Answer } from '../contract/exchange.js';
-import { type CacheEntryBody, type CacheEntryInfo, type CacheEntryMeta, type CacheReply, type CacheRequest, channel } from '../contract/messages.js';
+import { type CacheEntryBody, type CacheEntryInfo, type CacheEntryMeta, type CacheReply, type CacheRequest, channel, postOnce } from '../contract/messages.js';
 
 export interface CachedAnswer {
   /** Text, or the bytes of a binary format (xlsx, parquet): the cached answer keeps its format. */
@@ -205,13 +205,12 @@ export function createCacheAdmin(redisUrl: string | null, executors: number, sco
 export function answerCacheRequests(cache: ResultCache, scope: string): BroadcastChannel {
   const c = channel('cache', scope);
   c.onmessage = (e: MessageEvent) => {
-    const m = e.data as CacheRequest | CacheReply;
-    if (!('op' in m)) return; // another executor's reply
+    const m = e.data as CacheRequest;
     let reply: CacheReply;
     if (m.op === 'list') reply = { kind: 'listed', id: m.id, entries: cache.list() };
     else if (m.op === 'read') reply = { kind: 'read', id: m.id, entry: cache.peek(m.key) };
     else reply = { kind: 'evicted', id: m.id, removed: cache.evict(m.key) };
-    c.postMessage(reply);
+    postOnce('cacheReplies', scope, reply); // not on the cache channel: every other executor would be handed it
   };
   return c;
 }
@@ -225,12 +224,11 @@ const REPLY_WAIT_MS = 1000;
  * executors only: another instance's memory is its own (Redis is the shared cache).
  */
 export function memoryCacheAdmin(executors: number, scope: string): CacheAdmin {
-  const c = channel('cache', scope);
+  const replies = channel('cacheReplies', scope);
   let next = 0;
   const waiting = new Map<number, { got: CacheReply[]; check: () => void }>();
-  c.onmessage = (e: MessageEvent) => {
-    const m = e.data as CacheRequest | CacheReply;
-    if ('op' in m) return;
+  replies.onmessage = (e: MessageEvent) => {
+    const m = e.data as CacheReply;
     const w = waiting.get(m.id);
     if (!w) return;
     w.got.push(m);
@@ -253,7 +251,7 @@ export function memoryCacheAdmin(executors: number, scope: string): CacheAdmin {
           if (got.length >= executors || enough(got)) done();
         },
       });
-      c.postMessage(request(id));
+      postOnce('cache', scope, request(id));
     });
   };
   return {
@@ -270,7 +268,7 @@ export function memoryCacheAdmin(executors: number, scope: string): CacheAdmin {
     async evict(key) {
       await ask((id) => ({ op: 'evict', id, key }));
     },
-    close: () => c.close(),
+    close: () => replies.close(),
   };
 }
 

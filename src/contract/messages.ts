@@ -5,23 +5,27 @@ import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 
 /**
  * The process's BroadcastChannels, scoped by the server's home folder so two servers in one
- * process (as in tests) never cross-talk:
- * - runs: executors → recorder, RunBatch;
+ * process (as in tests) never cross-talk. Every instance of a name hears every message posted on it
+ * by another, listening or not (the message is cloned into each), so a thread holds an instance of a
+ * name only where it must hear what is posted there: one that only posts where others post too opens
+ * the name for the post (`postOnce`), and what only one thread should read travels on a name only it
+ * and the poster hold.
+ * - runs: executors → recorder, RunBatch (posted with postOnce);
  * - drain: acceptor → executors, DrainMessage: post the batch now (answering a history read), or the
  *   last one at shutdown (marked final);
  * - changes: acceptor (or another instance's notice) → executors, ChangeMessage;
- * - metrics: acceptor ↔ every thread at scrape time, MetricsMessage;
- * - cache: acceptor ↔ every executor, CacheRequest and CacheReply (the management API's view of the
- *   in-memory response caches; with Redis the acceptor reads Redis itself and nobody listens here);
+ * - metrics: acceptor → every thread at scrape time, MetricsRequest; snapshots: each thread → acceptor,
+ *   MetricsReply (posted with postOnce);
+ * - cache: acceptor → every executor, CacheRequest; cacheReplies: each executor → acceptor, CacheReply (the
+ *   management API's view of the in-memory response caches; with Redis the acceptor reads Redis itself
+ *   and nobody listens here);
  * - executors: executor ↔ acceptor, ExecutorHello: an executor says it listens for calls (at start, and
  *   when the acceptor asks), scoped by the dispatcher (not only the home folder: call ids are the dispatcher's);
  * - calls: acceptor → one executor, CallBatch, scoped by the dispatcher and the executor's threadId;
  * - answers: that executor → acceptor, AnswerBatch (the answers to its CallBatches, a batch per executor
- *   turn), scoped as its calls channel. Every instance of a name hears every message posted on it by
- *   another, listening or not, so what only one thread should read travels on a name only it and
- *   the poster hold.
+ *   turn), scoped as its calls channel.
  */
-export type ChannelName = 'runs' | 'drain' | 'changes' | 'metrics' | 'cache' | 'answers' | 'executors' | 'calls';
+export type ChannelName = 'runs' | 'drain' | 'changes' | 'metrics' | 'snapshots' | 'cache' | 'cacheReplies' | 'answers' | 'executors' | 'calls';
 
 /** On the executors channel: an executor's `threadId` listening on its calls channel, or the acceptor asking (`null`). */
 export interface ExecutorHello {
@@ -33,6 +37,21 @@ export function channel(name: ChannelName, scope: string): BroadcastChannel {
   const c = new BroadcastChannel(`queryapigate:${name}:${scope.replaceAll('%', '%25').replaceAll('\u0000', '%00')}`);
   (c as unknown as { unref?: () => void }).unref?.(); // never keeps a thread alive on its own
   return c;
+}
+
+/**
+ * Posts one message on a name this thread does not listen on, opened for the post and closed at once: held open, the
+ * instance would be handed (cloned) every message the name's other posters send. The message is in the listeners'
+ * queues when postMessage returns, so closing does not lose it; one thread's posts arrive in the order it made them.
+ * Opening costs 6-15 µs (a probe), so this is for messages a thread sends now and then, not at the call rate.
+ */
+export function postOnce(name: ChannelName, scope: string, message: unknown): void {
+  const c = channel(name, scope);
+  try {
+    c.postMessage(message);
+  } finally {
+    c.close();
+  }
 }
 
 // ---- Executor → acceptor: a streamed export (?stream=true), over the request's own port.
@@ -183,4 +202,12 @@ export type CacheReply =
 // ---- Acceptor ↔ every thread: metric scrapes.
 
 export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
-export type MetricsMessage = { kind: 'collect'; id: number } | { kind: 'snapshot'; id: number; metrics: MetricsSnapshot };
+/** On the metrics channel: the acceptor asks every thread for its snapshot. */
+export interface MetricsRequest {
+  id: number;
+}
+/** On the snapshots channel: a thread's answer to the MetricsRequest of the same id. */
+export interface MetricsReply {
+  id: number;
+  metrics: MetricsSnapshot;
+}

@@ -3,7 +3,7 @@
 // the recorder: runs); at scrape time the acceptor asks every thread for its registry over a
 // BroadcastChannel and aggregates them, so each call is reported exactly once for the process.
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
-import { channel as broadcast, type MetricsMessage, type MetricsSnapshot } from '../contract/messages.js';
+import { channel as broadcast, type MetricsReply, type MetricsRequest, type MetricsSnapshot, postOnce } from '../contract/messages.js';
 import { type SpreadChild, spread, type TallyChild, tally } from './tally.js';
 
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -158,8 +158,9 @@ export function threadMetrics(answerScrapes: boolean, scope: string, readings: R
   if (answerScrapes) {
     channel = broadcast('metrics', scope);
     channel.onmessage = async (e: MessageEvent) => {
-      const m = e.data as MetricsMessage;
-      if (m.kind === 'collect') channel!.postMessage({ kind: 'snapshot', id: m.id, metrics: await registry.getMetricsAsJSON() } satisfies MetricsMessage);
+      const { id } = e.data as MetricsRequest;
+      // Not on the metrics channel: every other thread would be handed this snapshot.
+      postOnce('snapshots', scope, { id, metrics: await registry.getMetricsAsJSON() } satisfies MetricsReply);
     };
   }
   return { metrics, registry, close: () => channel?.close() };
@@ -174,12 +175,11 @@ export type ProcessMetrics = ReturnType<typeof processMetrics>;
  */
 export function processMetrics(threads: number, scope: string, readings: Readings = {}) {
   const own = threadMetrics(false, scope, readings);
-  const channel = broadcast('metrics', scope);
+  const snapshots = broadcast('snapshots', scope);
   let next = 0;
   const waiting = new Map<number, { got: MetricsSnapshot[]; done: () => void }>();
-  channel.onmessage = (e: MessageEvent) => {
-    const m = e.data as MetricsMessage;
-    if (m.kind !== 'snapshot') return;
+  snapshots.onmessage = (e: MessageEvent) => {
+    const m = e.data as MetricsReply;
     const w = waiting.get(m.id);
     if (!w) return;
     w.got.push(m.metrics);
@@ -199,7 +199,7 @@ export function processMetrics(threads: number, scope: string, readings: Reading
             resolve();
           },
         });
-        channel.postMessage({ kind: 'collect', id } satisfies MetricsMessage);
+        postOnce('metrics', scope, { id } satisfies MetricsRequest);
         if (threads === 0) resolve();
       });
       waiting.delete(id);
@@ -207,7 +207,7 @@ export function processMetrics(threads: number, scope: string, readings: Reading
       return { contentType: own.registry.contentType, body: await merged.metrics() };
     },
     close() {
-      channel.close();
+      snapshots.close();
     },
   };
 }

@@ -4,7 +4,7 @@
 // (DrainMessage 'flush'), so it still sees every run made before it. The batch is bounded; runs
 // beyond it are dropped and counted, never lost silently. Runs are packed as they come (contract/runs.ts),
 // so a post clones one typed array and a few texts rather than an object per run.
-import { channel, type DrainMessage, type RunBatch, type RunRecord } from '../contract/messages.js';
+import { channel, type DrainMessage, postOnce, type RunBatch, type RunRecord } from '../contract/messages.js';
 import { RunPacker } from '../contract/runs.js';
 
 const KEY_USE_EVERY_MS = 60_000;
@@ -19,7 +19,8 @@ const POST_EVERY_MS = 50;
 const POST_AT = 512;
 
 export class RunBatcher {
-  #channel: BroadcastChannel;
+  /** The runs channel's scope: posted on with postOnce, since every executor's batcher posts there. */
+  readonly #scope: string;
   /** The acceptor asks every executor, over this channel, for its batch now or its last one. */
   #drain: BroadcastChannel;
   #batch: RunPacker;
@@ -32,7 +33,7 @@ export class RunBatcher {
   constructor(max: number, scope: string) {
     this.#max = max;
     this.#batch = new RunPacker(Math.min(max, POST_AT));
-    this.#channel = channel('runs', scope);
+    this.#scope = scope;
     this.#drain = channel('drain', scope);
     // These batches travel on the same channel as the others, so they arrive after them.
     this.#drain.onmessage = (e: MessageEvent) => {
@@ -77,12 +78,11 @@ export class RunBatcher {
       this.#used = [];
     }
     this.#dropped = 0;
-    this.#channel.postMessage(message);
+    postOnce('runs', this.#scope, message);
   }
 
   close(): void {
     if (this.#timer) clearTimeout(this.#timer);
-    this.#channel.close();
     this.#drain.close();
   }
 }
