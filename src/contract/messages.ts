@@ -10,7 +10,8 @@ import type { MetricObjectWithValues, MetricValue } from 'prom-client';
  * name only where it must hear what is posted there: one that only posts where others post too opens
  * the name for the post (`postOnce`), and what only one thread should read travels on a name only it
  * and the poster hold.
- * - runs: executors → recorder, RunBatch (posted with postOnce);
+ * - runs: executors → recorder, RunBatch (every executor's batcher holds the name, so each is handed the
+ *   others' batches: see recorder/batcher.ts for why it stays so);
  * - drain: acceptor → executors, DrainMessage: post the batch now (answering a history read), or the
  *   last one at shutdown (marked final);
  * - changes: acceptor (or another instance's notice) → executors, ChangeMessage;
@@ -43,7 +44,8 @@ export function channel(name: ChannelName, scope: string): BroadcastChannel {
  * Posts one message on a name this thread does not listen on, opened for the post and closed at once: held open, the
  * instance would be handed (cloned) every message the name's other posters send. The message is in the listeners'
  * queues when postMessage returns, so closing does not lose it; one thread's posts arrive in the order it made them.
- * Opening costs 6-15 µs (a probe), so this is for messages a thread sends now and then, not at the call rate.
+ * Opening costs 6-15 µs (a probe), and a post every few dozen ms cost the gateway measurably (recorder/batcher.ts), so
+ * this is for messages a thread sends now and then (a scrape's or a management request's replies).
  */
 export function postOnce(name: ChannelName, scope: string, message: unknown): void {
   const c = channel(name, scope);

@@ -4,7 +4,7 @@
 // (DrainMessage 'flush'), so it still sees every run made before it. The batch is bounded; runs
 // beyond it are dropped and counted, never lost silently. Runs are packed as they come (contract/runs.ts),
 // so a post clones one typed array and a few texts rather than an object per run.
-import { channel, type DrainMessage, postOnce, type RunBatch, type RunRecord } from '../contract/messages.js';
+import { channel, type DrainMessage, type RunBatch, type RunRecord } from '../contract/messages.js';
 import { RunPacker } from '../contract/runs.js';
 
 const KEY_USE_EVERY_MS = 60_000;
@@ -19,8 +19,12 @@ const POST_EVERY_MS = 50;
 const POST_AT = 512;
 
 export class RunBatcher {
-  /** The runs channel's scope: posted on with postOnce, since every executor's batcher posts there. */
-  readonly #scope: string;
+  /**
+   * Held open, so it is also handed every other executor's batches (one name for all of them; the recorder listens on
+   * it). Posting with postOnce instead cost the gateway inline about 2.5% of its calls per CPU-s and 3.5 MiB of RSS in
+   * three A/Bs (bench/results/levers-2026-12-05-inline-postonce), for about 1% with 3 executors on 2 cores.
+   */
+  #channel: BroadcastChannel;
   /** The acceptor asks every executor, over this channel, for its batch now or its last one. */
   #drain: BroadcastChannel;
   #batch: RunPacker;
@@ -33,7 +37,7 @@ export class RunBatcher {
   constructor(max: number, scope: string) {
     this.#max = max;
     this.#batch = new RunPacker(Math.min(max, POST_AT));
-    this.#scope = scope;
+    this.#channel = channel('runs', scope);
     this.#drain = channel('drain', scope);
     // These batches travel on the same channel as the others, so they arrive after them.
     this.#drain.onmessage = (e: MessageEvent) => {
@@ -78,11 +82,12 @@ export class RunBatcher {
       this.#used = [];
     }
     this.#dropped = 0;
-    postOnce('runs', this.#scope, message);
+    this.#channel.postMessage(message);
   }
 
   close(): void {
     if (this.#timer) clearTimeout(this.#timer);
+    this.#channel.close();
     this.#drain.close();
   }
 }

@@ -13,14 +13,14 @@ test('postOnce: every listener hears each message, in the order this thread post
   const scope = `channels-${randomUUID()}`;
   const heard: unknown[][] = [[], []];
   const listeners = heard.map((into) => {
-    const c = channel('runs', scope);
+    const c = channel('snapshots', scope);
     c.onmessage = (e: MessageEvent) => into.push(e.data);
     return c;
   });
   t.after(() => {
     for (const c of listeners) c.close();
   });
-  for (let i = 0; i < 20; i++) postOnce('runs', scope, i);
+  for (let i = 0; i < 20; i++) postOnce('snapshots', scope, i);
   for (let i = 0; i < 40 && heard[1].length < 20; i++) await settle();
   const inOrder = Array.from({ length: 20 }, (_, i) => i);
   assert.deepEqual(heard, [inOrder, inOrder]);
@@ -29,14 +29,14 @@ test('postOnce: every listener hears each message, in the order this thread post
 test("postOnce: messages from several threads all reach the listener, each thread's in its order", async (t) => {
   const scope = `channels-${randomUUID()}`;
   const heard: Array<{ from: number; i: number }> = [];
-  const listener = channel('runs', scope);
+  const listener = channel('snapshots', scope);
   listener.onmessage = (e: MessageEvent) => heard.push(e.data as { from: number; i: number });
   t.after(() => listener.close());
   const url = new URL('../../src/contract/messages.js', import.meta.url).href;
   const posters = [1, 2, 3].map(
     (from) =>
       new Worker(
-        `import(${JSON.stringify(url)}).then(({ postOnce }) => { for (let i = 0; i < 50; i++) postOnce('runs', ${JSON.stringify(scope)}, { from: ${from}, i }); });`,
+        `import(${JSON.stringify(url)}).then(({ postOnce }) => { for (let i = 0; i < 50; i++) postOnce('snapshots', ${JSON.stringify(scope)}, { from: ${from}, i }); });`,
         { eval: true },
       ),
   );
