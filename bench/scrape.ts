@@ -3,11 +3,12 @@
 // holds label sets of its own. CPU from /proc/<pid>/stat over --scrapes scrapes in a row; builds (--main, a
 // dist's src/main.js each) in interleaved rounds.
 //   npm run build && node dist/bench/scrape.js [--workers 3] [--scrapes 200] [--rounds 2] [--main dist-before/src/main.js,dist/src/main.js] [--suffix s]
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { accountLookup, median, startGateway, today, writeResults } from './gateway.js';
+import { processCpuSeconds } from './load.js';
 
 const { values } = parseArgs({
   options: {
@@ -22,12 +23,6 @@ const { values } = parseArgs({
 const SCRAPES = Number(values.scrapes);
 const KEYS = 100;
 const builds = values.main!.split(',').map((m) => resolve(m));
-
-/** CPU ms the process has used (user + system), from /proc. */
-function cpuMs(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10; // clock ticks of 10 ms
-}
 
 async function cell(main: string): Promise<{ cpu_ms: number; wall_ms: number; bytes: number }> {
   const home = mkdtempSync(join(tmpdir(), 'qag-scrape-'));
@@ -48,11 +43,11 @@ async function cell(main: string): Promise<{ cpu_ms: number; wall_ms: number; by
     }
     const scrape = async () => (await (await fetch(`${g.url}/metrics`, { headers: { 'X-API-Key': 'bench-admin' } })).text()).length;
     await scrape();
-    const cpu = cpuMs(g.pid);
+    const cpu = processCpuSeconds(g.pid);
     const wall = performance.now();
     let bytes = 0;
     for (let i = 0; i < SCRAPES; i++) bytes += await scrape();
-    return { cpu_ms: (cpuMs(g.pid) - cpu) / SCRAPES, wall_ms: (performance.now() - wall) / SCRAPES, bytes: Math.round(bytes / SCRAPES) };
+    return { cpu_ms: ((processCpuSeconds(g.pid) - cpu) * 1000) / SCRAPES, wall_ms: (performance.now() - wall) / SCRAPES, bytes: Math.round(bytes / SCRAPES) };
   } finally {
     await g.stop();
     rmSync(home, { recursive: true, force: true });
