@@ -34,12 +34,13 @@ async function cell(main: string): Promise<{ cpu_ms: number; wall_ms: number; by
   );
   try {
     const { url } = await accountLookup(g, values.pg!);
-    const lookup = url.replace(/\?.*/, '');
+    const lookup = url.slice(0, url.indexOf('\\?')); // the pattern's path, before its escaped query
     for (let k = 0; k < KEYS; k++) {
       const { secret } = await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: `k${k}`, queries: ['account'], connections: [] });
-      await Promise.all(
-        Array.from({ length: 6 }, (_, i) => fetch(`${lookup}?aid=${k * 10 + i + 1}`, { headers: { 'X-API-Key': secret } }).then((r) => r.text())),
+      const statuses = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => fetch(`${lookup}?aid=${k * 10 + i + 1}`, { headers: { 'X-API-Key': secret } }).then((r) => r.status)),
       );
+      if (statuses.some((s) => s !== 200)) throw new Error(`a lookup answered ${statuses.join(', ')}`);
     }
     const scrape = async () => (await (await fetch(`${g.url}/metrics`, { headers: { 'X-API-Key': 'bench-admin' } })).text()).length;
     await scrape();
