@@ -26,7 +26,7 @@ export interface ExecutorData {
   config: Config;
   /** The process's rate-limit buckets (createLimiterMemory), shared by every thread. */
   limiterMemory: SharedArrayBuffer;
-  /** The scope of the channel batched calls are answered on (http/callBatches.ts); empty inline. */
+  /** The dispatcher's scope for the channels batched calls cross on (executors, and each executor's calls and answers: http/callBatches.ts); empty inline. */
   answers: string;
 }
 
