@@ -5,13 +5,16 @@
 //        [--variant 'name:ENV=V,ENV2=V2' ...]   (MAIN=<a build's dist/src/main.js> runs that build,
 //        NODE_ARGS='<node flags>' starts it with them; QUERYAPIGATE_DATABASE_URL=postgres://.../<db> puts its
 //        store there, a database this bench drops and creates afresh for every cell) [--floor-args '<node flags>']
-// Variants must keep the log level at info or below: the start is seen by its "listening on" line.
+// With a local PostgreSQL server, each cell also gives the CPU its backends spent a call, for the lookup's database and
+// the cell's store (bench/dbCpu.ts). Variants must keep the log level at info or below: the start is seen by its
+// "listening on" line.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
+import { BackendCpu } from './dbCpu.js';
 import { ensureWrk, runLoad } from './load.js';
 import { accountLookup, fmt, freshDatabase, median, parseVariant, spawnListening, startGateway, today, type Variant, writeResults } from './gateway.js';
 
@@ -83,12 +86,23 @@ const cells: Array<{ name: string; start: () => Promise<{ url: string; key: stri
   },
   ...variants.map((v) => ({ name: v.name, start: () => gatewayCell(v) })),
 ];
-const got = new Map<string, Array<{ rps: number; perCpu: number; p50: number; p99: number; rss: number }>>();
+// The PostgreSQL server's backends for the lookup's database and each cell's store: their CPU a call (bench/dbCpu.ts).
+const sourceDb = values.pg!.startsWith('postgres') ? new URL(values.pg!).pathname.slice(1) : null;
+const admin = sourceDb ? postgres(Object.assign(new URL(values.pg!), { pathname: '/postgres' }).href, { max: 1, onnotice: () => undefined }) : null;
+const storeDb = (name: string) => {
+  const url = variants.find((v) => v.name === name)?.env.QUERYAPIGATE_DATABASE_URL;
+  return url?.startsWith('postgres') ? new URL(url).pathname.slice(1) : null;
+};
+type Row = { rps: number; perCpu: number; p50: number; p99: number; rss: number; dbSourceUs: number | null; dbStoreUs: number | null };
+const got = new Map<string, Row[]>();
 try {
   for (let r = 0; r < Number(values.rounds); r++) {
     for (const c of [...cells.slice(r % cells.length), ...cells.slice(0, r % cells.length)]) {
       const p = await c.start();
+      const store = storeDb(c.name);
+      const db = admin && sourceDb ? new BackendCpu(admin, store ? [sourceDb, store] : [sourceDb]) : null;
       const load = await runLoad({
+        measured: db?.measured,
         randRegexUrl: p.url,
         duration: Number(values.seconds),
         connections: 32,
@@ -96,19 +110,30 @@ try {
         headers: { 'X-API-Key': p.key },
         pid: p.pid,
       }).finally(() => p.stop());
-      const row = { rps: load.rps, perCpu: load.cpu_s ? load.requests / load.cpu_s : 0, p50: load.p50_ms, p99: load.p99_ms, rss };
+      const perCall = (d: string | null) => (d && db?.seconds?.has(d) ? Math.round((db.seconds.get(d)! * 1e7) / load.requests) / 10 : null);
+      const row: Row = {
+        rps: load.rps,
+        perCpu: load.cpu_s ? load.requests / load.cpu_s : 0,
+        p50: load.p50_ms,
+        p99: load.p99_ms,
+        rss,
+        dbSourceUs: perCall(sourceDb),
+        dbStoreUs: perCall(store),
+      };
       got.set(c.name, [...(got.get(c.name) ?? []), row]);
-      console.log(r, c.name, Math.round(row.rps), Math.round(row.perCpu), row.p50, row.p99, row.rss);
+      console.log(r, c.name, Math.round(row.rps), Math.round(row.perCpu), row.p50, row.p99, row.rss, row.dbSourceUs, row.dbStoreUs);
     }
   }
 } finally {
   await floor.stop();
+  await admin?.end();
 }
 const floorPerCpu = median(got.get('floor')!.map((x) => x.perCpu));
-let md = `# Levers on the account lookup (${today()})\n\nMade with \`node dist/bench/levers.js ${process.argv.slice(2).join(' ')}\`: 32 callers, ${values.seconds} s cells, ${values.rounds} interleaved rounds, medians; metadata cache on, plain key.\n\n| Cell | req/s | calls per CPU-s | ÷ floor per CPU-s | p50 ms | p99 ms | RSS after, MiB |\n|---|---|---|---|---|---|---|\n`;
+let md = `# Levers on the account lookup (${today()})\n\nMade with \`node dist/bench/levers.js ${process.argv.slice(2).join(' ')}\`: 32 callers, ${values.seconds} s cells, ${values.rounds} interleaved rounds, medians; metadata cache on, plain key. Calls per CPU-s count the gateway's (or the floor's) process; the PostgreSQL server's backends are apart, as µs of CPU a call for the lookup's database and the cell's store (bench/dbCpu.ts; - where not measured).\n\n| Cell | req/s | calls per CPU-s | ÷ floor per CPU-s | p50 ms | p99 ms | RSS after, MiB | PostgreSQL µs a call: lookup, store |\n|---|---|---|---|---|---|---|---|\n`;
+const dbMedian = (xs: Array<number | null>) => (xs.every((x) => x !== null) ? median(xs as number[]).toFixed(1) : '-');
 for (const [name, xs] of got) {
   const perCpu = median(xs.map((x) => x.perCpu));
-  md += `| ${name} | ${fmt(median(xs.map((x) => x.rps)))} | ${fmt(perCpu)} | ${(perCpu / floorPerCpu).toFixed(2)} | ${median(xs.map((x) => x.p50)).toFixed(2)} | ${median(xs.map((x) => x.p99)).toFixed(1)} | ${median(xs.map((x) => x.rss))} |\n`;
+  md += `| ${name} | ${fmt(median(xs.map((x) => x.rps)))} | ${fmt(perCpu)} | ${(perCpu / floorPerCpu).toFixed(2)} | ${median(xs.map((x) => x.p50)).toFixed(2)} | ${median(xs.map((x) => x.p99)).toFixed(1)} | ${median(xs.map((x) => x.rss))} | ${dbMedian(xs.map((x) => x.dbSourceUs))}, ${dbMedian(xs.map((x) => x.dbStoreUs))} |\n`;
 }
 console.log(md);
 console.log(

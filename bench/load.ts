@@ -42,6 +42,8 @@ export interface LoadOptions {
   luaRequest?: string;
   /** Server CPU seconds so far, sampled around the measured run instead of `pid` (e.g. a process tree). */
   cpuSeconds?: () => number;
+  /** Told as the measured run (after the warm-up) starts and as it ends: samples of their own (bench/dbCpu.ts). */
+  measured?: { start(): Promise<void>; end(): Promise<void> };
 }
 
 export interface LoadResult {
@@ -375,9 +377,11 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
 
     if (opts.warmup !== undefined && parseDuration(opts.warmup) > 0) await runWrk(args(seconds(opts.warmup)));
     const cpuNow = opts.cpuSeconds ?? (opts.pid === undefined ? null : () => processCpuSeconds(opts.pid!));
+    await opts.measured?.start();
     const cpuBefore = cpuNow?.() ?? null;
     const s = await runWrk(args(duration));
     const cpu_s = cpuBefore === null ? null : round(cpuNow!() - cpuBefore, 2);
+    await opts.measured?.end();
 
     const duration_s = s.duration_us / 1e6;
     return {
