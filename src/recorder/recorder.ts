@@ -22,9 +22,8 @@ export interface RecorderSettings extends StoreLocation, LogSettings {
 }
 
 /**
- * The event log is written once this many runs wait (or at each flush interval), on a thread of its own: on
- * PostgreSQL a COPY of 2,000 rows cost the server 2.5 µs a run against an INSERT's 5.1, one of 500 little less
- * than the INSERT (PostgreSQL makes a slot for each of a COPY's first 1,000 rows; bench/results/recorder-2026-12-04-copy-log-*).
+ * The event log is written once this many runs wait (or at each flush interval), on a thread of its own: one
+ * transaction and one page row (store/events.ts) for 2,000 runs.
  */
 const BATCH = 2000;
 /**

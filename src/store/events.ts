@@ -4,8 +4,14 @@
 //   event_segments   the catalog: one row per segment (segment, table_name, first_id, last_id, created_ms, closed_ms).
 //                    closed_ms is when the segment's newest event was written (it moves with each append).
 //   events_<segment> one table per time segment (segment = floor(now / segmentS)), with
-//                    (id PK, executed_at, query, key_name, status, payload). payload is the RunRecord's JSON
-//                    without the four fields that have their own column.
+//                    (id PK, executed_at, query, key_name, status, payload, last_id, body). A row is a page: the
+//                    events id..last_id of one append (at most PAGE), one line each in body (pageLine: executed_at,
+//                    query, key_name, status and payload, the RunRecord's JSON without those four); executed_at is
+//                    its first event's, status 'page', payload empty. One row a page, not a row an event: a
+//                    PostgreSQL store spent 3.3 µs of CPU a call on a row an event by COPY, 1.3 on a page, and the
+//                    gateway inline served 6% more calls per CPU-s (bench/results/levers-2026-12-05-event-log-pages).
+//                    Rows of one event each (body NULL: written by a release before pages) are read as they are;
+//                    their tables get last_id and body on this release's first append to them.
 //   event_ids        where ids come from: a sequence on PostgreSQL; on SQLite a one-row counter table, read and
 //                    advanced inside each append's write transaction. Both outlive every segment, and both start
 //                    above MAX(run_history.event_id) so event ids continue the history row ids (contract §4.3, §7).
@@ -21,7 +27,7 @@
 //     snapshot could fill.
 // Retention: a segment is dropped (DROP TABLE) only when its newest event was written more than retentionS ago,
 //   measured with `now` of the expiring process, so every event stays at least retentionS (given clocks that agree).
-import { copyData, copyField, copyJson, nextPiece, valuesList, type SqlDb } from './sql.js';
+import { copyField, type SqlDb } from './sql.js';
 import type { EventRow, RunRecord } from '../contract/messages.js';
 import { hasExtra } from '../contract/runs.js';
 
@@ -53,14 +59,21 @@ interface SegmentInfo {
   closed_ms: number;
 }
 
-/** Rows per multi-row INSERT on SQLite (6 markers each: 900, under the classic 999 limit). */
-const SQLITE_CHUNK = 150;
+/**
+ * Events a page holds at most: an append of more writes several. A read decodes whole pages, so a page stays a few
+ * hundred KiB; the recorder's batches (500 or 2,000) fit in one.
+ */
+const PAGE = 2000;
+/** How many page rows a read asks for at a time. */
+const PAGES_A_READ = 8;
 /** Advisory lock keys (PostgreSQL): creating the event tables, expiring segments, and appending. */
 const LOCK_CREATE = 20261201;
 const LOCK_EXPIRE = 20261202;
 const LOCK_APPEND = 20261203;
 
-const COLUMNS = 'id, executed_at, query, key_name, status, payload';
+const COLUMNS = 'id, executed_at, query, key_name, status, payload, last_id, body';
+/** A page row's columns as an append writes them (query and key_name NULL). */
+const PAGE_COLUMNS = 'id, executed_at, status, payload, last_id, body';
 /**
  * PostgreSQL: the append lock, then `n` ids from the sequence as one range (nextval, then setval to its end: the lock
  * makes the two one step for every instance taking it), then the segment's catalog row; answers the range's first id.
@@ -81,11 +94,11 @@ export const SEGMENT_TABLE_NAME = /^events_\d+$/;
 export function segmentTableSql(dialect: SqlDb['dialect'], table: string): string {
   if (dialect === 'sqlite') {
     return `CREATE TABLE IF NOT EXISTS ${table} (id INTEGER PRIMARY KEY, executed_at TEXT NOT NULL, query TEXT,
-      key_name TEXT, status TEXT NOT NULL, payload TEXT NOT NULL)`;
+      key_name TEXT, status TEXT NOT NULL, payload TEXT NOT NULL, last_id INTEGER, body TEXT)`;
   }
   // Insert-only and dropped whole: no autovacuum work for them.
   return `CREATE TABLE IF NOT EXISTS ${table} (id BIGINT PRIMARY KEY, executed_at TEXT NOT NULL, query TEXT COLLATE "C",
-    key_name TEXT COLLATE "C", status TEXT NOT NULL, payload TEXT NOT NULL) WITH (autovacuum_enabled = false)`;
+    key_name TEXT COLLATE "C", status TEXT NOT NULL, payload TEXT NOT NULL, last_id BIGINT, body TEXT) WITH (autovacuum_enabled = false)`;
 }
 
 export class EventLog {
@@ -97,7 +110,7 @@ export class EventLog {
   #chain: Promise<unknown> = Promise.resolve();
   /** The newest segment this instance wrote to: the segment number never goes back (clock steps). */
   #segment = -Infinity;
-  /** PostgreSQL: segments whose table this instance knows to exist. */
+  /** Segments whose table this instance knows to exist, with the page columns. */
   #ready = new Set<number>();
 
   private constructor(db: SqlDb, opts: EventLogOptions) {
@@ -182,7 +195,6 @@ export class EventLog {
   }
 
   #appendSqlite(runs: RunRecord[], payloads: string[]): Promise<number> {
-    const cols = split(runs, payloads);
     return this.#db.tx(async (t) => {
       const now = this.#now();
       const [state] = await t.all<{ last_id: number; seg: number | null }>(
@@ -200,25 +212,10 @@ export class EventLog {
           now,
           now,
         ]);
-      }
+      } else if (!this.#ready.has(segment)) await addPageColumns(t, table);
+      this.#remember(segment);
       const first = Number(state.last_id) + 1;
-      // Chunks of SQLITE_CHUNK rows, the rest in power-of-two pieces: a handful of statement shapes per table.
-      for (let at = 0; at < runs.length; ) {
-        const left = runs.length - at;
-        const n = nextPiece(left, SQLITE_CHUNK);
-        const params = new Array<unknown>(n * 6);
-        for (let i = 0, p = 0; i < n; i++) {
-          const j = at + i;
-          params[p++] = first + j;
-          params[p++] = cols.e[j];
-          params[p++] = cols.q[j];
-          params[p++] = cols.k[j];
-          params[p++] = cols.s[j];
-          params[p++] = cols.p[j];
-        }
-        await t.run(`INSERT INTO ${table} (${COLUMNS}) VALUES ${valuesList(n, 6)}`, params);
-        at += n;
-      }
+      await insertPages(t, table, first, runs, payloads);
       const last = first + runs.length - 1;
       await t.run(
         `UPDATE event_segments SET first_id = COALESCE(first_id, ?), last_id = ?,
@@ -233,11 +230,10 @@ export class EventLog {
   async #appendPg(runs: RunRecord[], payloads: string[]): Promise<number> {
     const now = this.#now();
     const segment = this.#segmentNow(now);
-    const cols = split(runs, payloads);
     for (let attempt = 0; ; attempt++) {
       await this.#ensurePgSegment(segment, now);
       try {
-        return await this.#db.tx((t) => this.#copyPg(t, segment, now, cols));
+        return await this.#db.tx((t) => this.#pagesPg(t, segment, now, runs, payloads));
       } catch (e) {
         const code = (e as { code?: string }).code;
         // The segment's table was dropped under us (only with clocks far apart): make it again, once.
@@ -251,16 +247,20 @@ export class EventLog {
   /**
    * One transaction of three round trips: the ids reserved as one range under an advisory lock held to commit (so
    * appends from every instance commit in id order) and the catalog row brought up to date, in one statement sent with
-   * BEGIN; the rows sent with COPY; COMMIT. Returns the first id. COPY costs the server about half of an INSERT from
-   * unnest a row (bench/results/recorder-2026-12-04-copy). Commit is asynchronous (synchronous_commit off, as for
-   * history writes).
+   * BEGIN; the pages; COMMIT. Returns the first id. Commit is asynchronous (synchronous_commit off, as for history
+   * writes).
    */
-  async #copyPg(t: SqlDb, segment: number, now: number, c: Columns): Promise<number> {
-    const n = c.e.length;
+  async #pagesPg(t: SqlDb, segment: number, now: number, runs: RunRecord[], payloads: string[]): Promise<number> {
+    const n = runs.length;
     const [r] = await t.all<{ lo: number }>(RESERVE_PG, [LOCK_APPEND, n, n, now, segment]);
     const lo = Number(r.lo);
-    await t.copyIn(`COPY ${SEGMENT_TABLE(segment)} (${COLUMNS}) FROM STDIN`, copyText(lo, c));
+    await insertPages(t, SEGMENT_TABLE(segment), lo, runs, payloads);
     return lo;
+  }
+
+  #remember(segment: number): void {
+    if (this.#ready.size > 64) this.#ready.clear();
+    this.#ready.add(segment);
   }
 
   async #ensurePgSegment(segment: number, now: number): Promise<void> {
@@ -269,14 +269,14 @@ export class EventLog {
     await this.#db.tx(async (t) => {
       await t.all('SELECT pg_advisory_xact_lock(?)', [LOCK_CREATE]);
       await t.run(segmentTableSql('postgres', table));
+      await addPageColumns(t, table);
       await t.run(
         `INSERT INTO event_segments (segment, table_name, first_id, last_id, created_ms, closed_ms)
         VALUES (?, ?, NULL, NULL, ?, ?) ON CONFLICT (segment) DO NOTHING`,
         [segment, table, now, now],
       );
     });
-    if (this.#ready.size > 64) this.#ready.clear();
-    this.#ready.add(segment);
+    this.#remember(segment);
   }
 
   // ── read ──────────────────────────────────────────────────────────────────────────────────
@@ -309,22 +309,13 @@ export class EventLog {
       'SELECT segment, table_name, first_id, last_id, closed_ms FROM event_segments WHERE last_id > ? ORDER BY first_id, segment',
       [after],
     );
-    const f = [opts.query ?? null, opts.key ?? null, opts.status ?? null, opts.since ?? null, opts.until ?? null];
     let rows: RawEvent[] = [];
     for (const s of segments) {
       const bound = rows.length >= limit ? Number(rows[limit - 1].id) : null;
       if (bound !== null && Number(s.first_id) >= bound) break;
       let got: RawEvent[];
       try {
-        got = await db.all<RawEvent>(
-          `SELECT ${COLUMNS} FROM ${s.table_name}
-            WHERE id > ? AND (CAST(? AS BIGINT) IS NULL OR id < ?)
-              AND (CAST(? AS TEXT) IS NULL OR query = ?) AND (CAST(? AS TEXT) IS NULL OR key_name = ?)
-              AND (CAST(? AS TEXT) IS NULL OR status = ?) AND (CAST(? AS TEXT) IS NULL OR executed_at >= ?)
-              AND (CAST(? AS TEXT) IS NULL OR executed_at < ?)
-            ORDER BY id LIMIT ?`,
-          [after, bound, bound, f[0], f[0], f[1], f[1], f[2], f[2], f[3], f[3], f[4], f[4], limit],
-        );
+        got = await readSegment(db, s.table_name, after, bound, opts, limit);
       } catch (e) {
         if (db.dialect === 'sqlite' && /no such table/.test((e as Error).message)) continue; // expired meanwhile
         throw e;
@@ -386,12 +377,36 @@ export class EventLog {
   }
 }
 
-interface Columns {
-  e: string[];
-  q: Array<string | null>;
-  k: Array<string | null>;
-  s: string[];
-  p: string[];
+/**
+ * The first `limit` events of a segment's table with ids above `after` (and below `bound`, when given) that pass the
+ * read's filters, in id order: page rows PAGES_A_READ at a time, decoded and filtered here; rows of one event filtered
+ * by the statement. A page holds at most PAGE ids, so none that starts PAGE below `after` can hold one above it.
+ */
+async function readSegment(db: SqlDb, table: string, after: number, bound: number | null, f: EventReadOptions, limit: number): Promise<RawEvent[]> {
+  const c = [f.query ?? null, f.key ?? null, f.status ?? null, f.since ?? null, f.until ?? null];
+  const out: RawEvent[] = [];
+  for (let from = after; ; ) {
+    const rows = await db.all<SegmentRow>(
+      `SELECT ${COLUMNS} FROM ${table}
+        WHERE id > CAST(? AS BIGINT) AND COALESCE(last_id, id) > CAST(? AS BIGINT) AND (CAST(? AS BIGINT) IS NULL OR id < ?)
+          AND (body IS NOT NULL OR ((CAST(? AS TEXT) IS NULL OR query = ?) AND (CAST(? AS TEXT) IS NULL OR key_name = ?)
+            AND (CAST(? AS TEXT) IS NULL OR status = ?) AND (CAST(? AS TEXT) IS NULL OR executed_at >= ?)
+            AND (CAST(? AS TEXT) IS NULL OR executed_at < ?)))
+        ORDER BY id LIMIT ?`,
+      [from - PAGE, from, bound, bound, c[0], c[0], c[1], c[1], c[2], c[2], c[3], c[3], c[4], c[4], PAGES_A_READ],
+    );
+    for (const r of rows) {
+      if (r.body === null) out.push(r);
+      else for (const e of pageEvents(r)) if (e.id > from && (bound === null || e.id < bound) && passes(e, f)) out.push(e);
+      if (out.length >= limit) {
+        out.length = limit;
+        return out;
+      }
+    }
+    if (rows.length < PAGES_A_READ) return out;
+    const last = rows[rows.length - 1];
+    from = Number(last.last_id ?? last.id);
+  }
 }
 
 interface RawEvent {
@@ -403,26 +418,96 @@ interface RawEvent {
   payload: string;
 }
 
-/** The filterable fields as columns, the rest (payloadJson) as given. */
-function split(runs: RunRecord[], payloads: string[]): Columns {
-  const n = runs.length;
-  const c: Columns = { e: new Array(n), q: new Array(n), k: new Array(n), s: new Array(n), p: payloads };
-  for (let i = 0; i < n; i++) {
-    const r = runs[i];
-    c.e[i] = r.executed_at;
-    c.q[i] = r.query ?? null;
-    c.k[i] = r.key_name ?? null;
-    c.s[i] = r.status;
-  }
-  return c;
+/** A segment table's row: one event (written before pages: body NULL), or a page of events id..last_id. */
+interface SegmentRow extends RawEvent {
+  last_id: number | null;
+  body: string | null;
 }
 
-/** The rows as COPY text in COLUMNS' order, with ids from `lo` on. */
-function copyText(lo: number, c: Columns): Iterable<Buffer> {
-  return copyData(
-    c.e.length,
-    (i) => `${lo + i}\t${copyField(c.e[i])}\t${copyField(c.q[i])}\t${copyField(c.k[i])}\t${copyField(c.s[i])}\t${copyJson(c.p[i])}\n`,
+/**
+ * The runs as pages of at most PAGE events, ids from `first` on, one INSERT each. A page whose ids a row already holds
+ * is refused as the key refuses a page that starts on one (23505; the append then takes another range): only an
+ * instance of a release before the append lock (a row an event, nextval each) can have taken them.
+ */
+async function insertPages(t: SqlDb, table: string, first: number, runs: RunRecord[], payloads: string[]): Promise<void> {
+  for (let at = 0; at < runs.length; at += PAGE) {
+    const end = Math.min(runs.length, at + PAGE);
+    const lines = new Array<string>(end - at);
+    for (let i = at; i < end; i++) lines[i - at] = pageLine(runs[i], payloads[i]);
+    const lo = first + at;
+    const hi = first + end - 1;
+    const written = await t.run(
+      `INSERT INTO ${table} (${PAGE_COLUMNS}) SELECT CAST(? AS BIGINT), ?, 'page', '', CAST(? AS BIGINT), ?
+        WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE id BETWEEN CAST(? AS BIGINT) AND CAST(? AS BIGINT))`,
+      [lo, runs[at].executed_at, hi, lines.join('\n'), lo, hi],
+    );
+    if (written !== 1) throw Object.assign(new Error(`event ids ${lo}-${hi} are taken`), { code: '23505' });
+  }
+}
+
+/**
+ * A run's line in a page: executed_at, query, key_name and status as COPY's text writes a field (copyField), then its
+ * payload as it is (payloadJson: JSON never holds a raw tab or newline).
+ */
+function pageLine(r: RunRecord, payload: string): string {
+  return `${copyField(r.executed_at)}\t${copyField(r.query)}\t${copyField(r.key_name)}\t${copyField(r.status)}\t${payload}`;
+}
+
+/** The events of a page row, ids from its id on, in order. */
+function pageEvents(row: SegmentRow): RawEvent[] {
+  const lines = row.body!.split('\n');
+  const first = Number(row.id);
+  const out = new Array<RawEvent>(lines.length);
+  for (let i = 0; i < lines.length; i++) {
+    const f = lines[i].split('\t');
+    out[i] = {
+      id: first + i,
+      executed_at: fieldOf(f[0])!,
+      query: fieldOf(f[1]),
+      key_name: fieldOf(f[2]),
+      status: fieldOf(f[3]) as RawEvent['status'],
+      payload: f[4],
+    };
+  }
+  return out;
+}
+
+const UNESCAPED: Record<string, string> = { t: '\t', n: '\n', r: '\r' };
+/** A field as copyField wrote it, read back. */
+function fieldOf(v: string): string | null {
+  if (v === '\\N') return null;
+  return v.includes('\\') ? v.replace(/\\(.)/g, (_, c: string) => UNESCAPED[c] ?? c) : v;
+}
+
+/** Whether an event passes a read's filters (on a page's events; rows of one event are filtered by the query). */
+function passes(e: RawEvent, f: EventReadOptions): boolean {
+  return (
+    (f.query === undefined || e.query === f.query) &&
+    (f.key === undefined || e.key_name === f.key) &&
+    (f.status === undefined || e.status === f.status) &&
+    (f.since === undefined || e.executed_at >= f.since) &&
+    (f.until === undefined || e.executed_at < f.until)
   );
+}
+
+/**
+ * A segment table made before pages gets their columns, on this release's first append to it (PostgreSQL: under
+ * LOCK_CREATE), and PostgreSQL keeps a page's body uncompressed (STORAGE EXTERNAL: compressing it cost the server
+ * more than writing it whole, bench/results/levers-2026-12-05-event-log-pages).
+ */
+async function addPageColumns(t: SqlDb, table: string): Promise<void> {
+  if (t.dialect === 'sqlite') {
+    if ((await t.all(`SELECT 1 FROM pragma_table_info('${table}') WHERE name = 'body'`)).length) return;
+    await t.run(`ALTER TABLE ${table} ADD COLUMN last_id INTEGER`);
+    await t.run(`ALTER TABLE ${table} ADD COLUMN body TEXT`);
+    return;
+  }
+  const [body] = await t.all<{ s: string }>(
+    "SELECT attstorage AS s FROM pg_attribute WHERE attrelid = to_regclass(?) AND attname = 'body' AND NOT attisdropped",
+    [table],
+  );
+  if (!body) await t.run(`ALTER TABLE ${table} ADD COLUMN last_id BIGINT, ADD COLUMN body TEXT`);
+  if (body?.s !== 'e') await t.run(`ALTER TABLE ${table} ALTER COLUMN body SET STORAGE EXTERNAL`);
 }
 
 /**

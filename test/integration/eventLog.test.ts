@@ -208,6 +208,79 @@ for (const make of [sqliteEngine, postgresEngine]) {
       );
     });
 
+    test('an append is a row a page of at most 2,000 events, and reads that resume inside a page get exactly the rest', async () => {
+      const db = await engine.fresh(true);
+      const log = await EventLog.open(db, { retentionS: 3600 });
+      const written = [...(await log.append(runs(4500))), ...(await log.append(runs(3)))];
+      const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
+      const rows = await db.all<{ id: number; last_id: number }>(`SELECT id, last_id FROM ${seg.table_name} ORDER BY id`);
+      const first = written[0].id;
+      assert.deepEqual(
+        rows.map((r) => [Number(r.id) - first, Number(r.last_id) - first]),
+        [
+          [0, 1999],
+          [2000, 3999],
+          [4000, 4499],
+          [4500, 4502],
+        ],
+      );
+      for (const from of [first, first + 1, first + 1998, first + 1999, first + 2000, first + 4498, first + 4502]) {
+        assert.deepEqual(
+          await readAll(log, from, 333),
+          written.filter((w) => w.id > from),
+          `after ${from - first}`,
+        );
+      }
+      const some = await log.read({ after: first + 10, limit: 5, key: 'key-1' });
+      assert.deepEqual(some, written.filter((w) => w.id > first + 10 && w.key_name === 'key-1').slice(0, 5));
+    });
+
+    test('rows of one event each (the layout before pages) read with the pages after them; their table gets the page columns', async () => {
+      const db = await engine.fresh(true);
+      const clock = new Clock();
+      const old = await (await EventLog.open(db, { retentionS: 3600, now: clock.now })).append(runs(6));
+      const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
+      // The same segment's table as the earlier release made it, holding those events a row each.
+      await db.run(`DROP TABLE ${seg.table_name}`);
+      await db.run(
+        `CREATE TABLE ${seg.table_name} (id BIGINT PRIMARY KEY, executed_at TEXT NOT NULL, query TEXT, key_name TEXT, status TEXT NOT NULL, payload TEXT NOT NULL)`,
+      );
+      for (const e of old) {
+        const { id, executed_at, query, key_name, status, ...rest } = e;
+        await db.run(`INSERT INTO ${seg.table_name} (id, executed_at, query, key_name, status, payload) VALUES (?, ?, ?, ?, ?, ?)`, [
+          id,
+          executed_at,
+          query,
+          key_name,
+          status,
+          JSON.stringify(rest),
+        ]);
+      }
+      // A process of this release: its first append to that segment adds the columns, then writes a page.
+      const log = await EventLog.open(db, { retentionS: 3600, now: clock.now });
+      const added = await log.append(runs(9));
+      const all = [...old, ...added];
+      assert.deepEqual(await readAll(log, 0, 4), all);
+      assert.deepEqual(await readAll(log, old[3].id, 2), all.slice(4));
+      for (const filter of [{ key: 'key-2' }, { status: 'error' as const }, { query: 'q1', since: old[2].executed_at }]) {
+        const want = all.filter(
+          (e) =>
+            (filter.key === undefined || e.key_name === filter.key) &&
+            (filter.status === undefined || e.status === filter.status) &&
+            (filter.query === undefined || e.query === filter.query) &&
+            (filter.since === undefined || e.executed_at >= filter.since),
+        );
+        assert.ok(want.length > 0 && want.length < all.length);
+        assert.deepEqual(await readAll(log, 0, 3, filter), want, JSON.stringify(filter));
+      }
+      if (engine.name === 'postgres') {
+        const [body] = await db.all<{ s: string }>(
+          `SELECT attstorage AS s FROM pg_attribute WHERE attrelid = '${seg.table_name}'::regclass AND attname = 'body'`,
+        );
+        assert.equal(body.s, 'e', 'a page is kept uncompressed');
+      }
+    });
+
     test('reads after an id return exactly the later events once, across segment boundaries', async () => {
       const db = await engine.fresh();
       const clock = new Clock();
