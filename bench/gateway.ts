@@ -203,7 +203,7 @@ export async function freshDatabase(admin: postgres.Sql, name: string): Promise<
   await admin.unsafe(`CREATE DATABASE "${name}"`);
 }
 
-/** Rows in the event log of the PostgreSQL store `db`: the sum over its segment tables. */
+/** Events in the event log of the PostgreSQL store `db`: the sum over its segment tables (a row a page: ids id..last_id). */
 export async function countEvents(db: string): Promise<number> {
   const { default: postgres } = await import('postgres');
   const sql = postgres(`postgres://postgres@127.0.0.1:5432/${db}`, { max: 1, onnotice: () => undefined });
@@ -211,7 +211,7 @@ export async function countEvents(db: string): Promise<number> {
     const tables = await sql<{ name: string }[]>`SELECT table_name AS name FROM event_segments`;
     let total = 0;
     for (const t of tables) {
-      const [{ n }] = await sql.unsafe<{ n: string }[]>(`SELECT count(*) AS n FROM "${t.name}"`);
+      const [{ n }] = await sql.unsafe<{ n: string }[]>(`SELECT COALESCE(sum(COALESCE(last_id, id) - id + 1), 0) AS n FROM "${t.name}"`);
       total += Number(n);
     }
     return total;

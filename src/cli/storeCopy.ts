@@ -16,6 +16,7 @@ import {
   restoreStore,
   type StoreDump,
   StoreNotEmptyError,
+  tableRows,
 } from '../store/copy.js';
 import { openSqlite } from '../store/sql.js';
 import { localTimestamp, openStore, STORE_FILE } from '../store/store.js';
@@ -36,7 +37,7 @@ function summary(rows: Record<string, number>): string {
   return `${n('connections')} connections, ${n('saved_queries')} saved queries (${n('saved_query_versions')} versions), ${n('api_keys')} keys, ${n('run_history')} history runs, ${events} events`;
 }
 
-const counts = (dump: StoreDump) => Object.fromEntries(Object.entries(dump.tables).map(([t, v]) => [t, v.rows.length]));
+const counts = (dump: StoreDump) => Object.fromEntries(Object.entries(dump.tables).map(([t, v]) => [t, tableRows(t, v)]));
 
 /** Copies the SQLite store with the online backup to a file of its own, readable by its owner only. */
 async function sqliteCopy(config: Config, to: string): Promise<void> {

@@ -44,6 +44,7 @@ export interface StoreDump {
 
 /** What a write of a copy did, table by table. */
 export interface CopyReport {
+  /** Rows written, table by table; for an event segment's table, the events its rows hold (tableRows). */
   rows: Record<string, number>;
   last_event_id: number;
   /** True when the target held rows that were replaced (--force). */
@@ -138,7 +139,7 @@ export async function restoreStore(db: SqlDb, dump: StoreDump, opts: { force: bo
     for (const [name, table] of Object.entries(dump.tables)) {
       if (SEGMENT_TABLE_NAME.test(name)) await t.run(segmentTableSql(t.dialect, name));
       await insertRows(t, name, table.columns, table.rows);
-      rows[name] = table.rows.length;
+      rows[name] = tableRows(name, table);
       const idColumn = name === 'run_history' ? 'event_id' : name === 'event_segments' ? 'last_id' : SEGMENT_TABLE_NAME.test(name) ? 'id' : null;
       const at = idColumn ? table.columns.indexOf(idColumn) : -1;
       for (const r of at >= 0 ? table.rows : []) highest = Math.max(highest, Number(r[at] ?? 0));
@@ -147,6 +148,16 @@ export async function restoreStore(db: SqlDb, dump: StoreDump, opts: { force: bo
     else if (highest > 0) await t.all("SELECT setval('event_ids', ?::bigint, true)", [highest]);
     return { rows, last_event_id: highest, replaced: held.length > 0 };
   });
+}
+
+/** A dumped table's rows, counted as a user reads them: an event segment's table holds pages (ids id..last_id each). */
+export function tableRows(name: string, table: StoreDump['tables'][string]): number {
+  const id = table.columns.indexOf('id');
+  const last = table.columns.indexOf('last_id');
+  if (!SEGMENT_TABLE_NAME.test(name) || id < 0 || last < 0) return table.rows.length;
+  let n = 0;
+  for (const r of table.rows) n += r[last] === null || r[last] === undefined ? 1 : Number(r[last]) - Number(r[id]) + 1;
+  return n;
 }
 
 async function insertRows(t: SqlDb, table: string, columns: string[], rows: unknown[][]): Promise<void> {

@@ -8,8 +8,8 @@
 //                    events id..last_id of one append (at most PAGE), one line each in body (pageLine: executed_at,
 //                    query, key_name, status and payload, the RunRecord's JSON without those four); executed_at is
 //                    its first event's, status 'page', payload empty. One row a page, not a row an event: a
-//                    PostgreSQL store spent 3.3 µs of CPU a call on a row an event by COPY, 1.3 on a page, and the
-//                    gateway inline served 6% more calls per CPU-s (bench/results/levers-2026-12-05-event-log-pages).
+//                    PostgreSQL store spent 3.1 µs of CPU a call of the seeds' lookup on a row an event by COPY, 1.3
+//                    on a page (bench/results/levers-2026-12-05-pages).
 //                    Rows of one event each (body NULL: written by a release before pages) are read as they are;
 //                    their tables get last_id and body on this release's first append to them.
 //   event_ids        where ids come from: a sequence on PostgreSQL; on SQLite a one-row counter table, read and
@@ -64,7 +64,7 @@ interface SegmentInfo {
  * hundred KiB; the recorder's batches (500 or 2,000) fit in one.
  */
 const PAGE = 2000;
-/** How many page rows a read asks for at a time. */
+/** How many page rows a read asks for at a time, at most: first one, then twice as many each time. */
 const PAGES_A_READ = 8;
 /** Advisory lock keys (PostgreSQL): creating the event tables, expiring segments, and appending. */
 const LOCK_CREATE = 20261201;
@@ -379,13 +379,14 @@ export class EventLog {
 
 /**
  * The first `limit` events of a segment's table with ids above `after` (and below `bound`, when given) that pass the
- * read's filters, in id order: page rows PAGES_A_READ at a time, decoded and filtered here; rows of one event filtered
- * by the statement. A page holds at most PAGE ids, so none that starts PAGE below `after` can hold one above it.
+ * read's filters, in id order: page rows one, then up to PAGES_A_READ at a time (a tail read needs one), decoded and
+ * filtered here; rows of one event filtered by the statement. A page holds at most PAGE ids, so none that starts PAGE
+ * below `after` can hold one above it.
  */
 async function readSegment(db: SqlDb, table: string, after: number, bound: number | null, f: EventReadOptions, limit: number): Promise<RawEvent[]> {
   const c = [f.query ?? null, f.key ?? null, f.status ?? null, f.since ?? null, f.until ?? null];
   const out: RawEvent[] = [];
-  for (let from = after; ; ) {
+  for (let from = after, take = 1; ; take = Math.min(PAGES_A_READ, take * 2)) {
     const rows = await db.all<SegmentRow>(
       `SELECT ${COLUMNS} FROM ${table}
         WHERE id > CAST(? AS BIGINT) AND COALESCE(last_id, id) > CAST(? AS BIGINT) AND (CAST(? AS BIGINT) IS NULL OR id < ?)
@@ -393,7 +394,7 @@ async function readSegment(db: SqlDb, table: string, after: number, bound: numbe
             AND (CAST(? AS TEXT) IS NULL OR status = ?) AND (CAST(? AS TEXT) IS NULL OR executed_at >= ?)
             AND (CAST(? AS TEXT) IS NULL OR executed_at < ?)))
         ORDER BY id LIMIT ?`,
-      [from - PAGE, from, bound, bound, c[0], c[0], c[1], c[1], c[2], c[2], c[3], c[3], c[4], c[4], PAGES_A_READ],
+      [from - PAGE, from, bound, bound, c[0], c[0], c[1], c[1], c[2], c[2], c[3], c[3], c[4], c[4], take],
     );
     for (const r of rows) {
       if (r.body === null) out.push(r);
@@ -403,7 +404,7 @@ async function readSegment(db: SqlDb, table: string, after: number, bound: numbe
         return out;
       }
     }
-    if (rows.length < PAGES_A_READ) return out;
+    if (rows.length < take) return out;
     const last = rows[rows.length - 1];
     from = Number(last.last_id ?? last.id);
   }

@@ -115,6 +115,10 @@ test('backup of a PostgreSQL store is a JSON dump; restored into a fresh Postgre
     assert.equal(dump.dialect, 'postgres');
     assert.ok(dump.tables.api_keys.rows.length >= 1 && dump.last_event_id >= CALLS.length);
     assert.equal(statSync(file).mode & 0o777, 0o600);
+    // Events are counted one by one, not as the pages that hold them: each call is an event and a history run.
+    const events = Number(/, (\d+) events/.exec(made.stderr)?.[1]);
+    assert.ok(events >= CALLS.length, made.stderr);
+    assert.equal(events, dump.tables.run_history.rows.length, made.stderr);
 
     for (const env of [{ QUERYAPIGATE_DATABASE_URL: into.url }, {}] as Array<Record<string, string>>) {
       const home = tempHome();
