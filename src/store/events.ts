@@ -7,9 +7,10 @@
 //                    (id PK, executed_at, query, key_name, status, payload, last_id, body). A row is a page: the
 //                    events id..last_id of one append (at most PAGE), one line each in body (pageLine: executed_at,
 //                    query, key_name, status and payload, the RunRecord's JSON without those four); executed_at is
-//                    its first event's, status 'page', payload empty. One row a page, not a row an event: a
-//                    PostgreSQL store spent 3.1 µs of CPU a call of the seeds' lookup on a row an event by COPY, 1.3
-//                    on a page (bench/results/levers-2026-12-05-pages).
+//                    its first event's, status 'page', payload '{}' (so an instance of an earlier release reading
+//                    the log during a rolling upgrade sees each page as one event, not a failed read). One row a
+//                    page, not a row an event: a PostgreSQL store spent 3.1 µs of CPU a call of the seeds' lookup on
+//                    a row an event by COPY, 1.3 on a page (bench/results/levers-2026-12-05-pages).
 //                    Rows of one event each (body NULL: written by a release before pages) are read as they are;
 //                    their tables get last_id and body on this release's first append to them.
 //   event_ids        where ids come from: a sequence on PostgreSQL; on SQLite a one-row counter table, read and
@@ -438,7 +439,7 @@ async function insertPages(t: SqlDb, table: string, first: number, runs: RunReco
     const lo = first + at;
     const hi = first + end - 1;
     const written = await t.run(
-      `INSERT INTO ${table} (${PAGE_COLUMNS}) SELECT CAST(? AS BIGINT), ?, 'page', '', CAST(? AS BIGINT), ?
+      `INSERT INTO ${table} (${PAGE_COLUMNS}) SELECT CAST(? AS BIGINT), ?, 'page', '{}', CAST(? AS BIGINT), ?
         WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE id BETWEEN CAST(? AS BIGINT) AND CAST(? AS BIGINT))`,
       [lo, runs[at].executed_at, hi, lines.join('\n'), lo, hi],
     );
