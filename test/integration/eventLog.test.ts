@@ -233,6 +233,19 @@ for (const make of [sqliteEngine, postgresEngine]) {
       }
       const some = await log.read({ after: first + 10, limit: 5, key: 'key-1' });
       assert.deepEqual(some, written.filter((w) => w.id > first + 10 && w.key_name === 'key-1').slice(0, 5));
+      // Filters whose texts a line escapes find their events in pages that hold them, and none elsewhere.
+      const odd = await log.append(runs(3, { key_name: 'tab\there', query: 'back\\slash' }));
+      await log.append(runs(2500));
+      assert.deepEqual(await readAll(log, 0, 2, { key: 'tab\there' }), odd);
+      assert.deepEqual(
+        await readAll(log, 0, 2, { query: 'back\\slash', status: odd[2].status }),
+        odd.filter((e) => e.status === odd[2].status),
+      );
+      assert.deepEqual(await log.read({ limit: 10, key: 'nobody' }), []);
+      assert.deepEqual(
+        await log.read({ limit: 10, key: 'key-1', query: 'back\\slash' }),
+        odd.filter((e) => e.key_name === 'key-1'),
+      );
     });
 
     test('rows of one event each (the layout before pages) read with the pages after them; their table gets the page columns', async () => {
