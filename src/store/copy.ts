@@ -142,7 +142,9 @@ export async function restoreStore(db: SqlDb, dump: StoreDump, opts: { force: bo
       rows[name] = tableRows(name, table);
       const idColumn = name === 'run_history' ? 'event_id' : name === 'event_segments' ? 'last_id' : SEGMENT_TABLE_NAME.test(name) ? 'id' : null;
       const at = idColumn ? table.columns.indexOf(idColumn) : -1;
-      for (const r of at >= 0 ? table.rows : []) highest = Math.max(highest, Number(r[at] ?? 0));
+      // A segment's page row holds ids up to its last_id.
+      const last = SEGMENT_TABLE_NAME.test(name) ? table.columns.indexOf('last_id') : -1;
+      for (const r of at >= 0 ? table.rows : []) highest = Math.max(highest, Number((last >= 0 ? r[last] : null) ?? r[at] ?? 0));
     }
     if (t.dialect === 'sqlite') await t.run('UPDATE event_ids SET last_id = ? WHERE id = 1', [highest]);
     else if (highest > 0) await t.all("SELECT setval('event_ids', ?::bigint, true)", [highest]);

@@ -5,6 +5,9 @@ import { copyFileSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { EXAMPLES_DB_FILE } from '../../src/examples/dataset.js';
+import { DUMP_FORMAT, restoreStore, type StoreDump } from '../../src/store/copy.js';
+import { migrate, SCHEMA_VERSION } from '../../src/store/migrations.js';
+import { openSqlite } from '../../src/store/sql.js';
 import { cli, ok, tempHome } from '../cli.js';
 import { request, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
@@ -185,5 +188,33 @@ test('migrate-to-postgres copies a SQLite store into a fresh PostgreSQL database
   } finally {
     await s.stop();
     await pg.drop();
+  }
+});
+
+test("a restored copy's event ids go on after its pages' last ids, whatever the catalog says", async () => {
+  const dir = tempHome();
+  const db = openSqlite(join(dir, 'store.db'));
+  try {
+    await migrate(db);
+    const page = ['2026-12-05 10:00:00\tq\tk\tsuccess\t{}', '2026-12-05 10:00:01\tq\tk\tsuccess\t{}'].join('\n');
+    const dump: StoreDump = {
+      format: DUMP_FORMAT,
+      dialect: 'sqlite',
+      schema_version: SCHEMA_VERSION,
+      made_at: '2026-12-05 10:00:02',
+      last_event_id: 0,
+      tables: {
+        events_1: {
+          columns: ['id', 'executed_at', 'query', 'key_name', 'status', 'payload', 'last_id', 'body'],
+          rows: [[41, '2026-12-05 10:00:00', null, null, 'page', '{}', 42, page]],
+        },
+      },
+    };
+    const report = await restoreStore(db, dump, { force: false });
+    assert.equal(report.last_event_id, 42);
+    assert.equal(report.rows.events_1, 2, 'a page counts its events');
+  } finally {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
