@@ -140,11 +140,10 @@ export async function restoreStore(db: SqlDb, dump: StoreDump, opts: { force: bo
       if (SEGMENT_TABLE_NAME.test(name)) await t.run(segmentTableSql(t.dialect, name));
       await insertRows(t, name, table.columns, table.rows);
       rows[name] = tableRows(name, table);
-      const idColumn = name === 'run_history' ? 'event_id' : name === 'event_segments' ? 'last_id' : SEGMENT_TABLE_NAME.test(name) ? 'id' : null;
+      const idColumn = name === 'run_history' ? 'event_id' : name === 'event_segments' ? 'last_id' : null;
       const at = idColumn ? table.columns.indexOf(idColumn) : -1;
-      // A segment's page row holds ids up to its last_id.
-      const last = SEGMENT_TABLE_NAME.test(name) ? table.columns.indexOf('last_id') : -1;
-      for (const r of at >= 0 ? table.rows : []) highest = Math.max(highest, Number((last >= 0 ? r[last] : null) ?? r[at] ?? 0));
+      for (const r of at >= 0 ? table.rows : []) highest = Math.max(highest, Number(r[at] ?? 0));
+      if (SEGMENT_TABLE_NAME.test(name)) for (const [, last] of segmentRowIds(table)) highest = Math.max(highest, last);
     }
     if (t.dialect === 'sqlite') await t.run('UPDATE event_ids SET last_id = ? WHERE id = 1', [highest]);
     else if (highest > 0) await t.all("SELECT setval('event_ids', ?::bigint, true)", [highest]);
@@ -152,14 +151,24 @@ export async function restoreStore(db: SqlDb, dump: StoreDump, opts: { force: bo
   });
 }
 
-/** A dumped table's rows, counted as a user reads them: an event segment's table holds pages (ids id..last_id each). */
-export function tableRows(name: string, table: StoreDump['tables'][string]): number {
+/** A dumped table's rows, counted as a user reads them: an event segment's table counts the events its rows hold. */
+export function tableRows(name: string, table: DumpTable): number {
+  if (!SEGMENT_TABLE_NAME.test(name)) return table.rows.length;
+  let n = 0;
+  for (const [first, last] of segmentRowIds(table)) n += last - first + 1;
+  return n;
+}
+
+type DumpTable = StoreDump['tables'][string];
+
+/** Each row's first and last event id in an event segment's dumped table: a page row holds id..last_id, a row of the layout before pages its id. */
+function segmentRowIds(table: DumpTable): Array<[number, number]> {
   const id = table.columns.indexOf('id');
   const last = table.columns.indexOf('last_id');
-  if (!SEGMENT_TABLE_NAME.test(name) || id < 0 || last < 0) return table.rows.length;
-  let n = 0;
-  for (const r of table.rows) n += r[last] === null || r[last] === undefined ? 1 : Number(r[last]) - Number(r[id]) + 1;
-  return n;
+  return table.rows.map((r) => {
+    const first = Number(r[id] ?? 0);
+    return [first, last >= 0 && r[last] !== null && r[last] !== undefined ? Number(r[last]) : first];
+  });
 }
 
 async function insertRows(t: SqlDb, table: string, columns: string[], rows: unknown[][]): Promise<void> {
