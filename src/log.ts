@@ -67,6 +67,20 @@ const children = new Map<string, Logger>();
 const names = new WeakMap<object, string>();
 /** One destination per file descriptor, kept across configureLogs calls (an in-process test server's restart). */
 const destinations = new Map<number, pino.DestinationStream>();
+/** Lines the acceptor's output gave up because it held MAX_LENGTH bytes the output had not taken. */
+let dropped = 0;
+
+/** Lines this thread's output dropped (queryapigate_log_lines_dropped_total). */
+export function droppedLogLines(): number {
+  return dropped;
+}
+
+/** The lines in a chunk sonic-boom dropped: each ends in a newline. */
+function countLines(chunk: Buffer): number {
+  let n = 0;
+  for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) n++;
+  return n;
+}
 
 /**
  * Builds this thread's root logger, writing to `fd` (1 for a server, 2 by default, so a command's
@@ -82,6 +96,9 @@ export function configureLogs(settings: LogSettings, fd = 2): void {
       let sonic: ReturnType<typeof pino.destination> | null = null;
       const lines = chunked((chunk) => sonic!.write(chunk as unknown as string)); // sonic-boom in buffer mode takes Buffers
       sonic = pino.destination({ dest: fd, sync: false, maxWrite: 2 * CHUNK, maxLength: MAX_LENGTH, contentMode: 'buffer' });
+      sonic.on('drop', (chunk: Buffer) => {
+        dropped += countLines(chunk);
+      });
       dest = lines;
     } else dest = pino.destination({ dest: fd, sync: true });
     destinations.set(fd, dest);

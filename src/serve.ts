@@ -23,7 +23,7 @@ import { processMetrics } from './metrics/metrics.js';
 import { startRecorder } from './recorder/client.js';
 import type { RecorderPlace } from './recorder/recorder.js';
 import { batchScheduling } from './scheduling.js';
-import { configureLogs, logger, SERVER_LOG_FD } from './log.js';
+import { configureLogs, droppedLogLines, logger, SERVER_LOG_FD } from './log.js';
 import { type ChangeFeed, startChangeFeed } from './store/changes.js';
 import { describeStore } from './store/describe.js';
 import { EventLog } from './store/events.js';
@@ -176,6 +176,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const metrics = processMetrics(executors + 1, config.home, {
     rateLimitFallbacks: () => limits.fallbacks,
     cacheEntries: () => [{ cache: 'metadata', entries: keys.size() }],
+    logLinesDropped: droppedLogLines,
   });
   const state = { draining: false };
   const app = buildApp(control, hub, dispatcher, limits, metrics, state, catalogs);

@@ -18,6 +18,8 @@ export interface Readings {
   pools?: () => Iterable<{ connection: string; idle: number; active: number }>;
   /** Entries held by this thread's caches, per cache (`result`, `metadata`). */
   cacheEntries?: () => Iterable<{ cache: string; entries: number }>;
+  /** Log lines given up because the output took none (the acceptor's, log.ts). */
+  logLinesDropped?: () => number;
 }
 
 /** A labelled gauge read at scrape time: its values replaced by what `read` gives. */
@@ -34,7 +36,7 @@ function readGauge<T>(read: (() => Iterable<T>) | undefined, set: (g: Gauge, ite
 /** Every metric the process reports, declared in each registry so an idle thread still shows zeros. */
 function declare(registry: Registry, readings: Readings) {
   const r = [registry];
-  const { historyPending, rateLimitFallbacks, pools, cacheEntries } = readings;
+  const { historyPending, rateLimitFallbacks, pools, cacheEntries, logLinesDropped } = readings;
   const running = { value: 0 };
   return {
     // The per-call families count without prom-client's per-call label checks (tally.ts).
@@ -75,6 +77,17 @@ function declare(registry: Registry, readings: Readings) {
         function (this: Counter) {
           this.reset();
           this.inc(rateLimitFallbacks());
+        },
+    }),
+    logLinesDropped: new Counter({
+      name: 'queryapigate_log_lines_dropped_total',
+      help: 'Log lines given up because the output took none',
+      registers: r,
+      collect:
+        logLinesDropped &&
+        function (this: Counter) {
+          this.reset();
+          this.inc(logLinesDropped());
         },
     }),
     cacheHits: new Counter({ name: 'queryapigate_cache_hits_total', help: 'Answers served from the response cache', registers: r }),

@@ -35,6 +35,7 @@ for (const workers of ['3', '0']) {
       assert.equal(sample(t, 'queryapigate_query_duration_seconds_count', { connection: 'examples' }), ok);
       assert.equal(sample(t, 'queryapigate_rows_returned_total', { key: 'm' }), ok);
       assert.equal(sample(t, 'queryapigate_active_queries'), 0);
+      assert.equal(sample(t, 'queryapigate_log_lines_dropped_total'), 0, 'a read output takes every line');
       for (const name of [
         'queryapigate_request_duration_seconds_bucket',
         'queryapigate_serialization_duration_seconds_count',
