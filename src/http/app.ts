@@ -38,6 +38,7 @@ import type { Dispatcher } from './dispatch.js';
 import type { EventHub } from './events.js';
 import { serve, type Handler, type ServeOptions, type StreamStart } from './respond.js';
 import { relayStream, wantsStream } from './streamRelay.js';
+import { serverTimeZone } from './timeZone.js';
 
 export const VERSION = packageVersion();
 
@@ -305,6 +306,5 @@ function healthBody(): Answer {
   const sign = offsetMin >= 0 ? '+' : '-';
   const abs = Math.abs(offsetMin);
   const offset = `${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
-  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone ?? null;
-  return jsonAnswer(200, { status: 'ok', version: VERSION, time_zone: zone, utc_offset: offset });
+  return jsonAnswer(200, { status: 'ok', version: VERSION, time_zone: serverTimeZone(), utc_offset: offset });
 }
