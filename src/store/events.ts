@@ -5,7 +5,7 @@
 //                    closed_ms is when the segment's newest event was written (it moves with each append).
 //   events_<segment> one table per time segment (segment = floor(now / segmentS)), with
 //                    (id PK, executed_at, query, key_name, status, payload, last_id, body). A row is a page: the
-//                    events id..last_id of one append (at most PAGE), one line each in body (pageLine: executed_at,
+//                    events id..last_id of one append (at most PAGE, 2,000 before stop 55), one line each in body (pageLine: executed_at,
 //                    query, key_name, status and payload, the RunRecord's JSON without those four); executed_at is
 //                    its first event's, status 'page', payload '{}' (so an instance of an earlier release reading
 //                    the log during a rolling upgrade sees each page as one event, not a failed read). One row a
@@ -61,12 +61,18 @@ interface SegmentInfo {
 }
 
 /**
- * Events a page holds at most: an append of more writes several. A read decodes whole pages, so a page stays a few
- * hundred KiB; the recorder's batches (500 or 2,000) fit in one.
+ * Events a page holds at most, and the text after which it is closed sooner (long payloads): an append of more writes
+ * several pages. A page of the seeds' lookup is about 115 KiB, and each buffer made from it (the driver's message,
+ * SQLite's record) stays near glibc's mmap threshold (128 KiB): pages of 2,000 (about 460 KiB) were mapped and unmapped,
+ * page faults and all, at every append, and cost the recorder 4.8 µs of CPU a run on SQLite against 2.0
+ * (bench/results/recorder-2026-12-05-page500).
  */
-const PAGE = 2000;
-/** How many page rows a read asks for at a time, at most: first one, then twice as many each time. */
-const PAGES_A_READ = 8;
+const PAGE = 500;
+const PAGE_TEXT = 128 << 10;
+/** Events a page row holds at most, with those of stop 54's release (2,000 a page): how far below `after` a read looks. */
+const LARGEST_PAGE = 2000;
+/** How many page rows a read asks for at a time, at most: first one, then twice as many each time (16,000 events). */
+const PAGES_A_READ = 32;
 /** Advisory lock keys (PostgreSQL): creating the event tables, expiring segments, and appending. */
 const LOCK_CREATE = 20261201;
 const LOCK_EXPIRE = 20261202;
@@ -381,8 +387,8 @@ export class EventLog {
 /**
  * The first `limit` events of a segment's table with ids above `after` (and below `bound`, when given) that pass the
  * read's filters, in id order: page rows one, then up to PAGES_A_READ at a time (a tail read needs one), decoded and
- * filtered here; rows of one event filtered by the statement. A page holds at most PAGE ids, so none that starts PAGE
- * below `after` can hold one above it.
+ * filtered here; rows of one event filtered by the statement. A page holds at most LARGEST_PAGE ids, so none that
+ * starts LARGEST_PAGE below `after` can hold one above it.
  */
 async function readSegment(db: SqlDb, table: string, after: number, bound: number | null, f: EventReadOptions, limit: number): Promise<RawEvent[]> {
   const c = [f.query ?? null, f.key ?? null, f.status ?? null, f.since ?? null, f.until ?? null];
@@ -402,7 +408,7 @@ async function readSegment(db: SqlDb, table: string, after: number, bound: numbe
           AND (body IS NULL OR ((CAST(? AS TEXT) IS NULL OR ${holds}) AND (CAST(? AS TEXT) IS NULL OR ${holds})
             AND (CAST(? AS TEXT) IS NULL OR ${holds})))
         ORDER BY id LIMIT ?`,
-      [from - PAGE, from, bound, bound, c[0], c[0], c[1], c[1], c[2], c[2], c[3], c[3], c[4], c[4], n[0], n[0], n[1], n[1], n[2], n[2], take],
+      [from - LARGEST_PAGE, from, bound, bound, c[0], c[0], c[1], c[1], c[2], c[2], c[3], c[3], c[4], c[4], n[0], n[0], n[1], n[1], n[2], n[2], take],
     );
     for (const r of rows) {
       if (r.body === null) out.push(r);
@@ -434,23 +440,24 @@ interface SegmentRow extends RawEvent {
 }
 
 /**
- * The runs as pages of at most PAGE events, ids from `first` on, one INSERT each. A page whose ids a row already holds
- * is refused as the key refuses a page that starts on one (23505; the append then takes another range): only an
- * instance of a release before the append lock (a row an event, nextval each) can have taken them.
+ * The runs as pages of at most PAGE events and about PAGE_TEXT characters, ids from `first` on, one INSERT each. A page
+ * whose ids a row already holds is refused as the key refuses a page that starts on one (23505; the append then takes
+ * another range): only an instance of a release before the append lock (a row an event, nextval each) can have taken them.
  */
 async function insertPages(t: SqlDb, table: string, first: number, runs: RunRecord[], payloads: string[]): Promise<void> {
-  for (let at = 0; at < runs.length; at += PAGE) {
-    const end = Math.min(runs.length, at + PAGE);
-    const lines = new Array<string>(end - at);
-    for (let i = at; i < end; i++) lines[i - at] = pageLine(runs[i], payloads[i]);
+  for (let at = 0; at < runs.length; ) {
+    let body = pageLine(runs[at], payloads[at]);
+    let end = at + 1;
+    for (; end < runs.length && end - at < PAGE && body.length < PAGE_TEXT; end++) body += `\n${pageLine(runs[end], payloads[end])}`;
     const lo = first + at;
     const hi = first + end - 1;
     const written = await t.run(
       `INSERT INTO ${table} (${PAGE_COLUMNS}) SELECT CAST(? AS BIGINT), ?, 'page', '{}', CAST(? AS BIGINT), ?
         WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE id BETWEEN CAST(? AS BIGINT) AND CAST(? AS BIGINT))`,
-      [lo, runs[at].executed_at, hi, lines.join('\n'), lo, hi],
+      [lo, runs[at].executed_at, hi, body, lo, hi],
     );
     if (written !== 1) throw Object.assign(new Error(`event ids ${lo}-${hi} are taken`), { code: '23505' });
+    at = end;
   }
 }
 

@@ -208,7 +208,7 @@ for (const make of [sqliteEngine, postgresEngine]) {
       );
     });
 
-    test('an append is a row a page of at most 2,000 events, and reads that resume inside a page get exactly the rest', async () => {
+    test('an append is a row a page of at most 500 events, and reads that resume inside a page get exactly the rest', async () => {
       const db = await engine.fresh(true);
       const log = await EventLog.open(db, { retentionS: 3600 });
       const written = [...(await log.append(runs(4500))), ...(await log.append(runs(3)))];
@@ -217,14 +217,9 @@ for (const make of [sqliteEngine, postgresEngine]) {
       const first = written[0].id;
       assert.deepEqual(
         rows.map((r) => [Number(r.id) - first, Number(r.last_id) - first]),
-        [
-          [0, 1999],
-          [2000, 3999],
-          [4000, 4499],
-          [4500, 4502],
-        ],
+        [...Array.from({ length: 9 }, (_, i) => [i * 500, i * 500 + 499]), [4500, 4502]],
       );
-      for (const from of [first, first + 1, first + 1998, first + 1999, first + 2000, first + 4498, first + 4502]) {
+      for (const from of [first, first + 1, first + 498, first + 499, first + 500, first + 4498, first + 4502]) {
         assert.deepEqual(
           await readAll(log, from, 333),
           written.filter((w) => w.id > from),
@@ -246,6 +241,51 @@ for (const make of [sqliteEngine, postgresEngine]) {
         await log.read({ limit: 10, key: 'key-1', query: 'back\\slash' }),
         odd.filter((e) => e.key_name === 'key-1'),
       );
+    });
+
+    test('a page is closed at about 128 KiB of text, before its 500 events', async () => {
+      const db = await engine.fresh(true);
+      const log = await EventLog.open(db, { retentionS: 3600 });
+      const written = await log.append(Array.from({ length: 300 }, (_, i) => run({ error: 'e'.repeat(1000 + i), status: 'error' })));
+      const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
+      const rows = await db.all<{ id: number; last_id: number; body: string }>(`SELECT id, last_id, body FROM ${seg.table_name} ORDER BY id`);
+      assert.ok(rows.length >= 2, `${rows.length} pages for 300 events of about 1.1 KB`);
+      for (const r of rows) {
+        const lines = r.body.split('\n');
+        assert.equal(lines.length, Number(r.last_id) - Number(r.id) + 1);
+        // Closed once it held 128 KiB: at most one line beyond it.
+        assert.ok(r.body.length - lines[lines.length - 1].length - 1 < 128 << 10, `a page of ${r.body.length} characters`);
+      }
+      assert.deepEqual(await readAll(log, 0, 70), written);
+    });
+
+    test('pages of 2,000 events (as the release before wrote them) read exactly from inside', async () => {
+      const db = await engine.fresh(true);
+      const log = await EventLog.open(db, { retentionS: 3600 });
+      const written = [...(await log.append(runs(2000))), ...(await log.append(runs(10)))];
+      const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
+      const table = seg.table_name;
+      const first = written[0].id;
+      // The first append's four pages joined into one row, as one page of 2,000.
+      const pages = await db.all<{ id: number; executed_at: string; body: string }>(
+        `SELECT id, executed_at, body FROM ${table} WHERE id < CAST(? AS BIGINT) ORDER BY id`,
+        [first + 2000],
+      );
+      assert.equal(pages.length, 4);
+      await db.run(`DELETE FROM ${table} WHERE id < CAST(? AS BIGINT)`, [first + 2000]);
+      await db.run(`INSERT INTO ${table} (id, executed_at, status, payload, last_id, body) VALUES (?, ?, 'page', '{}', ?, ?)`, [
+        first,
+        pages[0].executed_at,
+        first + 1999,
+        pages.map((p) => p.body).join('\n'),
+      ]);
+      for (const from of [first - 1, first + 499, first + 1500, first + 1998, first + 1999]) {
+        assert.deepEqual(
+          await readAll(log, from, 333),
+          written.filter((w) => w.id > from),
+          `after ${from - first}`,
+        );
+      }
     });
 
     test('rows of one event each (the layout before pages) read with the pages after them; their table gets the page columns', async () => {
