@@ -29,7 +29,7 @@ import { migrate } from '../src/store/migrations.js';
 import { Store as GatewayStore } from '../src/store/store.js';
 import { channel, type RunRecord } from '../src/contract/messages.js';
 import { fmt, median, writeResults } from './gateway.js';
-import { processCpuSeconds } from './load.js';
+import { BackendCpu } from './dbCpu.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -77,10 +77,8 @@ interface Store {
   another(): SqlDb;
   /** Bytes the event tables take (tables + indexes), and the whole store's size. */
   size(): Promise<{ events: number; store: number }>;
-  /** CPU seconds of the database server's processes for this store (null when not measurable here). */
-  serverCpu(): number | null;
-  /** Finds the server processes to charge (PostgreSQL: once the pools have connected). */
-  refreshPids(): Promise<void>;
+  /** PostgreSQL: the CPU of the server's backends for this store over a measured run (bench/dbCpu.ts). */
+  backends: BackendCpu | null;
   close(): Promise<void>;
 }
 
@@ -108,14 +106,18 @@ function sqliteStore(): Store {
       // Only event tables live in this file, so pages in use are the event log's size.
       return { events: Number(r.used) * Number(p.page_size), store: statSync(file).size + wal };
     },
-    serverCpu: () => null,
-    refreshPids: async () => undefined,
+    backends: null,
     async close() {
       for (const d of extra) await d.close();
       await db.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** CPU seconds the store's backends spent over the last measured run; null for SQLite or a server not on this machine. */
+function serverSeconds(store: Store): number | null {
+  return store.backends?.seconds?.get(store.backends.databases[0]) ?? null;
 }
 
 async function postgresStore(adminUrl: string): Promise<Store> {
@@ -126,8 +128,6 @@ async function postgresStore(adminUrl: string): Promise<Store> {
   const url = adminUrl.replace(/\/[^/]*$/, `/${name}`);
   const db = openPostgres(url, { max: 2 });
   const extra: SqlDb[] = [];
-  const local = /@(127\.0\.0\.1|localhost)[:/]/.test(url);
-  let pids: number[] = [];
   return {
     engine: 'postgres',
     db,
@@ -145,22 +145,7 @@ async function postgresStore(adminUrl: string): Promise<Store> {
       );
       return { events: Number(r.events), store: Number(r.store) };
     },
-    serverCpu() {
-      if (!local) return null;
-      // The backends serving this database; refreshed by refreshPids() once the pools have connected.
-      let seconds = 0;
-      for (const pid of pids) {
-        try {
-          seconds += processCpuSeconds(pid);
-        } catch {
-          return null;
-        }
-      }
-      return seconds;
-    },
-    async refreshPids() {
-      pids = (await admin.unsafe(`SELECT pid FROM pg_stat_activity WHERE datname = '${name}'`)).map((r) => Number(r.pid));
-    },
+    backends: new BackendCpu(admin, [name]),
     async close() {
       for (const d of extra) await d.close();
       await db.close();
@@ -253,8 +238,7 @@ async function throughput(store: Store, batch: number, writers: number, keep: nu
   };
   // Warm-up: connections open, statements prepared, the segment table made.
   for (const log of logs) for (let i = 0; i < 3; i++) await record(log, batchOf(batch));
-  await store.refreshPids();
-  const s0 = store.serverCpu();
+  await store.backends?.measured.start();
   const load = loadavg()[0];
   const c0 = process.cpuUsage();
   const start = performance.now();
@@ -274,7 +258,8 @@ async function throughput(store: Store, batch: number, writers: number, keep: nu
   );
   const seconds = (performance.now() - start) / 1000;
   const c = process.cpuUsage(c0);
-  const s1 = store.serverCpu();
+  await store.backends?.measured.end();
+  const server = serverSeconds(store);
   const size = history ? await historySize(store) : null;
   return {
     bench: 'throughput',
@@ -291,7 +276,7 @@ async function throughput(store: Store, batch: number, writers: number, keep: nu
     runs,
     runs_per_s: Math.round(runs / seconds),
     client_cpu_us_per_run: round((c.user + c.system) / runs, 2),
-    server_cpu_us_per_run: s0 === null || s1 === null ? null : round(((s1 - s0) * 1e6) / runs, 2),
+    server_cpu_us_per_run: server === null ? null : round((server * 1e6) / runs, 2),
     mean_append_ms: round((seconds * 1000 * writers) / appends, 1),
     max_append_ms: round(maxMs, 1),
     load_before: round(load, 2),
@@ -513,9 +498,8 @@ async function pathRound(store: Store, build: string, roundNo: number): Promise<
   executor.on('error', (e) => console.error(e));
   const measuring = next();
   await measuring;
-  await store.refreshPids();
   const load = loadavg()[0];
-  const s0 = store.serverCpu();
+  await store.backends?.measured.start();
   const r0 = tasksCpuNs(recorderTids);
   const a0 = taskCpuNs(process.pid);
   const p0 = process.cpuUsage();
@@ -524,7 +508,8 @@ async function pathRound(store: Store, build: string, roundNo: number): Promise<
   const recorderNs = tasksCpuNs(recorderTids) - r0;
   const acceptorNs = taskCpuNs(process.pid) - a0;
   const p = process.cpuUsage(p0);
-  const s1 = store.serverCpu();
+  await store.backends?.measured.end();
+  const server = serverSeconds(store);
   const drain = channel('drain', store.home); // as every build's executors name it (homes hold no NUL or %)
   drain.postMessage({ kind: 'drain' });
   await recorder.stop(1);
@@ -551,7 +536,7 @@ async function pathRound(store: Store, build: string, roundNo: number): Promise<
     acceptor_us_per_run: per(acceptorNs),
     // The executor's measured span is a little shorter than the rest (it stops first), so this is an upper bound.
     other_us_per_run: per(Math.max(0, processNs - done.cpuNs - recorderNs - acceptorNs)),
-    server_us_per_run: s0 === null || s1 === null ? null : round(((s1 - s0) * 1e6) / done.runs, 2),
+    server_us_per_run: server === null ? null : round((server * 1e6) / done.runs, 2),
     load_before: round(load, 2),
     load_after: round(loadavg()[0], 2),
   };
