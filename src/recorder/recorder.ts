@@ -23,7 +23,7 @@ export interface RecorderSettings extends StoreLocation, LogSettings {
 
 /**
  * The event log is written once this many runs wait (or at each flush interval), on a thread of its own: one
- * transaction and one page row (store/events.ts) for 2,000 runs.
+ * transaction (of four page rows, store/events.ts) for 2,000 runs.
  */
 const BATCH = 2000;
 /**

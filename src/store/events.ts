@@ -8,9 +8,9 @@
 //                    events id..last_id of one append (at most PAGE; 2,000 before stop 55), one line each in body
 //                    (pageLine: executed_at, query, key_name, status and payload, the RunRecord's JSON without those
 //                    four); executed_at is its first event's, status 'page', payload '{}' (so an instance of an earlier
-//                    release reading the log during a rolling upgrade sees each page as one event, not a failed read). One row a
-//                    page, not a row an event: a PostgreSQL store spent 3.1 µs of CPU a call of the seeds' lookup on
-//                    a row an event by COPY, 1.3 on a page (bench/results/levers-2026-12-05-pages).
+//                    release reading the log during a rolling upgrade sees each page as one event, not a failed read).
+//                    One row a page, not a row an event: a PostgreSQL store spent 3.1 µs of CPU a call of the seeds'
+//                    lookup on a row an event by COPY, 1.3 on a page (bench/results/levers-2026-12-05-pages).
 //                    Rows of one event each (body NULL: written by a release before pages) are read as they are;
 //                    their tables get last_id and body on this release's first append to them.
 //   event_ids        where ids come from: a sequence on PostgreSQL; on SQLite a one-row counter table, read and
@@ -28,7 +28,7 @@
 //     snapshot could fill.
 // Retention: a segment is dropped (DROP TABLE) only when its newest event was written more than retentionS ago,
 //   measured with `now` of the expiring process, so every event stays at least retentionS (given clocks that agree).
-import { copyField, type SqlDb } from './sql.js';
+import { copyField, fromCopyField, type SqlDb } from './sql.js';
 import type { EventRow, RunRecord } from '../contract/messages.js';
 import { hasExtra } from '../contract/runs.js';
 
@@ -478,21 +478,14 @@ function pageEvents(row: SegmentRow): RawEvent[] {
     const f = lines[i].split('\t');
     out[i] = {
       id: first + i,
-      executed_at: fieldOf(f[0])!,
-      query: fieldOf(f[1]),
-      key_name: fieldOf(f[2]),
-      status: fieldOf(f[3]) as RawEvent['status'],
+      executed_at: fromCopyField(f[0])!,
+      query: fromCopyField(f[1]),
+      key_name: fromCopyField(f[2]),
+      status: fromCopyField(f[3]) as RawEvent['status'],
       payload: f[4],
     };
   }
   return out;
-}
-
-const UNESCAPED: Record<string, string> = { t: '\t', n: '\n', r: '\r' };
-/** A field as copyField wrote it, read back. */
-function fieldOf(v: string): string | null {
-  if (v === '\\N') return null;
-  return v.includes('\\') ? v.replace(/\\(.)/g, (_, c: string) => UNESCAPED[c] ?? c) : v;
 }
 
 /** Whether an event passes a read's filters (on a page's events; rows of one event are filtered by the query). */

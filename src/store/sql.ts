@@ -429,6 +429,14 @@ export function copyField(v: string | null): string {
   return COPY_SPECIAL.test(v) ? v.replace(COPY_SPECIALS, (ch) => COPY_ESCAPES[ch]) : v;
 }
 
+/** The characters copyField escapes, by the letter after the backslash. */
+const COPY_UNESCAPES: Record<string, string> = Object.fromEntries(Object.entries(COPY_ESCAPES).map(([ch, escaped]) => [escaped[1], ch]));
+/** A field as copyField wrote it, read back. */
+export function fromCopyField(v: string): string | null {
+  if (v === '\\N') return null;
+  return v.includes('\\') ? v.replace(/\\(.)/g, (_, c: string) => COPY_UNESCAPES[c] ?? c) : v;
+}
+
 /**
  * JSON text as a field of COPY's text format: JSON.stringify writes tabs, newlines and carriage returns escaped, so
  * only its backslashes need doubling; looking for one is a fifth of copyField's test on a run's payload.
