@@ -1,6 +1,6 @@
 // A/B of gateway settings on the PostgreSQL account lookup: each variant's process in turn, in
-// interleaved rounds, calls per gateway CPU-s and req/s at 32 callers; the floor in the same rounds.
-//   node dist/bench/levers.js --pg postgres://postgres@127.0.0.1:5432/qag_oltp_bench [--seconds 5] [--rounds 3]
+// interleaved rounds, calls per gateway CPU-s and req/s at 32 callers (--callers); the floor in the same rounds.
+//   node dist/bench/levers.js --pg postgres://postgres@127.0.0.1:5432/qag_oltp_bench [--seconds 5] [--rounds 3] [--callers 32]
 //        (--pg mysql://root@127.0.0.1:3306/qag_bench_my: the lookup on MariaDB, its floor node:http + mysql2)
 //        [--variant 'name:ENV=V,ENV2=V2' ...]   (MAIN=<a build's dist/src/main.js> runs that build,
 //        NODE_ARGS='<node flags>' starts it with them; QUERYAPIGATE_DATABASE_URL=postgres://.../<db> puts its
@@ -23,6 +23,7 @@ const { values } = parseArgs({
     pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/qag_oltp_bench' },
     seconds: { type: 'string', default: '5' },
     rounds: { type: 'string', default: '3' },
+    callers: { type: 'string', default: '32' },
     variant: { type: 'string', multiple: true, default: ['inline:QUERYAPIGATE_WORKERS=0', 'pooled:QUERYAPIGATE_WORKERS=1'] },
     /** Node flags for the floor too (say, the V8 flags a variant tries), space-separated. */
     'floor-args': { type: 'string', default: '' },
@@ -105,7 +106,7 @@ try {
         measured: db?.measured,
         randRegexUrl: p.url,
         duration: Number(values.seconds),
-        connections: 32,
+        connections: Number(values.callers),
         warmup: 2,
         headers: { 'X-API-Key': p.key },
         pid: p.pid,
@@ -129,7 +130,7 @@ try {
   await admin?.end();
 }
 const floorPerCpu = median(got.get('floor')!.map((x) => x.perCpu));
-let md = `# Levers on the account lookup (${today()})\n\nMade with \`node dist/bench/levers.js ${process.argv.slice(2).join(' ')}\`: 32 callers, ${values.seconds} s cells, ${values.rounds} interleaved rounds, medians; metadata cache on, plain key. Calls per CPU-s count the gateway's (or the floor's) process; the PostgreSQL server's backends are apart, as µs of CPU a call for the lookup's database and the cell's store (bench/dbCpu.ts; - where not measured).\n\n| Cell | req/s | calls per CPU-s | ÷ floor per CPU-s | p50 ms | p99 ms | RSS after, MiB | PostgreSQL µs a call: lookup, store |\n|---|---|---|---|---|---|---|---|\n`;
+let md = `# Levers on the account lookup (${today()})\n\nMade with \`node dist/bench/levers.js ${process.argv.slice(2).join(' ')}\`: ${values.callers} caller(s), ${values.seconds} s cells, ${values.rounds} interleaved rounds, medians; metadata cache on, plain key. Calls per CPU-s count the gateway's (or the floor's) process; the PostgreSQL server's backends are apart, as µs of CPU a call for the lookup's database and the cell's store (bench/dbCpu.ts; - where not measured).\n\n| Cell | req/s | calls per CPU-s | ÷ floor per CPU-s | p50 ms | p99 ms | RSS after, MiB | PostgreSQL µs a call: lookup, store |\n|---|---|---|---|---|---|---|---|\n`;
 const dbMedian = (xs: Array<number | null>) => (xs.every((x) => x !== null) ? median(xs as number[]).toFixed(1) : '-');
 for (const [name, xs] of got) {
   const perCpu = median(xs.map((x) => x.perCpu));

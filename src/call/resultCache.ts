@@ -123,6 +123,7 @@ export function createResultCache(redisUrl: string | null, maxBytes = 64 << 20):
     maxSize: maxBytes,
     sizeCalculation: (v) => (typeof v.body === 'string' ? v.body.length * 2 : v.body.byteLength) + 256,
     ttlAutopurge: false,
+    ttlResolution: 0, // the clock read at each check, not cached behind a 1 ms timer (ARCHITECTURE.md, "Caches")
   });
   return {
     async get(key) {

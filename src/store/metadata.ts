@@ -85,7 +85,15 @@ export function createMetadata(store: Store, ttlSeconds: number): Metadata {
     // Rows past their TTL stay (until evicted or cleared) for when the store cannot be read.
     // Bounded by count through maxSize (a row counts 1), not `max`: lru-cache allocates `max` slots up front,
     // ~316 KB a cache at 10,000 in every thread that reads metadata, for the few rows these hold.
-    const cache = new LRUCache<string, T | typeof NONE>({ maxSize: MAX_ROWS, sizeCalculation: oneRow, ttl, ttlAutopurge: false, noDeleteOnStaleGet: true });
+    // ttlResolution 0: the clock read at each check, not cached behind a 1 ms timer (ARCHITECTURE.md, "Caches").
+    const cache = new LRUCache<string, T | typeof NONE>({
+      maxSize: MAX_ROWS,
+      sizeCalculation: oneRow,
+      ttl,
+      ttlResolution: 0,
+      ttlAutopurge: false,
+      noDeleteOnStaleGet: true,
+    });
     // The rows an expire() took out of `cache`: looked at only when the store cannot be read.
     let expired = new Map<string, T | typeof NONE>();
     // Reads in flight, by key: the calls that miss a row together wait for one read of it. When a row's
