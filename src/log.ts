@@ -140,16 +140,20 @@ function defaultRoot(): Logger {
   return root!;
 }
 
-/** The time of a line, made once per millisecond: many lines share one under load. */
-let lastMs = 0;
-let lastIso = '';
-function isoNow(): string {
-  const ms = Date.now();
-  if (ms !== lastMs) {
-    lastMs = ms;
-    lastIso = new Date(ms).toISOString();
+/**
+ * The time of a line as ISO 8601 in UTC. Only the milliseconds are written at each line: the rest is made once a
+ * second (toISOString about 0.45 µs, the append about 0.02; at one caller every line has a millisecond of its own).
+ */
+let second = -1;
+let secondIso = '';
+export function isoNow(ms = Date.now()): string {
+  const s = Math.floor(ms / 1000);
+  if (s !== second) {
+    second = s;
+    secondIso = new Date(s * 1000).toISOString().slice(0, -4); // 2026-12-01T10:00:00. (without 000Z)
   }
-  return lastIso;
+  const milli = ms - s * 1000;
+  return `${secondIso}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
 }
 
 const LEVEL_NAME: Record<number, string> = { 10: 'DEBUG', 20: 'DEBUG', 30: 'INFO', 40: 'WARNING', 50: 'ERROR', 60: 'ERROR' };
