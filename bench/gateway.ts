@@ -203,6 +203,20 @@ export async function freshDatabase(admin: postgres.Sql, name: string): Promise<
   await admin.unsafe(`CREATE DATABASE "${name}"`);
 }
 
+/** The database a PostgreSQL URL names, made afresh (through the server's `postgres` database), so a cell's store starts empty as a SQLite one does. */
+export async function freshStore(url: string): Promise<void> {
+  const { default: postgres } = await import('postgres');
+  const u = new URL(url);
+  const name = u.pathname.slice(1);
+  u.pathname = '/postgres';
+  const admin = postgres(u.href, { max: 1, onnotice: () => undefined });
+  try {
+    await freshDatabase(admin, name);
+  } finally {
+    await admin.end();
+  }
+}
+
 /** Events in the event log of the PostgreSQL store `db`: the sum over its segment tables (a row a page: ids id..last_id). */
 export async function countEvents(db: string): Promise<number> {
   const { default: postgres } = await import('postgres');

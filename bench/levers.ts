@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { BackendCpu } from './dbCpu.js';
 import { ensureWrk, runLoad } from './load.js';
-import { accountLookup, fmt, freshDatabase, median, parseVariant, spawnListening, startGateway, today, type Variant, writeResults } from './gateway.js';
+import { accountLookup, fmt, freshStore, median, parseVariant, spawnListening, startGateway, today, type Variant, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -53,19 +53,6 @@ async function gatewayCell({ env, nodeArgs, main }: Variant): Promise<{ url: str
       rmSync(home, { recursive: true, force: true });
     },
   };
-}
-
-/** The database a PostgreSQL URL names, made afresh (through the server's `postgres` database), so each cell's store starts empty as a SQLite one does. */
-async function freshStore(url: string): Promise<void> {
-  const u = new URL(url);
-  const name = u.pathname.slice(1);
-  u.pathname = '/postgres';
-  const admin = postgres(u.href, { max: 1, onnotice: () => undefined });
-  try {
-    await freshDatabase(admin, name);
-  } finally {
-    await admin.end();
-  }
 }
 
 /** VmRSS of a process in MiB, read just before it is stopped (after its cell's load). */
