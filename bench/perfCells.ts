@@ -82,7 +82,8 @@ async function measure(v: (typeof variants)[number], round: number): Promise<Cel
     return { variant: v.name, round, calls: r.requests, rps: r.rps, p99: r.p99_ms, ...report(data) };
   } finally {
     await g.stop();
-    rmSync(home, { recursive: true, force: true }); // the JIT map (/tmp/perf-<pid>.map) is perf's to read; node leaves it
+    rmSync(home, { recursive: true, force: true });
+    rmSync(`/tmp/perf-${g.pid}.map`, { force: true }); // the JIT's names, which node writes there for perf and leaves
   }
 }
 
