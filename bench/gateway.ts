@@ -1,7 +1,8 @@
 // Bench plumbing: start the gateway as its own process (so its CPU can be counted alone), create
 // objects through its management API, and write a bench's results as JSON lines plus a table.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type postgres from 'postgres';
@@ -158,6 +159,35 @@ export async function accountLookup(g: Pick<Gateway, 'url' | 'api'>, dbUrl: stri
   });
   const { secret } = await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] });
   return { url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: secret };
+}
+
+/** A variant's gateway serving the account lookup (accountLookup), as levers and perfCells run it; stop() also removes its home. */
+export interface LookupCell {
+  url: string;
+  key: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts variant `v` on the lookup of `dbUrl`: a home of its own, its PostgreSQL store (when it names one) made afresh,
+ * metadata cache 5 s and inline unless the variant says otherwise; `nodeArgs` after the variant's own.
+ */
+export async function lookupCell(v: Variant, dbUrl: string, nodeArgs: string[] = []): Promise<LookupCell> {
+  const home = mkdtempSync(join(tmpdir(), 'qag-cell-'));
+  if (v.env.QUERYAPIGATE_DATABASE_URL) await freshStore(v.env.QUERYAPIGATE_DATABASE_URL);
+  const settings = { QUERYAPIGATE_HOME: home, QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_WORKERS: '0', ...v.env };
+  const g = await startGateway(settings, 'bench-admin', [...v.nodeArgs, ...nodeArgs], v.main);
+  const stop = async () => {
+    await g.stop();
+    rmSync(home, { recursive: true, force: true });
+  };
+  try {
+    return { ...(await accountLookup(g, dbUrl)), pid: g.pid, stop };
+  } catch (e) {
+    await stop(); // a failed setup leaves no server behind to disturb later runs
+    throw e;
+  }
 }
 
 /** The checked-out commit, and whether src/, workers/ or bench/ differ from it. */

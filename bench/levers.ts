@@ -8,15 +8,13 @@
 // With a local PostgreSQL server, each cell also gives the CPU its backends spent a call, for the lookup's database and
 // the cell's store (bench/dbCpu.ts). Variants must keep the log level at info or below: the start is seen by its
 // "listening on" line.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { BackendCpu } from './dbCpu.js';
 import { ensureWrk, runLoad } from './load.js';
-import { accountLookup, fmt, freshStore, median, parseVariant, spawnListening, startGateway, today, type Variant, writeResults } from './gateway.js';
+import { fmt, type LookupCell, lookupCell, median, parseVariant, spawnListening, today, type Variant, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -34,23 +32,13 @@ ensureWrk();
 const FLOOR = fileURLToPath(new URL(values.pg!.startsWith('mysql:') ? './floorMysql.js' : './floor.js', import.meta.url));
 const variants = values.variant!.map(parseVariant);
 
-async function gatewayCell({ env, nodeArgs, main }: Variant): Promise<{ url: string; key: string; pid: number; stop(): Promise<void> }> {
-  const home = mkdtempSync(join(tmpdir(), 'qag-levers-'));
-  if (env.QUERYAPIGATE_DATABASE_URL) await freshStore(env.QUERYAPIGATE_DATABASE_URL);
-  const settings = { QUERYAPIGATE_HOME: home, QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_WORKERS: '0', ...env };
-  const g = await startGateway(settings, 'bench-admin', nodeArgs, main);
-  const { url, key } = await accountLookup(g, values.pg!).catch(async (e) => {
-    await g.stop(); // a failed setup leaves no server behind to disturb later runs
-    throw e;
-  });
+async function gatewayCell(v: Variant): Promise<LookupCell> {
+  const cell = await lookupCell(v, values.pg!);
   return {
-    url,
-    key,
-    pid: g.pid,
+    ...cell,
     stop: async () => {
-      rss = rssMb(g.pid);
-      await g.stop();
-      rmSync(home, { recursive: true, force: true });
+      rss = rssMb(cell.pid);
+      await cell.stop();
     },
   };
 }
@@ -60,7 +48,7 @@ let rss = 0;
 const rssMb = (pid: number) => Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024);
 
 const floor = await spawnListening([...values['floor-args']!.split(' ').filter(Boolean), FLOOR, values.pg!, '10']);
-const cells: Array<{ name: string; start: () => Promise<{ url: string; key: string; pid: number; stop(): Promise<void> }> }> = [
+const cells: Array<{ name: string; start: () => Promise<LookupCell> }> = [
   {
     name: 'floor',
     start: async () => ({

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureWrk, runLoad } from './load.js';
-import { accountLookup, fmt, freshStore, parseVariant, startGateway, writeResults } from './gateway.js';
+import { fmt, lookupCell, parseVariant, today, writeResults } from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -38,52 +38,44 @@ interface Cell {
   calls: number;
   rps: number;
   p99: number;
-  /** Samples by shared object, and by "object symbol". */
-  dsos: Record<string, number>;
+  /** Samples by "object\tsymbol" (a JIT map's "[JIT] tid N" made "[JIT]"). */
   symbols: Record<string, number>;
 }
 
-/** `perf report`'s lines (-F sample,dso,sym): samples, the shared object (a JIT map's "[JIT] tid N" made "[JIT]"), the symbol. */
-function report(file: string): { dsos: Record<string, number>; symbols: Record<string, number> } {
+/** `perf report`'s lines (-F sample,dso,sym): samples, the shared object, the symbol. */
+function report(file: string): Record<string, number> {
   const out = execFileSync('perf', ['report', '-i', file, '--no-children', '--sort', 'dso,sym', '-F', 'sample,dso,sym', '--stdio', '-g', 'none'], {
     encoding: 'utf8',
     maxBuffer: 256 << 20,
     stdio: ['ignore', 'pipe', 'ignore'],
   });
-  const dsos: Record<string, number> = {};
   const symbols: Record<string, number> = {};
   for (const line of out.split('\n')) {
     const m = /^\s*(\d+)\s+(.+?)\s+\[[.k]\]\s+(.*)$/.exec(line);
     if (!m) continue;
-    const dso = m[2].startsWith('[JIT]') ? '[JIT]' : m[2];
-    const n = Number(m[1]);
-    dsos[dso] = (dsos[dso] ?? 0) + n;
-    const sym = `${dso} ${m[3].trim()}`;
-    symbols[sym] = (symbols[sym] ?? 0) + n;
+    const key = `${m[2].startsWith('[JIT]') ? '[JIT]' : m[2]}\t${m[3].trim()}`;
+    symbols[key] = (symbols[key] ?? 0) + Number(m[1]);
   }
-  return { dsos, symbols };
+  return symbols;
 }
 
 async function measure(v: (typeof variants)[number], round: number): Promise<Cell> {
-  const home = mkdtempSync(join(tmpdir(), 'qag-perf-'));
-  if (v.env.QUERYAPIGATE_DATABASE_URL) await freshStore(v.env.QUERYAPIGATE_DATABASE_URL);
-  const settings = { QUERYAPIGATE_HOME: home, QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_WORKERS: '0', ...v.env };
-  const g = await startGateway(settings, 'bench-admin', [...v.nodeArgs, '--perf-basic-prof-only-functions'], v.main);
-  const data = join(home, 'perf.data');
+  const cell = await lookupCell(v, values.pg!, ['--perf-basic-prof-only-functions']);
+  const dir = mkdtempSync(join(tmpdir(), 'qag-perf-'));
+  const data = join(dir, 'perf.data');
   try {
-    const { url, key } = await accountLookup(g, values.pg!);
-    const load = { randRegexUrl: url, connections: Number(values.callers), headers: { 'X-API-Key': key }, pid: g.pid };
+    const load = { randRegexUrl: cell.url, connections: Number(values.callers), headers: { 'X-API-Key': cell.key }, pid: cell.pid };
     await runLoad({ ...load, duration: 2 }); // warm-up, unrecorded
-    const perf = spawn('perf', ['record', '-F', String(HZ), '-p', String(g.pid), '-o', data], { stdio: 'ignore' });
+    const perf = spawn('perf', ['record', '-F', String(HZ), '-p', String(cell.pid), '-o', data], { stdio: 'ignore' });
     const exited = new Promise((resolve) => perf.once('exit', resolve));
     const r = await runLoad({ ...load, duration: Number(values.seconds) });
     perf.kill('SIGINT');
     await exited;
-    return { variant: v.name, round, calls: r.requests, rps: r.rps, p99: r.p99_ms, ...report(data) };
+    return { variant: v.name, round, calls: r.requests, rps: r.rps, p99: r.p99_ms, symbols: report(data) };
   } finally {
-    await g.stop();
-    rmSync(home, { recursive: true, force: true });
-    rmSync(`/tmp/perf-${g.pid}.map`, { force: true }); // the JIT's names, which node writes there for perf and leaves
+    await cell.stop();
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(`/tmp/perf-${cell.pid}.map`, { force: true }); // the JIT's names, which node writes there for perf and leaves
   }
 }
 
@@ -104,10 +96,16 @@ const sum = (xs: Array<Record<string, number>>) => {
   for (const x of xs) for (const [k, n] of Object.entries(x)) out[k] = (out[k] ?? 0) + n;
   return out;
 };
-let md = `# Where the gateway's CPU goes, by perf (${new Date().toISOString().slice(0, 10)})\n\nMade with \`node dist/bench/perfCells.js ${process.argv.slice(2).join(' ')}\`: the account lookup at ${values.callers} caller(s), ${values.seconds} s windows after a 2 s warm-up, ${values.rounds} round(s), each window under \`perf record -F ${HZ} -p <gateway pid>\` (every thread); µs of CPU a call = samples / ${HZ} / calls, the rounds added. Unlike bench/profile.ts (V8's profiler, wall time while a thread runs or waits for the CPU), these are CPU time only, the kernel's included. perf's own interrupts cost the process a little: compare variants within one run.\n`;
+let md = `# Where the gateway's CPU goes, by perf (${today()})\n\nMade with \`node dist/bench/perfCells.js ${process.argv.slice(2).join(' ')}\`: the account lookup at ${values.callers} caller(s), ${values.seconds} s windows after a 2 s warm-up, ${values.rounds} round(s), each window under \`perf record -F ${HZ} -p <gateway pid>\` (every thread); µs of CPU a call = samples / ${HZ} / calls, the rounds added. Unlike bench/profile.ts (V8's profiler, wall time while a thread runs or waits for the CPU), these are CPU time only, the kernel's included. perf's own interrupts cost the process a little: compare variants within one run.\n`;
 const byVariant = variants.map((v) => {
   const own = cells.filter((c) => c.variant === v.name);
-  return { name: v.name, calls: own.reduce((a, c) => a + c.calls, 0), dsos: sum(own.map((c) => c.dsos)), symbols: sum(own.map((c) => c.symbols)) };
+  const symbols = sum(own.map((c) => c.symbols));
+  const dsos: Record<string, number> = {};
+  for (const [key, n] of Object.entries(symbols)) {
+    const dso = key.slice(0, key.indexOf('\t'));
+    dsos[dso] = (dsos[dso] ?? 0) + n;
+  }
+  return { name: v.name, calls: own.reduce((a, c) => a + c.calls, 0), dsos, symbols };
 });
 const dsoNames = [...new Set(byVariant.flatMap((v) => Object.keys(v.dsos)))].sort((a, b) => (byVariant[0].dsos[b] ?? 0) - (byVariant[0].dsos[a] ?? 0));
 md += `\n## By shared object, µs of CPU a call\n\n| Object | ${byVariant.map((v) => v.name).join(' | ')} |\n|---|${byVariant.map(() => '---|').join('')}\n`;
@@ -119,7 +117,7 @@ for (const v of byVariant) {
   for (const [sym, n] of Object.entries(v.symbols)
     .sort((a, b) => b[1] - a[1])
     .slice(0, Number(values.top)))
-    md += `| ${usPerCall(n, v.calls)} | \`${sym.replaceAll('|', '\\|').slice(0, 160)}\` |\n`;
+    md += `| ${usPerCall(n, v.calls)} | \`${sym.replace('\t', ' ').replaceAll('|', '\\|').slice(0, 160)}\` |\n`;
 }
 console.log(md);
 console.log('written to', writeResults('perf', cells, md, values.suffix));
