@@ -13,6 +13,10 @@
 // imports resolve), in interleaved rounds:
 //
 //   node dist/bench/recorder.js --path --dist dist-before,dist [--rate 20000] [--seconds 10] [--rounds 3] [--no-pg]
+//     [--place here] [--runs lookup]
+//
+// --place here puts the recorder on this thread, as a PostgreSQL store does; --runs lookup makes every run as the seeds'
+// account lookup does (one query, one version, one key), so history keeps 50 of each batch, not nearly every run.
 //
 // Results go to bench/results/recorder-<date>/ (results.jsonl + README.md), or recorder-<date>-<suffix>/ (--suffix), in
 // either mode.
@@ -46,6 +50,8 @@ const { values: args } = parseArgs({
     rate: { type: 'string', default: '20000' },
     /** --path: where the recorder runs, as serve.ts places it: 'thread' (a SQLite store) or 'here' (this thread: a PostgreSQL store). */
     place: { type: 'string', default: 'thread' },
+    /** --path: 'lookup' makes every run as the seeds' account lookup does (one query, one version, one key) instead of the synthetic mix. */
+    runs: { type: 'string', default: 'synthetic' },
     suffix: { type: 'string' },
   },
 });
@@ -490,7 +496,15 @@ async function pathRound(store: Store, build: string, roundNo: number): Promise<
     : await startRecorder(settings, () => undefined, onDropped, place);
   const recorderTids = newTasks(before);
   const executor = new Worker(new URL('./recorderExecutor.js', import.meta.url), {
-    workerData: { dist, home: store.home, rate: Number(args.rate), warmupS: 2, seconds: SECONDS, max: 10_000 },
+    workerData: {
+      dist,
+      home: store.home,
+      rate: Number(args.rate),
+      warmupS: 2,
+      seconds: SECONDS,
+      max: 10_000,
+      runs: args.runs === 'lookup' ? 'lookup' : 'synthetic',
+    },
   });
   const reports: Array<(m: unknown) => void> = [];
   executor.on('message', (m) => reports.shift()?.(m));
@@ -574,12 +588,15 @@ function pathReport(rows: PathRow[]): string {
   return [
     '# Recording, the whole way: CPU per run on each thread (bench/recorder.ts --path)',
     '',
-    `Run on ${new Date().toISOString()} with \`node dist/bench/recorder.js --path --dist ${args.dist} --rate ${args.rate} --seconds ${SECONDS} --rounds ${ROUNDS}${args['no-pg'] ? ' --no-pg' : ''}${args['no-sqlite'] ? ' --no-sqlite' : ''}${args.place === 'here' ? ' --place here' : ''}\`: ` +
+    `Run on ${new Date().toISOString()} with \`node dist/bench/recorder.js --path --dist ${args.dist} --rate ${args.rate} --seconds ${SECONDS} --rounds ${ROUNDS}${args['no-pg'] ? ' --no-pg' : ''}${args['no-sqlite'] ? ' --no-sqlite' : ''}${args.place === 'here' ? ' --place here' : ''}${args.runs === 'lookup' ? ' --runs lookup' : ''}\`: ` +
       `${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}; the machine is shared (load average below).`,
     '',
     `An executor thread makes ${fmt(Number(args.rate))} runs a second (2 s warm-up, then ${SECONDS} s measured) through record() and a RunBatcher, ` +
       `after ${SECONDS} s of the same loop without record() (its CPU per run in brackets: the pacing, timers and arguments, to subtract), ` +
-      'as calls ending in an executor do (50 queries × 4 versions, 200 keys, one run in 50 failing); its batches cross the runs BroadcastChannel to ' +
+      (args.runs === 'lookup'
+        ? "as the seeds' account lookup's calls end (one query, one version, one key, a request id each, none failing); its batches"
+        : 'as calls ending in an executor do (50 queries × 4 versions, 200 keys, one run in 50 failing); its batches') +
+      ' cross the runs BroadcastChannel to ' +
       (args.place === 'here'
         ? 'a recorder on this thread (the acceptor), as the server places it with a PostgreSQL store (src/recorder/client.ts), '
         : 'a recorder thread started as the server starts it (src/recorder/client.ts), ') +

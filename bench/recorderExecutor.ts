@@ -2,6 +2,7 @@
 // through record() and a RunBatcher, as an executor does when its calls end, so the batches cross a real
 // BroadcastChannel to a real recorder thread. The modules come from workerData.dist, so one harness
 // measures two builds. Reports its own CPU (/proc/thread-self/schedstat: ns on the CPU, this thread only).
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 
@@ -12,6 +13,8 @@ export interface ExecutorData {
   warmupS: number;
   seconds: number;
   max: number;
+  /** 'lookup': every run as the seeds' account lookup makes it (one query, one version, one key; no failures). */
+  runs?: 'synthetic' | 'lookup';
 }
 
 /** What the executor thread tells the harness. */
@@ -35,6 +38,9 @@ const failure = { code: 'query_timeout', message: 'canceling statement due to st
 const queries = Array.from({ length: 50 }, (_, i) => `monthly_revenue_${i}`);
 const keys = Array.from({ length: 200 }, (_, i) => `mobile-key-${i}`);
 const requestIds = Array.from({ length: 4096 }, (_, i) => (0x5f3a0000 + i).toString(16).padStart(12, '0'));
+const lookup = data.runs === 'lookup';
+// A lookup's request ids as the server makes them (24 hex digits, requestIdFrom), each one used once in 4,096 runs.
+if (lookup) for (let i = 0; i < requestIds.length; i++) requestIds[i] = randomBytes(12).toString('hex');
 
 let made = 0;
 /** record() itself, or nothing (the baseline). */
@@ -47,6 +53,11 @@ function make(n: number, executedAt: string): void {
   for (let i = 0; i < n; i++) {
     const k = ++made;
     // A call's target, as savedRun() makes one per call.
+    if (lookup) {
+      const t = { query: queries[0], version: 1, connectionName: 'warehouse', executedAt, transport: 'rest' as const };
+      record(runs, t, keys[0], requestIds[k & 4095], 1, k % 3, (k % 2) / 10, null, null);
+      continue;
+    }
     const t = { query: queries[k % 50], version: 1 + (k % 4), connectionName: 'warehouse', executedAt, transport: 'rest' as const };
     const error = k % 50 === 0;
     record(

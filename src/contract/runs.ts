@@ -154,8 +154,8 @@ const FIXED = new Set([
   'transport',
 ]);
 
-/** The run's other fields, in the order it has them, as JSON. */
-function extraJson(run: RunRecord): string {
+/** The run's optional fields (those hasExtra looks for, and any other beyond the fixed ones), in the order it has them, as JSON. */
+export function extraJson(run: RunRecord): string {
   const extra: Record<string, unknown> = {};
   for (const k of Object.keys(run)) if (!FIXED.has(k)) extra[k] = run[k as keyof RunRecord];
   return JSON.stringify(extra);

@@ -3,12 +3,11 @@
 // unavailable the runs stay queued and are written once it answers (tried every RETRY_MS); only
 // runs beyond the bound are dropped, and counted. Run on its own thread, in an executor (recorder/host.ts) or on
 // the acceptor's (recorder/client.ts); knows nothing of HTTP or executors beyond the batch message.
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { attachStore, HistoryBatch, localTimestamp, type Store, type StoreLocation } from '../store/store.js';
 import { channel, type RunBatch, type RunRecord } from '../contract/messages.js';
 import { unpackRuns } from '../contract/runs.js';
 import { threadMetrics } from '../metrics/metrics.js';
-import { EventLog, payloadJson } from '../store/events.js';
+import { EventLog } from '../store/events.js';
 import { causeOf, isUnavailable } from '../store/sql.js';
 import { type LogSettings, logger } from '../log.js';
 
@@ -42,11 +41,6 @@ const SHARED_BATCH = 500;
  * rewrites each page once. The event log is still written a batch at a time, for /events.
  */
 const HISTORY_BATCH = 5000;
-/**
- * Runs a batch's JSON is made for in one turn of the event loop: with a PostgreSQL store the recorder shares a thread
- * that serves calls, and 2,000 at once held the acceptor's 1.5 ms, which every call in flight waited out.
- */
-const SLICE = 250;
 /** While the store is unavailable, writes are tried again this often (or at the next flush interval, if longer). */
 const RETRY_MS = 500;
 
@@ -167,11 +161,10 @@ export class Recorder {
       await this.#touchKeys();
       while (this.#queue.length) {
         const batch = this.#queue.slice(0, this.#batch * 5);
-        const payloads = await payloadsOf(batch);
         let first: number;
         try {
           // Every run becomes an event (kept for the retention window); history keeps the newest per version.
-          first = await (await this.#eventLog()).appendRuns(batch, payloads);
+          first = await (await this.#eventLog()).appendRuns(batch);
         } catch (e) {
           if (isUnavailable(e)) throw e;
           this.#queue.splice(0, batch.length);
@@ -180,8 +173,7 @@ export class Recorder {
         }
         this.#queue.splice(0, batch.length);
         this.onEvents(batch, first);
-        // The history rings take the payloads as their entries: made once for both writes.
-        for (let i = 0; i < batch.length; i++) this.#history.add(batch[i], first + i, payloads[i]);
+        for (let i = 0; i < batch.length; i++) this.#history.add(batch[i], first + i);
         if (this.#history.size >= this.#historyBatch) await this.#writeHistory();
       }
       if (this.#history.size && history) await this.#writeHistory();
@@ -277,15 +269,4 @@ export class Recorder {
     await this.#store.close();
     this.#metrics.close();
   }
-}
-
-/** payloadJson of every run, SLICE a turn of the event loop. */
-async function payloadsOf(runs: RunRecord[]): Promise<string[]> {
-  const out = new Array<string>(runs.length);
-  for (let at = 0; at < runs.length; at += SLICE) {
-    if (at > 0) await nextTurn();
-    const end = Math.min(runs.length, at + SLICE);
-    for (let i = at; i < end; i++) out[i] = payloadJson(runs[i]);
-  }
-  return out;
 }

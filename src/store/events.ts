@@ -6,8 +6,8 @@
 //   events_<segment> one table per time segment (segment = floor(now / segmentS)), with
 //                    (id PK, executed_at, query, key_name, status, payload, last_id, body). A row is a page: the
 //                    events id..last_id of one append (at most PAGE; 2,000 before stop 55), one line each in body
-//                    (pageLine: executed_at, query, key_name, status and payload, the RunRecord's JSON without those
-//                    four); executed_at is its first event's, status 'page', payload '{}' (so an instance of an earlier
+//                    (pageLine: the RunRecord's fields by position, as COPY's text writes them; before stop 57
+//                    executed_at, query, key_name, status and the rest as JSON); executed_at is its first event's, status 'page', payload '{}' (so an instance of an earlier
 //                    release reading the log during a rolling upgrade sees each page as one event, not a failed read).
 //                    One row a page, not a row an event: a PostgreSQL store spent 3.1 µs of CPU a call of the seeds'
 //                    lookup on a row an event by COPY, 1.3 on a page (bench/results/levers-2026-12-05-pages).
@@ -30,7 +30,7 @@
 //   measured with `now` of the expiring process, so every event stays at least retentionS (given clocks that agree).
 import { copyField, fromCopyField, type SqlDb } from './sql.js';
 import type { EventRow, RunRecord } from '../contract/messages.js';
-import { hasExtra } from '../contract/runs.js';
+import { extraJson, hasExtra } from '../contract/runs.js';
 
 export interface EventReadOptions {
   /** Events with an id above this one (default 0: from the oldest kept). */
@@ -184,24 +184,23 @@ export class EventLog {
 
   // ── append ────────────────────────────────────────────────────────────────────────────────
   /** appendRuns, returning the rows with their ids (copies: the runs given are not changed). */
-  async append(runs: RunRecord[], payloads: string[] = runs.map(payloadJson)): Promise<EventRow[]> {
-    return eventRows(runs, await this.appendRuns(runs, payloads));
+  async append(runs: RunRecord[]): Promise<EventRow[]> {
+    return eventRows(runs, await this.appendRuns(runs));
   }
 
   /**
    * Assigns ids (unique, strictly increasing, also across several instances sharing one PostgreSQL store) and writes
    * the batch in one transaction; resolves to the first id: run i's is first + i (ids follow the runs' order).
-   * `payloads` are the runs' payloadJson (the recorder's, which history writes too), in the runs' order.
    */
-  appendRuns(runs: RunRecord[], payloads: string[] = runs.map(payloadJson)): Promise<number> {
+  appendRuns(runs: RunRecord[]): Promise<number> {
     if (!runs.length) return Promise.resolve(0);
-    if (this.#db.dialect === 'sqlite') return this.#appendSqlite(runs, payloads);
-    const next = this.#chain.then(() => this.#appendPg(runs, payloads));
+    if (this.#db.dialect === 'sqlite') return this.#appendSqlite(runs);
+    const next = this.#chain.then(() => this.#appendPg(runs));
     this.#chain = next.catch(() => undefined);
     return next;
   }
 
-  #appendSqlite(runs: RunRecord[], payloads: string[]): Promise<number> {
+  #appendSqlite(runs: RunRecord[]): Promise<number> {
     return this.#db.tx(async (t) => {
       const now = this.#now();
       const [state] = await t.all<{ last_id: number; seg: number | null }>(
@@ -222,7 +221,7 @@ export class EventLog {
       } else if (!this.#ready.has(segment)) await addPageColumns(t, table);
       this.#remember(segment);
       const first = Number(state.last_id) + 1;
-      await insertPages(t, table, first, runs, payloads);
+      await insertPages(t, table, first, runs);
       const last = first + runs.length - 1;
       await t.run(
         `UPDATE event_segments SET first_id = COALESCE(first_id, ?), last_id = ?,
@@ -234,13 +233,13 @@ export class EventLog {
     });
   }
 
-  async #appendPg(runs: RunRecord[], payloads: string[]): Promise<number> {
+  async #appendPg(runs: RunRecord[]): Promise<number> {
     const now = this.#now();
     const segment = this.#segmentNow(now);
     for (let attempt = 0; ; attempt++) {
       await this.#ensurePgSegment(segment, now);
       try {
-        return await this.#db.tx((t) => this.#pagesPg(t, segment, now, runs, payloads));
+        return await this.#db.tx((t) => this.#pagesPg(t, segment, now, runs));
       } catch (e) {
         const code = (e as { code?: string }).code;
         // The segment's table was dropped under us (only with clocks far apart): make it again, once.
@@ -257,11 +256,11 @@ export class EventLog {
    * BEGIN; the pages; COMMIT. Returns the first id. Commit is asynchronous (synchronous_commit off, as for history
    * writes).
    */
-  async #pagesPg(t: SqlDb, segment: number, now: number, runs: RunRecord[], payloads: string[]): Promise<number> {
+  async #pagesPg(t: SqlDb, segment: number, now: number, runs: RunRecord[]): Promise<number> {
     const n = runs.length;
     const [r] = await t.all<{ lo: number }>(RESERVE_PG, [LOCK_APPEND, n, n, now, segment]);
     const lo = Number(r.lo);
-    await insertPages(t, SEGMENT_TABLE(segment), lo, runs, payloads);
+    await insertPages(t, SEGMENT_TABLE(segment), lo, runs);
     return lo;
   }
 
@@ -430,7 +429,8 @@ interface RawEvent {
   query: string | null;
   key_name: string | null;
   status: 'success' | 'error';
-  payload: string;
+  /** The rest: payloadJson's JSON (a row of one event, a line before stop 57), or a line's fields read (restOf). */
+  payload: string | Record<string, unknown>;
 }
 
 /** A segment table's row: one event (written before pages: body NULL), or a page of events id..last_id. */
@@ -444,11 +444,11 @@ interface SegmentRow extends RawEvent {
  * whose ids a row already holds is refused as the key refuses a page that starts on one (23505; the append then takes
  * another range): only an instance of a release before the append lock (a row an event, nextval each) can have taken them.
  */
-async function insertPages(t: SqlDb, table: string, first: number, runs: RunRecord[], payloads: string[]): Promise<void> {
+async function insertPages(t: SqlDb, table: string, first: number, runs: RunRecord[]): Promise<void> {
   for (let at = 0; at < runs.length; ) {
-    let body = pageLine(runs[at], payloads[at]);
+    let body = pageLine(runs[at]);
     let end = at + 1;
-    for (; end < runs.length && end - at < PAGE && body.length < PAGE_TEXT; end++) body += `\n${pageLine(runs[end], payloads[end])}`;
+    for (; end < runs.length && end - at < PAGE && body.length < PAGE_TEXT; end++) body += `\n${pageLine(runs[end])}`;
     const lo = first + at;
     const hi = first + end - 1;
     const written = await t.run(
@@ -462,11 +462,34 @@ async function insertPages(t: SqlDb, table: string, first: number, runs: RunReco
 }
 
 /**
- * A run's line in a page: executed_at, query, key_name and status as COPY's text writes a field (copyField), then its
- * payload as it is (payloadJson: JSON never holds a raw tab or newline).
+ * A run's line in a page: executed_at, query, key_name and status, then the optional fields (error, code, masked, an
+ * ad-hoc run's sql and params) as JSON ('{}' for none), then the others in RunRecord's order; each text as COPY's text
+ * writes a field (copyField), each number as JS writes it, null as \N. Positions, not a JSON object a run: the
+ * lookup's line is about 105 characters, not 211, and no JSON is made for a run history does not keep. Releases before
+ * stop 57 wrote the first four and then the rest as JSON (payloadJson): a line of five fields is read as that, and
+ * such a release reads this line's fifth field, the JSON, as the rest (the fields after it missing, not a failed read).
  */
-function pageLine(r: RunRecord, payload: string): string {
-  return `${copyField(r.executed_at)}\t${copyField(r.query)}\t${copyField(r.key_name)}\t${copyField(r.status)}\t${payload}`;
+function pageLine(r: RunRecord): string {
+  return `${copyField(r.executed_at)}\t${copyField(r.query)}\t${copyField(r.key_name)}\t${copyField(r.status)}\t${hasExtra(r) ? extraJson(r) : '{}'}\t${lineNumber(r.version)}\t${copyField(r.kind)}\t${copyField(r.connection_name)}\t${copyField(r.request_id)}\t${lineNumber(r.rows)}\t${lineNumber(r.duration_ms)}\t${lineNumber(r.serialization_ms)}\t${copyField(r.transport)}`;
+}
+
+/** A number in a line: as JSON would give it back (null, NaN and the infinities as null). */
+const lineNumber = (n: number | null): string => (n !== null && Number.isFinite(n) ? `${n}` : '\\N');
+const numberOf = (s: string): number | null => (s === '\\N' ? null : Number(s));
+
+/** A line's fields after the four with columns, as payloadJson's JSON gives them back (the same keys, in its order). */
+function restOf(f: string[]): Record<string, unknown> {
+  const rest: Record<string, unknown> = {
+    version: numberOf(f[5]),
+    kind: fromCopyField(f[6]),
+    connection_name: fromCopyField(f[7]),
+    request_id: fromCopyField(f[8]),
+    rows: numberOf(f[9]),
+    duration_ms: numberOf(f[10]),
+    serialization_ms: numberOf(f[11]),
+    transport: fromCopyField(f[12]),
+  };
+  return f[4] === '{}' ? rest : Object.assign(rest, JSON.parse(f[4]));
 }
 
 /** The events of a page row, ids from its id on, in order. */
@@ -482,7 +505,7 @@ function pageEvents(row: SegmentRow): RawEvent[] {
       query: fromCopyField(f[1]),
       key_name: fromCopyField(f[2]),
       status: fromCopyField(f[3]) as RawEvent['status'],
-      payload: f[4],
+      payload: f.length === 5 ? f[4] : restOf(f),
     };
   }
   return out;
@@ -570,8 +593,8 @@ function toEvent(r: RawEvent): EventRow {
 }
 
 /**
- * A run read back from its columns and its payload (payloadJson), the event log's rows and the history
- * rings' alike. A payload that holds the column fields too (history entries written before it held only
+ * A run read back from its columns and its payload (payloadJson, or a page line's fields read by restOf), the event
+ * log's rows and the history rings' alike. A payload that holds the column fields too (history entries written before it held only
  * the rest) agrees with them.
  */
 export function runOf(
@@ -580,7 +603,7 @@ export function runOf(
   executed_at: string,
   status: 'success' | 'error',
   key_name: string | null,
-  payload: string,
+  payload: string | Record<string, unknown>,
 ): EventRow {
-  return { id: Number(id), query, executed_at, status, key_name, ...JSON.parse(payload) };
+  return { id: Number(id), query, executed_at, status, key_name, ...(typeof payload === 'string' ? JSON.parse(payload) : payload) };
 }

@@ -496,11 +496,11 @@ export class Store {
    * ring of `keep` slots, in one transaction. A version's counter gives each run its number; run n goes
    * to slot n % keep, overwriting the oldest. Only the newest `keep` of a batch are written at all.
    * Runs of a query deleted meanwhile are skipped. Rings were sized for `keep` by resizeRings. An entry is the
-   * run's payloadJson (its event's payload, given by the recorder): query, executed_at, status and key have columns.
+   * run's payloadJson, made for the runs written: query, executed_at, status and key have columns.
    */
-  async writeRuns(runs: EventRow[], keep: number, adhocKeep = ADHOC_KEEP_DEFAULT, payloads: string[] = runs.map(payloadJson)): Promise<number> {
+  async writeRuns(runs: EventRow[], keep: number, adhocKeep = ADHOC_KEEP_DEFAULT): Promise<number> {
     const batch = new HistoryBatch(keep, adhocKeep);
-    for (let i = 0; i < runs.length; i++) batch.add(runs[i], runs[i].id, payloads[i]);
+    for (const run of runs) batch.add(run, run.id);
     return this.writeHistory(batch);
   }
 
@@ -629,17 +629,15 @@ async function trimAdhoc(t: SqlDb, keep: number): Promise<void> {
   ]);
 }
 /**
- * Runs as the ring's columns, oldest first, with their entries (payloadJson): no run object is held, as a held
- * run outlives V8's young generation and would be copied into the old one.
+ * Runs as the ring will take them, oldest first: their event ids and the runs themselves, whose entries (payloadJson)
+ * are made when they are written, for the runs the ring keeps only (of the seeds' lookup, 50 in a batch of 5,000).
+ * At most twice `keep` a version are held.
  */
 interface KeptRuns {
   ids: number[];
-  at: string[];
-  status: string[];
-  keys: Array<string | null>;
-  entries: string[];
+  runs: RunRecord[];
 }
-const keptRuns = (): KeptRuns => ({ ids: [], at: [], status: [], keys: [], entries: [] });
+const keptRuns = (): KeptRuns => ({ ids: [], runs: [] });
 
 /** A version's runs in a HistoryBatch: how many, and the newest of them. */
 interface VersionRuns extends KeptRuns {
@@ -665,11 +663,11 @@ export class HistoryBatch {
     readonly adhocKeep = ADHOC_KEEP_DEFAULT,
   ) {}
 
-  /** A run already in the event log as event `id`, with its payloadJson. Runs of neither kind are counted, not kept. */
-  add(run: RunRecord, id: number, payload: string): void {
+  /** A run already in the event log as event `id`. Runs of neither kind are counted, not kept. */
+  add(run: RunRecord, id: number): void {
     this.size++;
     if (run.query === null || run.version === null) {
-      if (run.kind === 'adhoc') keepNewest(this.adhoc, run, id, payload, this.adhocKeep);
+      if (run.kind === 'adhoc') keepNewest(this.adhoc, run, id, this.adhocKeep);
       return;
     }
     const k = `${run.query}\u0000${run.version}`;
@@ -679,24 +677,18 @@ export class HistoryBatch {
       this.versions.set(k, v);
     }
     v.count++;
-    keepNewest(v, run, id, payload, this.keep);
+    keepNewest(v, run, id, this.keep);
   }
 }
 
 /** Appends, dropping the oldest beyond `keep` a half-batch at a time (at most 2 × keep held), not one by one. */
-function keepNewest(k: KeptRuns, run: RunRecord, id: number, payload: string, keep: number): void {
+function keepNewest(k: KeptRuns, run: RunRecord, id: number, keep: number): void {
   k.ids.push(id);
-  k.at.push(run.executed_at);
-  k.status.push(run.status);
-  k.keys.push(run.key_name);
-  k.entries.push(payload);
+  k.runs.push(run);
   if (k.ids.length >= 2 * keep) {
     const drop = k.ids.length - keep;
     k.ids.splice(0, drop);
-    k.at.splice(0, drop);
-    k.status.splice(0, drop);
-    k.keys.splice(0, drop);
-    k.entries.splice(0, drop);
+    k.runs.splice(0, drop);
   }
 }
 
@@ -715,11 +707,12 @@ function pushRow(cols: HistoryColumns, query: string, version: number, slot: num
   cols[0].push(query);
   cols[1].push(version);
   cols[2].push(slot);
+  const run = k.runs[i];
   cols[3].push(k.ids[i]);
-  cols[4].push(k.at[i]);
-  cols[5].push(k.status[i]);
-  cols[6].push(k.keys[i]);
-  cols[7].push(k.entries[i]);
+  cols[4].push(run.executed_at);
+  cols[5].push(run.status);
+  cols[6].push(run.key_name);
+  cols[7].push(payloadJson(run));
 }
 
 /**

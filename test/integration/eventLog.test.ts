@@ -5,10 +5,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { EventLog, type EventReadOptions } from '../../src/store/events.js';
+import { EventLog, payloadJson, type EventReadOptions } from '../../src/store/events.js';
 import type { EventRow, RunRecord } from '../../src/contract/messages.js';
 import { migrate } from '../../src/store/migrations.js';
-import { openPostgres, openSqlite, type SqlDb } from '../../src/store/sql.js';
+import { copyField, openPostgres, openSqlite, type SqlDb } from '../../src/store/sql.js';
 import { scratchDatabase } from '../helpers.js';
 
 /** A clock the test moves by hand (epoch ms). */
@@ -53,6 +53,21 @@ async function readAll(log: EventLog, from: number, page: number, filter: Omit<E
     out.push(...got);
     afterId = got[got.length - 1].id;
   }
+}
+
+/**
+ * Writes again the page that starts at `events`' first id in the line releases before stop 57 wrote: executed_at,
+ * query, key_name and status as COPY's text, then the rest as payloadJson.
+ */
+async function asEarlierLines(db: SqlDb, events: EventRow[]): Promise<void> {
+  const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
+  const body = events.map((r) => [r.executed_at, r.query, r.key_name, r.status].map(copyField).join('\t') + `\t${payloadJson(r)}`).join('\n');
+  const changed = await db.run(`UPDATE ${seg.table_name} SET body = ? WHERE id = CAST(? AS BIGINT) AND last_id = CAST(? AS BIGINT)`, [
+    body,
+    events[0].id,
+    events[events.length - 1].id,
+  ]);
+  assert.equal(changed, 1, 'one page held those events');
 }
 
 function assertIncreasing(ids: number[], what: string) {
@@ -257,6 +272,67 @@ for (const make of [sqliteEngine, postgresEngine]) {
         assert.ok(r.body.length - lines[lines.length - 1].length - 1 < 128 << 10, `a page of ${r.body.length} characters`);
       }
       assert.deepEqual(await readAll(log, 0, 70), written);
+    });
+
+    test("every field of a page's line reads back as the earlier line's JSON gave it: nulls, odd texts, numbers, optional fields", async () => {
+      const db = await engine.fresh(true);
+      const log = await EventLog.open(db, { retentionS: 3600 });
+      const odd = ['tab\there', 'back\\slash', '\\N', '', 'two\nlines', 'ünïcödé €'];
+      const made: RunRecord[] = [
+        ...odd.map((t, i) => run({ connection_name: t, request_id: odd[(i + 1) % odd.length], transport: odd[(i + 2) % odd.length] as 'rest' })),
+        run({ version: null, rows: null, duration_ms: null, serialization_ms: null, connection_name: null as unknown as string }),
+        run({ rows: 0, duration_ms: 0.1 + 0.2, serialization_ms: 1e-7, version: 2 ** 40 }),
+        run({ duration_ms: Number.NaN, serialization_ms: Number.POSITIVE_INFINITY }),
+        run({ query: null, version: null, kind: 'adhoc', sql: 'SELECT 1\tAS "x"', sql_truncated: true, params: ['b', 'a'] }),
+        run({ masked: [{ column: 'email', action: 'redact' }], status: 'error', error: 'e\tf', code: 'query_failed' }),
+        // A query filter's text in another field: the page is read, and the line does not pass.
+        run({ query: 'q-filter', connection_name: 'q-other' }),
+        run({ query: 'q-other' }),
+      ];
+      const written = await log.append(made);
+      const read = await readAll(log, 0, 100);
+      // JSON's null for NaN and the infinities, as before.
+      assert.deepEqual(read, JSON.parse(JSON.stringify(written)));
+      assert.deepEqual(
+        (await readAll(log, 0, 5, { query: 'q-other' })).map((r) => r.id),
+        written.filter((r) => r.query === 'q-other').map((r) => r.id),
+      );
+      // The same events written as lines of the earlier kind read back as the same JSON, key for key.
+      await asEarlierLines(db, written);
+      assert.deepEqual(
+        (await readAll(log, 0, 100)).map((r) => JSON.stringify(r)),
+        read.map((r) => JSON.stringify(r)),
+      );
+    });
+
+    test('lines written as releases before stop 57 wrote them (the rest as JSON) read back beside lines of this release', async () => {
+      const db = await engine.fresh(true);
+      const log = await EventLog.open(db, { retentionS: 3600 });
+      const written = [...(await log.append(runs(30))), ...(await log.append(runs(7)))];
+      const first = written[0].id;
+      const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
+      const [page] = await db.all<{ body: string }>(`SELECT body FROM ${seg.table_name} ORDER BY id LIMIT 1`);
+      for (const line of page.body.split('\n')) {
+        const f = line.split('\t');
+        assert.equal(f.length, 13, "this release's line: a run's fields by position");
+        // What a release before reads as the rest: JSON, so its reads do not fail during a rolling upgrade.
+        assert.equal(typeof JSON.parse(f[4]), 'object');
+      }
+      await asEarlierLines(db, written.slice(0, 30));
+      for (const from of [0, first + 3, first + 29])
+        assert.deepEqual(
+          await readAll(log, from, 9),
+          written.filter((w) => w.id > from),
+          `after ${from}`,
+        );
+      assert.deepEqual(
+        await readAll(log, 0, 4, { key: 'key-1' }),
+        written.filter((w) => w.key_name === 'key-1'),
+      );
+      assert.deepEqual(
+        await readAll(log, 0, 4, { status: 'error' }),
+        written.filter((w) => w.status === 'error'),
+      );
     });
 
     test('pages of 2,000 events (as the release before wrote them) read exactly from inside', async () => {
