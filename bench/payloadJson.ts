@@ -1,5 +1,5 @@
-// A run's payload JSON (store/events.ts payloadJson, what the recorder makes of each run for its event and its history
-// entry) against the reference it must equal, JSON.stringify of the run's other fields: CPU per run over batches of
+// A run's payload JSON (store/events.ts payloadJson, what the recorder makes of each run history keeps, as its entry;
+// until stop 57 also its event's) against the reference it must equal, JSON.stringify of the run's other fields: CPU per run over batches of
 // 512 runs shaped as the recorder unpacks them (fractional durations, a few transports, one run in 50 failing).
 // --from measures another build's payloadJson (a copy of dist/ inside this worktree, say dist-before).
 //
