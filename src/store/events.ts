@@ -7,8 +7,9 @@
 //                    (id PK, executed_at, query, key_name, status, payload, last_id, body). A row is a page: the
 //                    events id..last_id of one append (at most PAGE; 2,000 before stop 55), one line each in body
 //                    (pageLine: the RunRecord's fields by position, as COPY's text writes them; before stop 57
-//                    executed_at, query, key_name, status and the rest as JSON); executed_at is its first event's, status 'page', payload '{}' (so an instance of an earlier
-//                    release reading the log during a rolling upgrade sees each page as one event, not a failed read).
+//                    executed_at, query, key_name, status and the rest as JSON); executed_at is its first event's,
+//                    status 'page', payload '{}' (so an instance of an earlier release reading the log during a
+//                    rolling upgrade sees each page as one event, not a failed read).
 //                    One row a page, not a row an event: a PostgreSQL store spent 3.1 µs of CPU a call of the seeds'
 //                    lookup on a row an event by COPY, 1.3 on a page (bench/results/levers-2026-12-05-pages).
 //                    Rows of one event each (body NULL: written by a release before pages) are read as they are;

@@ -698,8 +698,12 @@ function forKept(v: VersionRuns, keep: number, row: (j: number, i: number) => vo
   for (let i = Math.max(0, v.ids.length - keep); i < v.ids.length; i++) row(before + i, i);
 }
 
-/** The ring's columns: query, version, slot, event id, executed_at, status, key, entry. */
-type HistoryColumns = [string[], number[], number[], number[], string[], string[], Array<string | null>, string[]];
+/**
+ * The ring's columns: query, version, slot, event id, executed_at, status, key, and the run whose entry (payloadJson) is
+ * made as its row is written: on PostgreSQL a COPY piece a turn of the event loop (copyData), so thousands of entries
+ * (a batch spread over many versions) do not hold the thread that serves calls at once.
+ */
+type HistoryColumns = [string[], number[], number[], number[], string[], string[], Array<string | null>, RunRecord[]];
 const historyColumns = (): HistoryColumns => [[], [], [], [], [], [], [], []];
 
 /** Kept run i of k as a row of the ring's columns. */
@@ -712,7 +716,7 @@ function pushRow(cols: HistoryColumns, query: string, version: number, slot: num
   cols[4].push(run.executed_at);
   cols[5].push(run.status);
   cols[6].push(run.key_name);
-  cols[7].push(payloadJson(run));
+  cols[7].push(run);
 }
 
 /**
@@ -738,7 +742,10 @@ async function upsertRowsSqlite(t: SqlDb, cols: HistoryColumns): Promise<void> {
   for (let at = 0; at < n; ) {
     const rows = nextPiece(n - at, SQLITE_HISTORY_PIECE);
     const params = new Array<unknown>(rows * HISTORY_COLUMNS);
-    for (let r = 0, p = 0; r < rows; r++) for (let c = 0; c < HISTORY_COLUMNS; c++) params[p++] = cols[c][at + r];
+    for (let r = 0, p = 0; r < rows; r++) {
+      for (let c = 0; c < HISTORY_COLUMNS - 1; c++) params[p++] = cols[c][at + r];
+      params[p++] = payloadJson(cols[7][at + r]);
+    }
     writes.push(t.run(upsertHistorySqlite(rows), params));
     at += rows;
   }
@@ -794,7 +801,7 @@ async function historyPg(t: SqlDb, versions: Map<string, VersionRuns>, keep: num
     copyData(
       rows[0].length,
       (r) =>
-        `${copyField(rows[0][r])}\t${rows[1][r]}\t${rows[2][r]}\t${rows[3][r]}\t${copyField(rows[4][r])}\t${copyField(rows[5][r])}\t${copyField(rows[6][r])}\t${copyJson(rows[7][r])}\n`,
+        `${copyField(rows[0][r])}\t${rows[1][r]}\t${rows[2][r]}\t${rows[3][r]}\t${copyField(rows[4][r])}\t${copyField(rows[5][r])}\t${copyField(rows[6][r])}\t${copyJson(payloadJson(rows[7][r]))}\n`,
     ),
   );
   let n = 0;
