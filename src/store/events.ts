@@ -525,8 +525,10 @@ function passes(e: RawEvent, f: EventReadOptions): boolean {
 
 /**
  * A segment table made before pages gets their columns, on this release's first append to it (PostgreSQL: under
- * LOCK_CREATE), and PostgreSQL keeps a page's body uncompressed (STORAGE EXTERNAL: compressing it cost the server
- * more than writing it whole, bench/results/levers-2026-12-05-event-log-pages).
+ * LOCK_CREATE). PostgreSQL compresses a page's body with lz4 where the server has it (PostgreSQL 14 and later, built
+ * with it): a lookup's page of 52 KB is stored in about 17, and the server's CPU for an append went 2.00 → 1.31 µs a
+ * run (bench/results/eventappend-2026-12-06-lz4, lower in every round). Elsewhere the body is kept uncompressed
+ * (STORAGE EXTERNAL): pglz cost the server more than writing it whole (bench/results/levers-2026-12-05-event-log-pages).
  */
 async function addPageColumns(t: SqlDb, table: string): Promise<void> {
   if (t.dialect === 'sqlite') {
@@ -535,17 +537,24 @@ async function addPageColumns(t: SqlDb, table: string): Promise<void> {
     await t.run(`ALTER TABLE ${table} ADD COLUMN body TEXT`);
     return;
   }
-  const [body] = await t.all<{ s: string }>(
-    "SELECT attstorage AS s FROM pg_attribute WHERE attrelid = to_regclass(?) AND attname = 'body' AND NOT attisdropped",
+  const [{ lz4 }] = await t.all<{ lz4: boolean }>(
+    "SELECT EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)) AS lz4",
+  );
+  // attcompression is PostgreSQL 14's, as lz4 is.
+  const [body] = await t.all<{ s: string; c: string }>(
+    `SELECT attstorage AS s, ${lz4 ? 'attcompression::text' : "''"} AS c FROM pg_attribute
+      WHERE attrelid = to_regclass(?) AND attname = 'body' AND NOT attisdropped`,
     [table],
   );
   if (!body) await t.run(`ALTER TABLE ${table} ADD COLUMN last_id BIGINT, ADD COLUMN body TEXT`);
-  if (body?.s !== 'e') await t.run(`ALTER TABLE ${table} ALTER COLUMN body SET STORAGE EXTERNAL`);
+  if (lz4) {
+    if (body?.s !== 'x' || body?.c !== 'l') await t.run(`ALTER TABLE ${table} ALTER COLUMN body SET STORAGE EXTENDED, ALTER COLUMN body SET COMPRESSION lz4`);
+  } else if (body?.s !== 'e') await t.run(`ALTER TABLE ${table} ALTER COLUMN body SET STORAGE EXTERNAL`);
 }
 
 /**
- * A run's fields that have no column of their own, as JSON: its event's payload, and its history entry
- * (store.ts), so the recorder makes it once for both writes. Never holds a raw newline.
+ * A run's fields that have no column of their own, as JSON: its history entry (store.ts), and the payload of an event
+ * written as a row of its own (before pages) or as a page line before stop 57. Never holds a raw newline.
  */
 export function payloadJson(run: RunRecord & { id?: number }): string {
   if (hasExtra(run)) {
