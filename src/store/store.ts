@@ -699,24 +699,20 @@ function forKept(v: VersionRuns, keep: number, row: (j: number, i: number) => vo
 }
 
 /**
- * The ring's columns: query, version, slot, event id, executed_at, status, key, and the run whose entry (payloadJson) is
- * made as its row is written: on PostgreSQL a COPY piece a turn of the event loop (copyData), so thousands of entries
- * (a batch spread over many versions) do not hold the thread that serves calls at once.
+ * The ring's rows as columns: query, version, slot, event id, and the run, whose executed_at, status, key and entry
+ * (payloadJson) are read as its row is written: on PostgreSQL a COPY piece a turn of the event loop (copyData), so
+ * thousands of entries (a batch spread over many versions) do not hold the thread that serves calls at once.
  */
-type HistoryColumns = [string[], number[], number[], number[], string[], string[], Array<string | null>, RunRecord[]];
-const historyColumns = (): HistoryColumns => [[], [], [], [], [], [], [], []];
+type HistoryColumns = [string[], number[], number[], number[], RunRecord[]];
+const historyColumns = (): HistoryColumns => [[], [], [], [], []];
 
 /** Kept run i of k as a row of the ring's columns. */
 function pushRow(cols: HistoryColumns, query: string, version: number, slot: number, k: KeptRuns, i: number): void {
   cols[0].push(query);
   cols[1].push(version);
   cols[2].push(slot);
-  const run = k.runs[i];
   cols[3].push(k.ids[i]);
-  cols[4].push(run.executed_at);
-  cols[5].push(run.status);
-  cols[6].push(run.key_name);
-  cols[7].push(run);
+  cols[4].push(k.runs[i]);
 }
 
 /**
@@ -743,8 +739,15 @@ async function upsertRowsSqlite(t: SqlDb, cols: HistoryColumns): Promise<void> {
     const rows = nextPiece(n - at, SQLITE_HISTORY_PIECE);
     const params = new Array<unknown>(rows * HISTORY_COLUMNS);
     for (let r = 0, p = 0; r < rows; r++) {
-      for (let c = 0; c < HISTORY_COLUMNS - 1; c++) params[p++] = cols[c][at + r];
-      params[p++] = payloadJson(cols[7][at + r]);
+      const run = cols[4][at + r];
+      params[p++] = cols[0][at + r];
+      params[p++] = cols[1][at + r];
+      params[p++] = cols[2][at + r];
+      params[p++] = cols[3][at + r];
+      params[p++] = run.executed_at;
+      params[p++] = run.status;
+      params[p++] = run.key_name;
+      params[p++] = payloadJson(run);
     }
     writes.push(t.run(upsertHistorySqlite(rows), params));
     at += rows;
@@ -798,11 +801,10 @@ async function historyPg(t: SqlDb, versions: Map<string, VersionRuns>, keep: num
   await t.run(STAGE_PG);
   await t.copyIn(
     `COPY pg_temp.history_stage FROM STDIN`,
-    copyData(
-      rows[0].length,
-      (r) =>
-        `${copyField(rows[0][r])}\t${rows[1][r]}\t${rows[2][r]}\t${rows[3][r]}\t${copyField(rows[4][r])}\t${copyField(rows[5][r])}\t${copyField(rows[6][r])}\t${copyJson(payloadJson(rows[7][r]))}\n`,
-    ),
+    copyData(rows[0].length, (r) => {
+      const run = rows[4][r];
+      return `${copyField(rows[0][r])}\t${rows[1][r]}\t${rows[2][r]}\t${rows[3][r]}\t${copyField(run.executed_at)}\t${copyField(run.status)}\t${copyField(run.key_name)}\t${copyJson(payloadJson(run))}\n`;
+    }),
   );
   let n = 0;
   if (gq.length) n += Number((await t.all<{ n: number }>(SAVED_RUNS_PG, [gq, gv, gn, keep]))[0].n);
