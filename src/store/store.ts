@@ -657,6 +657,11 @@ export class HistoryBatch {
   size = 0;
   readonly versions = new Map<string, VersionRuns>();
   readonly adhoc: KeptRuns = keptRuns();
+  /**
+   * The version the last run was of. Runs come in stretches of one version (a batch is one executor's calls), and the
+   * key's text made and hashed for each run had been about a quarter of a µs a run on the recorder's thread.
+   */
+  #last: VersionRuns | undefined;
 
   constructor(
     readonly keep: number,
@@ -670,11 +675,15 @@ export class HistoryBatch {
       if (run.kind === 'adhoc') keepNewest(this.adhoc, run, id, this.adhocKeep);
       return;
     }
-    const k = `${run.query}\u0000${run.version}`;
-    let v = this.versions.get(k);
-    if (!v) {
-      v = { query: run.query, version: run.version, count: 0, ...keptRuns() };
-      this.versions.set(k, v);
+    let v = this.#last;
+    if (v === undefined || v.query !== run.query || v.version !== run.version) {
+      const k = `${run.query}\u0000${run.version}`;
+      v = this.versions.get(k);
+      if (!v) {
+        v = { query: run.query, version: run.version, count: 0, ...keptRuns() };
+        this.versions.set(k, v);
+      }
+      this.#last = v;
     }
     v.count++;
     keepNewest(v, run, id, this.keep);

@@ -305,6 +305,33 @@ for (const make of [sqliteEngine, postgresEngine]) {
       );
     });
 
+
+    test('runs that share most fields and runs that differ in one of them, in any order, each read back as its own', async () => {
+      const db = await engine.fresh(true);
+      const log = await EventLog.open(db, { retentionS: 3600 });
+      // A line's shared fields are made again only when a run differs in one: every field changes alone, then back.
+      const changes: Partial<RunRecord>[] = [
+        { executed_at: '2026-12-06 04:00:01' },
+        { query: 'q-two' },
+        { key_name: 'k-two' },
+        { status: 'error' },
+        { version: 2 },
+        { version: null },
+        { kind: 'adhoc' },
+        { connection_name: 'c\ttwo' },
+        { transport: 'mcp' },
+        { code: 'query_failed', error: 'e' },
+        { masked: [{ column: 'email', action: 'redact' }] },
+      ];
+      const base: RunRecord = { ...run(), status: 'success' };
+      delete base.error;
+      delete base.code;
+      const made: RunRecord[] = [];
+      for (const c of changes) made.push(base, { ...base }, { ...base, ...c }, { ...base, ...c }, base);
+      const shuffled = made.map((r, i) => made[(i * 7) % made.length]);
+      const written = [...(await log.append(made)), ...(await log.append(shuffled)), ...(await log.append([base, base]))];
+      assert.deepEqual(await readAll(log, 0, 1000), JSON.parse(JSON.stringify(written)));
+    });
     test('lines written as releases before stop 57 wrote them (the rest as JSON) read back beside lines of this release', async () => {
       const db = await engine.fresh(true);
       const log = await EventLog.open(db, { retentionS: 3600 });
