@@ -328,7 +328,7 @@ for (const make of [sqliteEngine, postgresEngine]) {
       delete base.code;
       const made: RunRecord[] = [];
       for (const c of changes) made.push(base, { ...base }, { ...base, ...c }, { ...base, ...c }, base);
-      const shuffled = made.map((r, i) => made[(i * 7) % made.length]);
+      const shuffled = made.map((_, i) => made[(i * 7) % made.length]);
       const written = [...(await log.append(made)), ...(await log.append(shuffled)), ...(await log.append([base, base]))];
       assert.deepEqual(await readAll(log, 0, 1000), JSON.parse(JSON.stringify(written)));
     });
