@@ -305,7 +305,6 @@ for (const make of [sqliteEngine, postgresEngine]) {
       );
     });
 
-
     test('runs that share most fields and runs that differ in one of them, in any order, each read back as its own', async () => {
       const db = await engine.fresh(true);
       const log = await EventLog.open(db, { retentionS: 3600 });
