@@ -35,10 +35,13 @@ const BATCH = 2000;
  */
 const SHARED_BATCH = 500;
 /**
- * History is written once this many runs wait for it (at most half the pending bound), at each flush
+ * History is written once this many runs are held for it (at most half the pending bound), at each flush
  * interval, and whenever asked (a history read, the last flush): fewer, larger transactions. On SQLite
  * a batch of 500 spread over the rings rewrites a page of them for almost every run; one of 5,000
- * rewrites each page once. The event log is still written a batch at a time, for /events.
+ * rewrites each page once. Held, not counted: a version's runs beyond twice its ring are not held, so
+ * runs of a few versions (the seeds' lookup: one) are written once a flush interval. A write of the
+ * lookup's ring cost its thread about 1.7 ms of CPU, its code cold at a few writes a second, and had been
+ * made every 5,000 runs. The event log is still written a batch at a time, for /events.
  */
 const HISTORY_BATCH = 5000;
 /** While the store is unavailable, writes are tried again this often (or at the next flush interval, if longer). */
@@ -111,7 +114,7 @@ export class Recorder {
 
   /** Runs held for writing: the bound QUERYAPIGATE_HISTORY_MAX_PENDING applies to these. */
   get pending(): number {
-    return this.#queue.length + this.#history.size;
+    return this.#queue.length + this.#history.held;
   }
 
   take(m: RunBatch): void {
@@ -174,7 +177,7 @@ export class Recorder {
         this.#queue.splice(0, batch.length);
         this.onEvents(batch, first);
         for (let i = 0; i < batch.length; i++) this.#history.add(batch[i], first + i);
-        if (this.#history.size >= this.#historyBatch) await this.#writeHistory();
+        if (this.#history.held >= this.#historyBatch) await this.#writeHistory();
       }
       if (this.#history.size && history) await this.#writeHistory();
     } catch (e) {

@@ -655,6 +655,8 @@ interface VersionRuns extends KeptRuns {
 export class HistoryBatch {
   /** Runs added. */
   size = 0;
+  /** Runs held (the newest of each version, at most twice `keep` of it): what the recorder's pending bound counts. */
+  held = 0;
   readonly versions = new Map<string, VersionRuns>();
   readonly adhoc: KeptRuns = keptRuns();
   /**
@@ -672,7 +674,7 @@ export class HistoryBatch {
   add(run: RunRecord, id: number): void {
     this.size++;
     if (run.query === null || run.version === null) {
-      if (run.kind === 'adhoc') keepNewest(this.adhoc, run, id, this.adhocKeep);
+      if (run.kind === 'adhoc') this.held += keepNewest(this.adhoc, run, id, this.adhocKeep);
       return;
     }
     let v = this.#last;
@@ -686,19 +688,22 @@ export class HistoryBatch {
       this.#last = v;
     }
     v.count++;
-    keepNewest(v, run, id, this.keep);
+    this.held += keepNewest(v, run, id, this.keep);
   }
 }
 
-/** Appends, dropping the oldest beyond `keep` a half-batch at a time (at most 2 × keep held), not one by one. */
-function keepNewest(k: KeptRuns, run: RunRecord, id: number, keep: number): void {
+/**
+ * Appends, dropping the oldest beyond `keep` a half-batch at a time (at most 2 × keep held), not one by one. Returns
+ * how many more runs k holds: 1, or less when some were dropped.
+ */
+function keepNewest(k: KeptRuns, run: RunRecord, id: number, keep: number): number {
   k.ids.push(id);
   k.runs.push(run);
-  if (k.ids.length >= 2 * keep) {
-    const drop = k.ids.length - keep;
-    k.ids.splice(0, drop);
-    k.runs.splice(0, drop);
-  }
+  if (k.ids.length < 2 * keep) return 1;
+  const drop = k.ids.length - keep;
+  k.ids.splice(0, drop);
+  k.runs.splice(0, drop);
+  return 1 - drop;
 }
 
 /** Calls `row` for a version's kept runs that its ring keeps (the newest `keep`): j, the run's place among the version's runs, and i, its place in v. */

@@ -102,6 +102,23 @@ test('runs reach the event log at once; history waits for enough of them, or for
   });
 });
 
+test("a version's runs beyond twice its ring are not held: they neither bring history's write forward nor count toward the bound", async () => {
+  // A pending bound of 10 makes history batches of 5 held runs; a ring of 2 holds at most 3 of one version.
+  await withRecorder({ historyMaxPending: 10, historyLimit: 2 }, async ({ recorder, store, post, events }) => {
+    for (let b = 0; b < 6; b++) {
+      post(Array.from({ length: 5 }, (_, i) => run(5 * b + i + 1)));
+      await until(() => recorder.pending >= 5);
+      await recorder.flush();
+      assert.ok(recorder.pending <= 3, `held after the event log's write: ${recorder.pending}`);
+    }
+    assert.equal(events.length, 30); // nothing dropped
+    assert.deepEqual(await history(store), []); // 30 runs came, but never 5 held
+    await recorder.flush(true); // a history read
+    assert.deepEqual(await history(store), ['r29', 'r30']);
+    assert.equal(recorder.pending, 0);
+  });
+});
+
 test('history is written at the flush interval without being asked', async () => {
   await withRecorder({ historyFlushInterval: 0.1 }, async ({ store, post }) => {
     post([run(1), run(2)]);
