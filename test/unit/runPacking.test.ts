@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { channel, type EventRow, type RunBatch, type RunRecord } from '../../src/contract/messages.js';
-import { packRuns, unpackEvents, unpackRuns } from '../../src/contract/runs.js';
+import { packRuns, RunPacker, unpackEvents, unpackRuns } from '../../src/contract/runs.js';
 import { RunBatcher } from '../../src/recorder/batcher.js';
 import { payloadJson } from '../../src/store/events.js';
 import { copyField, copyJson } from '../../src/store/sql.js';
@@ -65,6 +65,16 @@ test('a batch keeps each repeated text once', () => {
   const packed = packRuns(runs);
   // query, executed_at, connection, key, transport once each, and the 100 request ids
   assert.equal(packed.texts.length, 5 + 100);
+});
+
+test('a packer used batch after batch gives each run its own texts, whatever the run before it had', () => {
+  const packer = new RunPacker(64);
+  const other = { ...saved, key_name: 'warehouse', connection_name: 'reader', executed_at: '2026-12-02 09:30:01', transport: 'mcp' as const };
+  const runs = [saved, saved, other, adhoc, saved, failed, other, other, adhoc, adhoc, saved];
+  for (const batch of [runs, [...runs].reverse(), [adhoc, saved], [saved, adhoc]]) {
+    for (const r of batch) packer.add(r);
+    assert.deepEqual(unpackRuns(structuredClone(packer.take())), batch);
+  }
 });
 
 test('events unpack with their ids first, as the event log returns them', () => {
