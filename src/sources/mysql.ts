@@ -7,6 +7,7 @@ import type mysqlModule from 'mysql2';
 import type { FieldPacket, Pool, PoolConnection, PoolOptions, ResultSetHeader } from 'mysql2';
 import { GatewayError } from '../contract/errors.js';
 import { createBreaker } from './breaker.js';
+import { deadlines } from './deadlines.js';
 import {
   type PoolCounts,
   type BatchHandler,
@@ -534,28 +535,30 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     onKill: () => void,
   ): Promise<{ result: unknown; fields: FieldPacket[] | undefined }> {
     return new Promise((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
+      let kill = -1;
+      let grace: NodeJS.Timeout | undefined;
       let killed = false;
       let settled = false;
       c.execute(text, values as never, (err: unknown, result: unknown, fields: FieldPacket[] | undefined) => {
-        if (timer) clearTimeout(timer);
+        deadlines.clear(kill);
+        clearTimeout(grace);
         if (settled) return;
         settled = true;
         if (err) reject(killed ? Object.assign(err as object, { qagKilled: true }) : err);
         else resolve({ result, fields });
       });
       if (killAfterMs > 0) {
-        timer = setTimeout(() => {
+        kill = deadlines.set(killAfterMs, () => {
           killed = true;
           onKill();
           killQuery(c.threadId);
-          timer = setTimeout(() => {
+          grace = setTimeout(() => {
             if (settled) return;
             settled = true;
             c.destroy();
             reject({ qagKilled: true, errno: ER_QUERY_INTERRUPTED, message: 'killed statement did not answer' });
           }, KILL_GRACE_MS);
-        }, killAfterMs);
+        });
       }
     });
   }

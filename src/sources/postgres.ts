@@ -4,6 +4,7 @@
 import postgres from 'postgres';
 import { GatewayError } from '../contract/errors.js';
 import { createBreaker } from './breaker.js';
+import { deadlines } from './deadlines.js';
 import {
   type BatchHandler,
   COLUMN,
@@ -310,7 +311,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
     breaker.admit();
     const client = again ?? pick(opts.readOnly ? readPool : writer());
     const ms = toMs(opts.timeoutMs);
-    let timer: NodeJS.Timeout | undefined;
+    let backstop = -1;
     client.busy++;
     try {
       prime(client, ms);
@@ -321,11 +322,11 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
         // One promise settled by the statement or, past the backstop, by the timer (once it has, the
         // cancelled statement's failure is nobody's): not a race of two promises, one fewer a call.
         res = await new Promise<Awaited<typeof query>>((resolve, reject) => {
-          timer = setTimeout(() => {
+          backstop = deadlines.set(ms + BACKSTOP_MS, () => {
             query.cancel();
             retire(client, CANCEL_GRACE_MS / 1000);
             reject(timeoutError(ms));
-          }, ms + BACKSTOP_MS);
+          });
           query.then(resolve, reject);
         });
       } else res = await query;
@@ -344,7 +345,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       if (String((err as { code?: unknown }).code).startsWith('42')) described.delete(text);
       throw noted(err, toCallError(err, ms, password));
     } finally {
-      clearTimeout(timer);
+      deadlines.clear(backstop);
       client.busy--;
     }
   }
