@@ -660,8 +660,9 @@ export class HistoryBatch {
   readonly versions = new Map<string, VersionRuns>();
   readonly adhoc: KeptRuns = keptRuns();
   /**
-   * The version the last run was of. Runs come in stretches of one version (a batch is one executor's calls), and the
-   * key's text made and hashed for each run had been about a quarter of a µs a run on the recorder's thread.
+   * The version the last run was of. Runs come in stretches of one version (a batch is one executor's calls), and
+   * making and hashing the key's text for each run had been about a quarter of a µs a run in a profile of the
+   * recorder on the acceptor's thread (V8's, which counts wall time).
    */
   #last: VersionRuns | undefined;
 
