@@ -484,25 +484,23 @@ function pageLine(r: RunRecord): string {
 const shared = { run: null as RunRecord | null, head: '', tail: '' };
 function shareFields(r: RunRecord): void {
   const s = shared.run;
-  const same =
-    s !== null &&
-    r.executed_at === s.executed_at &&
-    r.query === s.query &&
-    r.key_name === s.key_name &&
-    r.status === s.status &&
-    r.version === s.version &&
-    r.kind === s.kind &&
-    r.connection_name === s.connection_name &&
-    r.transport === s.transport &&
-    !hasExtra(r);
-  if (!same) {
-    const extra = hasExtra(r);
+  const extra = hasExtra(r);
+  if (
+    extra ||
+    s === null ||
+    r.executed_at !== s.executed_at ||
+    r.query !== s.query ||
+    r.key_name !== s.key_name ||
+    r.status !== s.status ||
+    r.version !== s.version ||
+    r.kind !== s.kind ||
+    r.connection_name !== s.connection_name ||
+    r.transport !== s.transport
+  ) {
     shared.head = `${copyField(r.executed_at)}\t${copyField(r.query)}\t${copyField(r.key_name)}\t${copyField(r.status)}\t${extra ? extraJson(r) : '{}'}\t${lineNumber(r.version)}\t${copyField(r.kind)}\t${copyField(r.connection_name)}\t`;
     shared.tail = `\t${copyField(r.transport)}`;
-    shared.run = extra ? null : r; // a run's optional fields are its own
-    return;
   }
-  shared.run = r;
+  shared.run = extra ? null : r; // a run's optional fields are its own
 }
 
 /** A number in a line: as JSON would give it back (null, NaN and the infinities as null). */
