@@ -3,7 +3,7 @@
 // SQLite file store and, with --pg, a fresh PostgreSQL database (its backend's CPU too, when the server is local). The
 // builds (copies of dist/ inside this worktree) take turns, the order flipped each round.
 //
-//   node dist/bench/eventAppend.js --dist dist-before,dist [--rounds 5] [--batches 320] [--pg postgres://postgres@127.0.0.1:5432/postgres] [--suffix x]
+//   node dist/bench/eventAppend.js --dist dist-before,dist [--rounds 5] [--batches 320] [--pace 25] [--batch 500] [--pg postgres://postgres@127.0.0.1:5432/postgres] [--suffix x]
 //
 // Results go to bench/results/eventappend-<date>[-<suffix>]/ (results.jsonl + README.md).
 import { randomBytes } from 'node:crypto';
@@ -22,13 +22,18 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '5' },
     batches: { type: 'string', default: '320' },
     pg: { type: 'string' },
+    /** Milliseconds between appends (0: back to back). The recorder appends a page of 500 runs every 25 ms at 20,000 calls a second. */
+    pace: { type: 'string', default: '0' },
+    /** Runs an append (the recorder's: 500 on a thread that serves calls, 2,000 on its own). */
+    batch: { type: 'string', default: '500' },
     suffix: { type: 'string' },
   },
 });
 const BUILDS = args.dist.split(',');
 const ROUNDS = Number(args.rounds);
 const BATCHES = Number(args.batches);
-const BATCH = 500;
+const BATCH = Number(args.batch);
+const PACE_MS = Number(args.pace);
 
 const lookupRuns = (): RunRecord[] =>
   Array.from({ length: BATCH }, (_, i) => ({
@@ -104,7 +109,10 @@ async function measure(round: number, build: string, engine: Row['engine']): Pro
   for (let i = 0; i < 10; i++) await log.appendRuns(batches[i]); // warm-up: the segment's table, JIT, the statements
   await store.server?.start();
   const before = process.cpuUsage();
-  for (let i = 0; i < BATCHES; i++) await log.appendRuns(batches[i % batches.length]);
+  for (let i = 0; i < BATCHES; i++) {
+    await log.appendRuns(batches[i % batches.length]);
+    if (PACE_MS > 0) await new Promise((r) => setTimeout(r, PACE_MS));
+  }
   const used = process.cpuUsage(before);
   const server = (await store.server?.end()) ?? null;
   await store.drop();
@@ -139,8 +147,8 @@ const dir = writeResults(
   [
     "# The event log's append alone (bench/eventAppend.ts)",
     '',
-    `Run on ${new Date().toISOString()} with \`node dist/bench/eventAppend.js --dist ${args.dist} --rounds ${ROUNDS} --batches ${BATCHES}${args.pg ? ` --pg ${args.pg}` : ''}\`.`,
-    `EventLog.appendRuns called back to back, ${fmt(BATCHES)} batches of ${BATCH} runs as the seeds' account lookup makes them, after 10 batches of`,
+    `Run on ${new Date().toISOString()} with \`node dist/bench/eventAppend.js --dist ${args.dist} --rounds ${ROUNDS} --batches ${BATCHES}${BATCH !== 500 ? ` --batch ${BATCH}` : ''}${PACE_MS ? ` --pace ${PACE_MS}` : ''}${args.pg ? ` --pg ${args.pg}` : ''}\`.`,
+    `EventLog.appendRuns called ${PACE_MS ? `every ${PACE_MS} ms` : 'back to back'}, ${fmt(BATCHES)} batches of ${BATCH} runs as the seeds' account lookup makes them, after 10 batches of`,
     "warm-up, on a fresh store each time; CPU of this process a run (the store's JavaScript, the driver and, on SQLite, SQLite itself) and of",
     "the PostgreSQL backends a run. Median (each round's, in order); builds take turns, the order flipped each round.",
     '',

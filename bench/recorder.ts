@@ -15,7 +15,9 @@
 //   node dist/bench/recorder.js --path --dist dist-before,dist [--rate 20000] [--seconds 10] [--rounds 3] [--no-pg]
 //     [--place here] [--runs lookup]
 //
-// --place here puts the recorder on this thread, as a PostgreSQL store does; --runs lookup makes every run as the seeds'
+// --place here puts the recorder on this thread, as a PostgreSQL store does; --place executor on the executor thread that
+// makes the runs, as the gateway inline (the acceptor's thread) and pooled (one executor's) do with a PostgreSQL store, its
+// work then counted in the executor's column; --runs lookup makes every run as the seeds'
 // account lookup does (one query, one version, one key), so history keeps 50 of each batch, not nearly every run.
 //
 // Results go to bench/results/recorder-<date>/ (results.jsonl + README.md), or recorder-<date>-<suffix>/ (--suffix), in
@@ -23,7 +25,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { type MessagePort, Worker } from 'node:worker_threads';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { syntheticRun } from './syntheticRun.js';
@@ -48,7 +50,10 @@ const { values: args } = parseArgs({
     path: { type: 'boolean', default: false },
     dist: { type: 'string', default: 'dist' },
     rate: { type: 'string', default: '20000' },
-    /** --path: where the recorder runs, as serve.ts places it: 'thread' (a SQLite store) or 'here' (this thread: a PostgreSQL store). */
+    /**
+     * --path: where the recorder runs, as serve.ts places it: 'thread' (a SQLite store), 'here' (this thread: a PostgreSQL
+     * store) or 'executor' (the thread that makes the runs, hosted as an executor's 'record' task: a PostgreSQL store).
+     */
     place: { type: 'string', default: 'thread' },
     /** --path: 'lookup' makes every run as the seeds' account lookup does (one query, one version, one key) instead of the synthetic mix. */
     runs: { type: 'string', default: 'synthetic' },
@@ -483,7 +488,34 @@ async function pathRound(store: Store, build: string, roundNo: number): Promise<
   const onDropped = (n: number) => {
     dropped += n;
   };
-  const place = args.place === 'here' ? 'here' : 'thread';
+  const place = args.place === 'here' || args.place === 'executor' ? args.place : 'thread';
+  let executor!: Worker;
+  const reports: Array<(m: unknown) => void> = [];
+  const next = () => new Promise<unknown>((r) => reports.push(r));
+  let hostEnded: () => void = () => undefined;
+  const startExecutor = () => {
+    executor = new Worker(new URL('./recorderExecutor.js', import.meta.url), {
+      workerData: {
+        dist,
+        home: store.home,
+        rate: Number(args.rate),
+        warmupS: 2,
+        seconds: SECONDS,
+        max: 10_000,
+        runs: args.runs === 'lookup' ? 'lookup' : 'synthetic',
+        hostsRecorder: place === 'executor',
+      },
+    });
+    executor.on('message', (m: { kind?: string }) => (m.kind === 'recorder stopped' ? hostEnded() : reports.shift()?.(m)));
+    executor.on('error', (e) => console.error(e));
+  };
+  // The executor place: the recorder's end of the port goes to the executor thread, as the dispatcher's 'record' task moves it.
+  const host = (port: MessagePort, data: unknown) =>
+    new Promise<void>((ended) => {
+      hostEnded = ended;
+      executor.postMessage({ kind: 'record', port, data }, [port]);
+    });
+  if (place === 'executor') startExecutor();
   // Nobody follows /events. Builds before stop 44 took whether anyone does as a fourth argument, before the place.
   const recorder = /\blistening\b/.test(String(startRecorder))
     ? await startRecorder(
@@ -493,23 +525,10 @@ async function pathRound(store: Store, build: string, roundNo: number): Promise<
         () => false,
         place,
       )
-    : await startRecorder(settings, () => undefined, onDropped, place);
-  const recorderTids = newTasks(before);
-  const executor = new Worker(new URL('./recorderExecutor.js', import.meta.url), {
-    workerData: {
-      dist,
-      home: store.home,
-      rate: Number(args.rate),
-      warmupS: 2,
-      seconds: SECONDS,
-      max: 10_000,
-      runs: args.runs === 'lookup' ? 'lookup' : 'synthetic',
-    },
-  });
-  const reports: Array<(m: unknown) => void> = [];
-  executor.on('message', (m) => reports.shift()?.(m));
-  const next = () => new Promise<unknown>((r) => reports.push(r));
-  executor.on('error', (e) => console.error(e));
+    : await startRecorder(settings, () => undefined, onDropped, place, host);
+  // The recorder thread's (with --place thread); in the executor's place it is counted with the executor's.
+  const recorderTids = place === 'thread' ? newTasks(before) : [];
+  if (place !== 'executor') startExecutor();
   const measuring = next();
   await measuring;
   const load = loadavg()[0];
@@ -588,7 +607,7 @@ function pathReport(rows: PathRow[]): string {
   return [
     '# Recording, the whole way: CPU per run on each thread (bench/recorder.ts --path)',
     '',
-    `Run on ${new Date().toISOString()} with \`node dist/bench/recorder.js --path --dist ${args.dist} --rate ${args.rate} --seconds ${SECONDS} --rounds ${ROUNDS}${args['no-pg'] ? ' --no-pg' : ''}${args['no-sqlite'] ? ' --no-sqlite' : ''}${args.place === 'here' ? ' --place here' : ''}${args.runs === 'lookup' ? ' --runs lookup' : ''}\`: ` +
+    `Run on ${new Date().toISOString()} with \`node dist/bench/recorder.js --path --dist ${args.dist} --rate ${args.rate} --seconds ${SECONDS} --rounds ${ROUNDS}${args['no-pg'] ? ' --no-pg' : ''}${args['no-sqlite'] ? ' --no-sqlite' : ''}${args.place !== 'thread' ? ` --place ${args.place}` : ''}${args.runs === 'lookup' ? ' --runs lookup' : ''}\`: ` +
       `${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}; the machine is shared (load average below).`,
     '',
     `An executor thread makes ${fmt(Number(args.rate))} runs a second (2 s warm-up, then ${SECONDS} s measured) through record() and a RunBatcher, ` +
@@ -599,7 +618,9 @@ function pathReport(rows: PathRow[]): string {
       ' cross the runs BroadcastChannel to ' +
       (args.place === 'here'
         ? 'a recorder on this thread (the acceptor), as the server places it with a PostgreSQL store (src/recorder/client.ts), '
-        : 'a recorder thread started as the server starts it (src/recorder/client.ts), ') +
+        : args.place === 'executor'
+          ? "a recorder on the executor thread itself, hosted as an executor's 'record' task (src/recorder/host.ts), as the server places it with a PostgreSQL store inline or pooled; its work is in the executor's column, "
+          : 'a recorder thread started as the server starts it (src/recorder/client.ts), ') +
       `which writes the event log and the history rings (limit ${PATH_KEEP}); nobody follows /events. CPU per run made, from ` +
       '/proc/self/task/<tid>/schedstat: the executor thread, the recorder thread (none with --place here), the acceptor (this thread: ' +
       "the events replies a thread sends, or with --place here the recorder's whole work), the process's other threads, and the " +

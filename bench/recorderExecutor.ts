@@ -4,7 +4,7 @@
 // measures two builds. Reports its own CPU (/proc/thread-self/schedstat: ns on the CPU, this thread only).
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { parentPort, workerData } from 'node:worker_threads';
+import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 
 export interface ExecutorData {
   dist: string;
@@ -15,6 +15,8 @@ export interface ExecutorData {
   max: number;
   /** 'lookup': every run as the seeds' account lookup makes it (one query, one version, one key; no failures). */
   runs?: 'synthetic' | 'lookup';
+  /** The recorder runs here too, hosted as an executor's 'record' task: its port comes in a { kind: 'record' } message. */
+  hostsRecorder?: boolean;
 }
 
 /** What the executor thread tells the harness. */
@@ -106,6 +108,13 @@ async function paced(seconds: number): Promise<number> {
     await new Promise((r) => setTimeout(r, 2));
   }
   return made - first;
+}
+
+if (data.hostsRecorder) {
+  // As workers/executor.ts's 'record' task: the recorder listens on this thread before the first run is made.
+  const { port: recorderPort, data: hostData } = await new Promise<{ port: MessagePort; data: unknown }>((got) => port.once('message', (m) => got(m)));
+  const { hostRecorder } = await import(`${data.dist}/src/recorder/host.js`);
+  void hostRecorder(recorderPort, hostData, 'executor').then(() => port.postMessage({ kind: 'recorder stopped' }));
 }
 
 await paced(data.warmupS);

@@ -2,10 +2,31 @@
 // to the recorder thread every few milliseconds (or sooner when it is large), never on the call's
 // path: one message carries many runs. A history read asks every executor for its batch at once
 // (DrainMessage 'flush'), so it still sees every run made before it. The batch is bounded; runs
-// beyond it are dropped and counted, never lost silently. Runs are packed as they come (contract/runs.ts),
-// so a post clones one typed array and a few texts rather than an object per run.
+// beyond it are dropped and counted, never lost silently. A batch crosses packed (contract/runs.ts), so a post
+// clones one typed array and a few texts rather than an object per run; to a recorder on this very thread (the
+// acceptor's inline, the executor's that holds it) it is handed as it is, with nothing packed, cloned or unpacked.
 import { channel, type DrainMessage, type RunBatch, type RunRecord } from '../contract/messages.js';
 import { RunPacker } from '../contract/runs.js';
+
+/** How a recorder on the batcher's own thread takes a batch: what the message would say, and the runs themselves. */
+export type TakeRuns = (head: Omit<RunBatch, 'runs'>, runs: RunRecord[]) => void;
+
+/**
+ * The recorder on this thread, by the home it records for (recorder/recorder.ts sets it). Module state is a thread's
+ * own, so a batcher finds here only a recorder it shares its thread with. Handing it the runs skips the packing, the
+ * post's clone and copy, the message's dispatch and the unpacking, which rebuilt every run as an object again.
+ */
+const recordersHere = new Map<string, TakeRuns>();
+
+/** Sets the recorder on this thread for `home`; a later one takes its place. */
+export function recordHere(home: string, take: TakeRuns): void {
+  recordersHere.set(home, take);
+}
+
+/** Clears the recorder on this thread for `home`, if it is still `take` (a recorder clears only its own). */
+export function stopRecordingHere(home: string, take: TakeRuns): void {
+  if (recordersHere.get(home) === take) recordersHere.delete(home);
+}
 
 const KEY_USE_EVERY_MS = 60_000;
 /**
@@ -27,7 +48,10 @@ export class RunBatcher {
   #channel: BroadcastChannel;
   /** The acceptor asks every executor, over this channel, for its batch now or its last one. */
   #drain: BroadcastChannel;
-  #batch: RunPacker;
+  #runs: RunRecord[] = [];
+  /** Packs a batch for the post (reused: its cells are copied out at each take). */
+  #packer: RunPacker;
+  readonly #home: string;
   #dropped = 0;
   #timer: NodeJS.Timeout | null = null;
   #used: string[] = [];
@@ -36,7 +60,8 @@ export class RunBatcher {
 
   constructor(max: number, scope: string) {
     this.#max = max;
-    this.#batch = new RunPacker(Math.min(max, POST_AT));
+    this.#home = scope;
+    this.#packer = new RunPacker(Math.min(max, POST_AT));
     this.#channel = channel('runs', scope);
     this.#drain = channel('drain', scope);
     // These batches travel on the same channel as the others, so they arrive after them.
@@ -48,9 +73,9 @@ export class RunBatcher {
   }
 
   add(run: RunRecord): void {
-    if (this.#batch.size >= this.#max) this.#dropped++;
-    else this.#batch.add(run);
-    if (this.#batch.size >= POST_AT) this.flush();
+    if (this.#runs.length >= this.#max) this.#dropped++;
+    else this.#runs.push(run);
+    if (this.#runs.length >= POST_AT) this.flush();
     else this.#schedule();
   }
 
@@ -74,15 +99,23 @@ export class RunBatcher {
       clearTimeout(this.#timer);
       this.#timer = null;
     }
-    if (!this.#batch.size && !this.#dropped && !this.#used.length && !final && flushed === undefined) return;
-    const message: RunBatch = { runs: this.#batch.take(), dropped: this.#dropped, final };
-    if (flushed !== undefined) message.flushed = flushed;
+    const runs = this.#runs;
+    if (!runs.length && !this.#dropped && !this.#used.length && !final && flushed === undefined) return;
+    const head: Omit<RunBatch, 'runs'> = { dropped: this.#dropped, final };
+    if (flushed !== undefined) head.flushed = flushed;
     if (this.#used.length) {
-      message.used = this.#used;
+      head.used = this.#used;
       this.#used = [];
     }
+    this.#runs = [];
     this.#dropped = 0;
-    this.#channel.postMessage(message);
+    const here = recordersHere.get(this.#home);
+    if (here) {
+      here(head, runs);
+      return;
+    }
+    for (let i = 0; i < runs.length; i++) this.#packer.add(runs[i]);
+    this.#channel.postMessage({ ...head, runs: this.#packer.take() } satisfies RunBatch);
   }
 
   close(): void {

@@ -6,6 +6,7 @@
 import { attachStore, HistoryBatch, localTimestamp, type Store, type StoreLocation } from '../store/store.js';
 import { channel, type RunBatch, type RunRecord } from '../contract/messages.js';
 import { unpackRuns } from '../contract/runs.js';
+import { recordHere, stopRecordingHere } from './batcher.js';
 import { threadMetrics } from '../metrics/metrics.js';
 import { EventLog } from '../store/events.js';
 import { causeOf, isUnavailable } from '../store/sql.js';
@@ -92,7 +93,12 @@ export class Recorder {
     this.#channel = channel('runs', settings.home);
     this.#metrics = threadMetrics(true, settings.home, { historyPending: () => this.pending });
     this.#store = attachStore(settings, { readonly: false, max: 2 });
-    this.#channel.onmessage = (e: MessageEvent) => this.take(e.data as RunBatch);
+    this.#channel.onmessage = (e: MessageEvent) => {
+      const m = e.data as RunBatch;
+      this.take(m, m.runs.n ? unpackRuns(m.runs) : []);
+    };
+    // A batcher on this thread hands its batches over as they are (recorder/batcher.ts).
+    recordHere(settings.home, this.take);
     this.#historyBatch = Math.max(1, Math.min(HISTORY_BATCH, Math.floor(settings.historyMaxPending / 2)));
     this.#history = this.#newHistory();
     this.#timer = setInterval(() => void this.flush(false, true), settings.historyFlushInterval * 1000);
@@ -117,7 +123,8 @@ export class Recorder {
     return this.#queue.length + this.#history.held;
   }
 
-  take(m: RunBatch): void {
+  /** Takes a batch from an executor's batcher: what it says (`m`) and its runs. Bound, as recordHere hands it to a batcher. */
+  readonly take = (m: Omit<RunBatch, 'runs'>, runs: RunRecord[]): void => {
     if (m.final) this.#finals++;
     if (m.flushed !== undefined && m.flushed > this.#flushedUpTo) this.#answers.set(m.flushed, (this.#answers.get(m.flushed) ?? 0) + 1);
     if (m.used) {
@@ -129,12 +136,11 @@ export class Recorder {
         this.#used.add(name);
       }
     }
-    const runs = m.runs.n ? unpackRuns(m.runs) : [];
     const room = Math.max(0, this.settings.historyMaxPending - this.pending);
     this.#dropped(m.dropped + Math.max(0, runs.length - room));
     for (let i = 0; i < runs.length && i < room; i++) this.#queue.push(runs[i]);
     if (this.#queue.length >= this.#batch) void this.flush();
-  }
+  };
 
   /**
    * Writes every run made before flush request `id`: waits (at most a second) until each of the
@@ -266,6 +272,7 @@ export class Recorder {
     const until = Date.now() + 5000;
     while (this.#finals < executors && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
     this.#channel.close();
+    stopRecordingHere(this.settings.home, this.take);
     await this.flush(true);
     // The store still unavailable at the very end: what is left cannot be kept any longer.
     if (this.pending) this.#failed(this.pending, new Error('the store was unavailable when the server stopped'));

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { channel, type EventRow, type RunBatch, type RunRecord } from '../../src/contract/messages.js';
 import { packRuns } from '../../src/contract/runs.js';
+import { RunBatcher } from '../../src/recorder/batcher.js';
 import { Recorder, type RecorderPlace, type RecorderSettings } from '../../src/recorder/recorder.js';
 import { openStore, type Store } from '../../src/store/store.js';
 import { eventRows } from '../../src/store/events.js';
@@ -33,7 +34,15 @@ function run(i: number): RunRecord {
 
 async function withRecorder(
   settings: Partial<RecorderSettings>,
-  fn: (r: { recorder: Recorder; store: Store; post: (runs: RunRecord[]) => void; events: EventRow[] }) => Promise<void>,
+  fn: (r: {
+    recorder: Recorder;
+    store: Store;
+    post: (runs: RunRecord[]) => void;
+    events: EventRow[];
+    /** The runs each onEvents call was handed, as they were handed. */
+    handed: RunRecord[][];
+    settings: RecorderSettings;
+  }) => Promise<void>,
   place: RecorderPlace = 'thread',
 ) {
   const home = mkdtempSync(join(tmpdir(), 'qag-recorder-'));
@@ -41,26 +50,31 @@ async function withRecorder(
   const fields = { sql: 'SELECT 1', connection_name: 'main', parameters: {}, description: '', author: null, tags: [], cache_ttl: null, uuid: 'films-1' };
   await store.createQuery({ name: 'films', collection: null, example: false }, fields, true, NOW);
   const events: EventRow[] = [];
+  const handed: RunRecord[][] = [];
+  const all: RecorderSettings = {
+    home,
+    databaseUrl: null,
+    logLevel: 'off',
+    jsonLogs: false,
+    historyLimit: 50,
+    eventRetention: 3600,
+    historyFlushInterval: 60,
+    historyMaxPending: 10_000,
+    ...settings,
+  };
   const recorder = new Recorder(
-    {
-      home,
-      databaseUrl: null,
-      logLevel: 'off',
-      jsonLogs: false,
-      historyLimit: 50,
-      eventRetention: 3600,
-      historyFlushInterval: 60,
-      historyMaxPending: 10_000,
-      ...settings,
+    all,
+    (runs, first) => {
+      handed.push(runs);
+      events.push(...eventRows(runs, first));
     },
-    (runs, first) => events.push(...eventRows(runs, first)),
     undefined,
     place,
   );
   const runs = channel('runs', home);
   const post = (list: RunRecord[]) => runs.postMessage({ runs: packRuns(list), dropped: 0 } satisfies RunBatch);
   try {
-    await fn({ recorder, store, post, events });
+    await fn({ recorder, store, post, events, handed, settings: all });
   } finally {
     runs.close();
     await recorder.close(0);
@@ -147,6 +161,68 @@ test("the event log is written once 2,000 runs wait on the recorder's own thread
         events.map((e) => e.rows),
         runs(0, 500).map((r) => r.rows),
       );
+    },
+    'here',
+  );
+});
+
+test("a batcher on the recorder's own thread hands it its runs as they are; once no recorder is there, it posts them", async () => {
+  await withRecorder(
+    {},
+    async ({ recorder, settings, handed, events }) => {
+      const batcher = new RunBatcher(1000, settings.home);
+      const elsewhere = new RunBatcher(1000, `${settings.home}-elsewhere`); // another home: its batches are posted
+      try {
+        const mine = [run(1), run(2), run(3)];
+        for (const r of mine) batcher.add(r);
+        elsewhere.add(run(9));
+        elsewhere.flush();
+        batcher.flush();
+        assert.equal(recorder.pending, 3); // taken within the flush, before any message could be read
+        await recorder.flush();
+        assert.equal(handed.length, 1);
+        assert.equal(handed[0].length, 3);
+        for (let i = 0; i < 3; i++) assert.equal(handed[0][i], mine[i]); // the objects themselves: nothing packed or rebuilt
+        assert.deepEqual(
+          events.map((e) => e.request_id),
+          ['r1', 'r2', 'r3'],
+        );
+        // A flush request is answered the same way: the recorder counts this batcher's answer at once.
+        batcher.add(run(4));
+        batcher.flush(false, 7);
+        await recorder.flushAfter(7, 1); // waits a second for an answer it did not count
+        assert.deepEqual(
+          events.map((e) => e.request_id),
+          ['r1', 'r2', 'r3', 'r4'],
+        );
+        // A newer recorder for the same home on this thread takes over; an older one closing leaves it in place.
+        const second = new Recorder(settings, undefined, undefined, 'here');
+        const third = new Recorder(settings, undefined, undefined, 'here');
+        try {
+          await second.close(0);
+          batcher.add(run(5));
+          batcher.flush();
+          assert.equal(third.pending, 1);
+          assert.equal(second.pending, 0);
+        } finally {
+          await third.close(0);
+        }
+        // With no recorder on this thread, the batch is posted on the runs channel.
+        const heard: RunBatch[] = [];
+        const runs = channel('runs', settings.home);
+        runs.onmessage = (e: MessageEvent) => heard.push(e.data as RunBatch);
+        try {
+          batcher.add(run(6));
+          batcher.flush();
+          await until(() => heard.length === 1);
+          assert.equal(heard[0].runs.n, 1);
+        } finally {
+          runs.close();
+        }
+      } finally {
+        batcher.close();
+        elsewhere.close();
+      }
     },
     'here',
   );
