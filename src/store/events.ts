@@ -29,6 +29,7 @@
 //     snapshot could fill.
 // Retention: a segment is dropped (DROP TABLE) only when its newest event was written more than retentionS ago,
 //   measured with `now` of the expiring process, so every event stays at least retentionS (given clocks that agree).
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { copyField, fromCopyField, type SqlDb } from './sql.js';
 import type { EventRow, RunRecord } from '../contract/messages.js';
 import { extraJson, hasExtra } from '../contract/runs.js';
@@ -83,17 +84,29 @@ const COLUMNS = 'id, executed_at, query, key_name, status, payload, last_id, bod
 /** A page row's columns as an append writes them (query and key_name NULL). */
 const PAGE_COLUMNS = 'id, executed_at, status, payload, last_id, body';
 /**
- * PostgreSQL: the append lock, then `n` ids from the sequence as one range (nextval, then setval to its end: the lock
- * makes the two one step for every instance taking it), then the segment's catalog row; answers the range's first id.
- * Each MATERIALIZED step reads the one before, so they run in this order.
+ * PostgreSQL's append, one statement for `pages` pages of `table`, so one round trip and a transaction of its own: the
+ * append lock, then `n` ids from the sequence as one range (nextval, then setval to its end: the lock makes the two one
+ * step for every instance taking it), the segment's catalog row, then the pages (each as its first and last id's offset
+ * in the range, its first run's second and its text). Each MATERIALIZED step reads the one before, so they run in this
+ * order. Answers the range's first id and the pages written: none when a row already holds an id of the range (only an
+ * instance of a release before the append lock, a row an event and nextval each, can have taken one); the append then
+ * takes another range. Until stop 59 this was three round trips for a page (the range with BEGIN, the page, COMMIT)
+ * and one more a page; what one costs is in ARCHITECTURE.md ("Recording never sits on the call's path").
  */
-const RESERVE_PG = `WITH l AS MATERIALIZED (SELECT pg_advisory_xact_lock(?), set_config('synchronous_commit', 'off', true)),
+function appendPg(table: string, pages: number): string {
+  const rows = Array.from({ length: pages }, () => '(?::bigint, ?::text, ?::bigint, ?::text)').join(', ');
+  return `WITH l AS MATERIALIZED (SELECT pg_advisory_xact_lock(?), set_config('synchronous_commit', 'off', true)),
   r AS MATERIALIZED (SELECT setval('event_ids', nextval('event_ids') + ?::bigint - 1) AS hi FROM l),
   b AS MATERIALIZED (SELECT hi - ?::bigint + 1 AS lo, hi FROM r),
   cat AS (UPDATE event_segments SET first_id = CASE WHEN first_id IS NULL OR first_id > b.lo THEN b.lo ELSE first_id END,
       last_id = CASE WHEN last_id IS NULL OR last_id < b.hi THEN b.hi ELSE last_id END, closed_ms = GREATEST(closed_ms, ?::bigint)
-    FROM b WHERE segment = ?::bigint)
-  SELECT lo FROM b`;
+    FROM b WHERE segment = ?::bigint),
+  p (first, executed_at, last, body) AS (VALUES ${rows}),
+  ins AS (INSERT INTO ${table} (${PAGE_COLUMNS})
+    SELECT b.lo + p.first, p.executed_at, 'page', '{}', b.lo + p.last, p.body FROM b, p
+    WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE id BETWEEN b.lo AND b.hi) RETURNING 1)
+  SELECT lo, (SELECT count(*) FROM ins) AS written FROM b`;
+}
 const SEGMENT_TABLE = (segment: number) => `events_${segment}`;
 /** A segment table's name: events_<segment>. */
 export const SEGMENT_TABLE_NAME = /^events_\d+$/;
@@ -240,7 +253,7 @@ export class EventLog {
     for (let attempt = 0; ; attempt++) {
       await this.#ensurePgSegment(segment, now);
       try {
-        return await this.#db.tx((t) => this.#pagesPg(t, segment, now, runs));
+        return await this.#pagesPg(segment, now, runs);
       } catch (e) {
         const code = (e as { code?: string }).code;
         // The segment's table was dropped under us (only with clocks far apart): make it again, once.
@@ -252,17 +265,22 @@ export class EventLog {
   }
 
   /**
-   * One transaction of three round trips: the ids reserved as one range under an advisory lock held to commit (so
-   * appends from every instance commit in id order) and the catalog row brought up to date, in one statement sent with
-   * BEGIN; the pages; COMMIT. Returns the first id. Commit is asynchronous (synchronous_commit off, as for history
-   * writes).
+   * The append as one statement (appendPg); returns the first id. A page is made a turn of the event loop, as the
+   * pages of one INSERT each were: on the acceptor's thread a backlog's slice of 2,500 runs made at once would hold its
+   * calls for milliseconds.
    */
-  async #pagesPg(t: SqlDb, segment: number, now: number, runs: RunRecord[]): Promise<number> {
+  async #pagesPg(segment: number, now: number, runs: RunRecord[]): Promise<number> {
     const n = runs.length;
-    const [r] = await t.all<{ lo: number }>(RESERVE_PG, [LOCK_APPEND, n, n, now, segment]);
-    const lo = Number(r.lo);
-    await insertPages(t, SEGMENT_TABLE(segment), lo, runs);
-    return lo;
+    const params: unknown[] = [LOCK_APPEND, n, n, now, segment];
+    let pages = 0;
+    for (const p of pagesOf(runs)) {
+      params.push(p.at, runs[p.at].executed_at, p.end - 1, p.body);
+      pages++;
+      if (p.end < n) await nextTurn();
+    }
+    const [r] = await this.#db.all<{ lo: number; written: number }>(appendPg(SEGMENT_TABLE(segment), pages), params);
+    if (Number(r.written) !== pages) throw Object.assign(new Error(`event ids from ${r.lo} are taken`), { code: '23505' });
+    return Number(r.lo);
   }
 
   #remember(segment: number): void {
@@ -440,16 +458,23 @@ interface SegmentRow extends RawEvent {
   body: string | null;
 }
 
-/**
- * The runs as pages of at most PAGE events and about PAGE_TEXT characters, ids from `first` on, one INSERT each. A page
- * whose ids a row already holds is refused as the key refuses a page that starts on one (23505; the append then takes
- * another range): only an instance of a release before the append lock (a row an event, nextval each) can have taken them.
- */
-async function insertPages(t: SqlDb, table: string, first: number, runs: RunRecord[]): Promise<void> {
+/** The runs as pages of at most PAGE events and about PAGE_TEXT characters: each its runs (`at` to before `end`) and its text. */
+function* pagesOf(runs: RunRecord[]): Generator<{ at: number; end: number; body: string }> {
   for (let at = 0; at < runs.length; ) {
     let body = pageLine(runs[at]);
     let end = at + 1;
     for (; end < runs.length && end - at < PAGE && body.length < PAGE_TEXT; end++) body += `\n${pageLine(runs[end])}`;
+    yield { at, end, body };
+    at = end;
+  }
+}
+
+/**
+ * SQLite: the runs as pages, ids from `first` on, one INSERT each. A page whose ids a row already holds is refused as
+ * the key refuses a page that starts on one (23505; the append then takes another range).
+ */
+async function insertPages(t: SqlDb, table: string, first: number, runs: RunRecord[]): Promise<void> {
+  for (const { at, end, body } of pagesOf(runs)) {
     const lo = first + at;
     const hi = first + end - 1;
     const written = await t.run(
@@ -458,7 +483,6 @@ async function insertPages(t: SqlDb, table: string, first: number, runs: RunReco
       [lo, runs[at].executed_at, hi, body, lo, hi],
     );
     if (written !== 1) throw Object.assign(new Error(`event ids ${lo}-${hi} are taken`), { code: '23505' });
-    at = end;
   }
 }
 

@@ -684,6 +684,22 @@ describe('event log on postgres: concurrent appenders', () => {
     assert.deepEqual(read, [...first.map((r) => r.id), taken, ...next.map((r) => r.id)]);
   });
 
+  test('an append of several pages whose range holds a taken id in its last page writes none of them, and takes the next range', async () => {
+    const db = await engine.fresh();
+    const log = await EventLog.open(db, { retentionS: 3600 });
+    const first = await log.append(runs(2));
+    const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
+    // Three pages of the next 1,200 ids (500, 500, 200): an id taken in the third.
+    const taken = first[1].id + 1100;
+    await db.run(`INSERT INTO ${seg.table_name} (id, executed_at, query, key_name, status, payload) VALUES (?, 'x', 'old', NULL, 'success', '{}')`, [taken]);
+    const next = await log.append(runs(1200));
+    assert.ok(next[0].id > taken, `the new range starts after the id taken (${next[0].id} > ${taken})`);
+    const [pages] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM ${seg.table_name} WHERE body IS NOT NULL`);
+    assert.equal(Number(pages.n), 4, "the first append's page and the three of the retried one, none of the refused range");
+    const read = (await readAll(log, 0, 500)).map((r) => r.id);
+    assert.deepEqual(read, [...first.map((r) => r.id), taken, ...next.map((r) => r.id)]);
+  });
+
   test('a segment whose table another instance dropped is made again', async () => {
     const db = await engine.fresh();
     const clock = new Clock();
