@@ -633,6 +633,11 @@ for (const make of [sqliteEngine, postgresEngine]) {
   });
 }
 
+/** What an instance of a release before the append lock leaves: a row of one event at `id`, taken by nextval alone. */
+async function takenByEarlierRelease(db: SqlDb, table: string, id: number): Promise<void> {
+  await db.run(`INSERT INTO ${table} (id, executed_at, query, key_name, status, payload) VALUES (?, 'x', 'old', NULL, 'success', '{}')`, [id]);
+}
+
 describe('event log on postgres: concurrent appenders', () => {
   const engine = postgresEngine();
   after(() => engine.cleanup());
@@ -673,7 +678,7 @@ describe('event log on postgres: concurrent appenders', () => {
     const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
     // What such an instance leaves: a row whose id the sequence has not reached yet when the next range is reserved.
     const taken = first[4].id + 3;
-    await db.run(`INSERT INTO ${seg.table_name} (id, executed_at, query, key_name, status, payload) VALUES (?, 'x', 'old', NULL, 'success', '{}')`, [taken]);
+    await takenByEarlierRelease(db, seg.table_name, taken);
     const next = await log.append(runs(10));
     assert.ok(next[0].id > taken, `the new range starts after the id taken (${next[0].id} > ${taken})`);
     assertIncreasing(
@@ -691,7 +696,7 @@ describe('event log on postgres: concurrent appenders', () => {
     const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
     // Three pages of the next 1,200 ids (500, 500, 200): an id taken in the third.
     const taken = first[1].id + 1100;
-    await db.run(`INSERT INTO ${seg.table_name} (id, executed_at, query, key_name, status, payload) VALUES (?, 'x', 'old', NULL, 'success', '{}')`, [taken]);
+    await takenByEarlierRelease(db, seg.table_name, taken);
     const next = await log.append(runs(1200));
     assert.ok(next[0].id > taken, `the new range starts after the id taken (${next[0].id} > ${taken})`);
     const [pages] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM ${seg.table_name} WHERE body IS NOT NULL`);
