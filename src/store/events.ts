@@ -253,7 +253,7 @@ export class EventLog {
     for (let attempt = 0; ; attempt++) {
       await this.#ensurePgSegment(segment, now);
       try {
-        return await this.#pagesPg(segment, now, runs);
+        return await this.#appendOncePg(segment, now, runs);
       } catch (e) {
         const code = (e as { code?: string }).code;
         // The segment's table was dropped under us (only with clocks far apart): make it again, once.
@@ -265,11 +265,11 @@ export class EventLog {
   }
 
   /**
-   * The append as one statement (appendPg); returns the first id. A page is made a turn of the event loop, as the
+   * One try of the append, as one statement (appendPg); returns the first id. A page is made a turn of the event loop, as the
    * pages of one INSERT each were: on the acceptor's thread a backlog's slice of 2,500 runs made at once would hold its
    * calls for milliseconds.
    */
-  async #pagesPg(segment: number, now: number, runs: RunRecord[]): Promise<number> {
+  async #appendOncePg(segment: number, now: number, runs: RunRecord[]): Promise<number> {
     const n = runs.length;
     const params: unknown[] = [LOCK_APPEND, n, n, now, segment];
     let pages = 0;
