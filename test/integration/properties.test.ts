@@ -541,6 +541,9 @@ async function check({ request, masked }: Sent): Promise<void> {
   if (reply.status === 500 && /"code":"query_failed"/.test(body) && namesAnotherConnection(request)) {
     // The caller ran a saved query on a connection it was not saved (and checked) for, and that
     // database refused it: the contract's 500 query_failed (§1.10, "a DB error gives 500"), not a fault.
+  } else if (reply.status === 504 && ranPastOwnLimit(request, body)) {
+    // The caller set its own time limit (timeout=0.001, say) and the statement ran past it: the
+    // contract's 504 query_timeout naming that limit, not a fault.
   } else {
     assert.ok(reply.status < 500, `a 5xx: ${where}`);
   }
@@ -570,19 +573,34 @@ async function check({ request, masked }: Sent): Promise<void> {
   }
 }
 
-/** True when a /q/ call names a connection other than its query's own (query string first, as parseCall reads it). */
-function namesAnotherConnection(r: RawRequest): boolean {
-  const url = new URL(r.target, 'http://x');
-  const own = ownConnection.get(decodeURIComponent(url.pathname.slice(3)));
-  let named: unknown = url.searchParams.get('connection_name');
-  if (named === null && r.method === 'POST' && r.body) {
-    try {
-      named = JSON.parse(r.body.toString('utf8'))?.connection_name;
-    } catch {
-      named = undefined;
-    }
+/** A /q/ call's option as parseCall reads it: the query string first, then a POST's JSON body. */
+function optionOf(r: RawRequest, name: string): unknown {
+  const named = new URL(r.target, 'http://x').searchParams.get(name);
+  if (named !== null || r.method !== 'POST' || !r.body) return named;
+  try {
+    return JSON.parse(r.body.toString('utf8'))?.[name];
+  } catch {
+    return undefined;
   }
+}
+
+/** True when a /q/ call names a connection other than its query's own. */
+function namesAnotherConnection(r: RawRequest): boolean {
+  const own = ownConnection.get(decodeURIComponent(new URL(r.target, 'http://x').pathname.slice(3)));
+  const named = optionOf(r, 'connection_name');
   return named !== null && named !== undefined && named !== '' && String(named) !== own;
+}
+
+/** True when the answer is query_timeout for the very limit the caller set (a 504 the caller asked for). */
+function ranPastOwnLimit(r: RawRequest, body: string): boolean {
+  const asked = Number(optionOf(r, 'timeout'));
+  let answer: { code?: string; timeout?: number };
+  try {
+    answer = JSON.parse(body);
+  } catch {
+    return false; // not the contract's error body: judged as any 5xx
+  }
+  return answer.code === 'query_timeout' && Number.isFinite(asked) && answer.timeout === asked;
 }
 
 /** Answers by status and code in the running property, reported with it (so a run that only met 404s shows). */
