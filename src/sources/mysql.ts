@@ -134,6 +134,91 @@ interface Session {
   sessionMs: number;
   /** True once net_write_timeout has been raised for streams. */
   streamReady?: boolean;
+  /** Calls holding the connection while calls share it (a turn's, see Turn); 0 when one call holds it alone. */
+  holders: number;
+  /** True once a holder found the session unfit to reuse: the last one to let go drops the connection. */
+  spoiled: boolean;
+}
+
+/**
+ * The read connection this turn's calls share (QUERYAPIGATE_POOL_PIPELINE): the first call of the turn holds it
+ * from the pool, later ones send their statements on it at once, behind the ones before, and the socket is written
+ * once, when the turn's I/O is done. MySQL and MariaDB read a connection's commands one after another and answer
+ * them in that order, so a connection carries several; mysql2 itself sends a command only once the one before has
+ * answered, a write (and on loopback the server's receive and wake-up) a call (sendNow).
+ */
+interface Turn {
+  c: PoolConnection;
+  session: Session;
+  /** The limit every call of the turn runs with: the one the session holds. */
+  ms: number;
+  /** Calls sent on it this turn. */
+  joined: number;
+}
+
+/** What of a mysql2 connection commands are sent ahead on (read and written here only; stable across its 3.x releases). */
+interface Wire {
+  _command: unknown;
+  _commands: { length: number };
+  _fatalError: unknown;
+  _statements: { get(key: string): Prepared | undefined };
+  sequenceId: number;
+  stream: { cork(): void; uncork(): void };
+  config: { compress?: boolean };
+}
+/** A statement in a connection's cache (mysql2's PreparedStatementInfo). */
+interface Prepared {
+  /** Queues an Execute command behind the connection's current one; undefined when the connection is closed. */
+  execute(values: unknown[], cb: ExecuteCallback): Command | undefined;
+}
+type ExecuteCallback = (err: unknown, result: unknown, fields: FieldPacket[] | undefined) => void;
+/** A mysql2 command: `next` is the state that reads its next packet (mysql2/lib/commands/command.js). */
+interface Command {
+  start(packet: null, conn: Wire): State | null;
+  next: State | null;
+  /** The state its first answer packet goes to, when sent ahead. */
+  qagFirst?: State;
+}
+type State = (this: Command, packet: unknown, conn: Wire) => State | null;
+
+/** mysql2's key for a statement in a connection's cache: this and the text (Connection.statementKey, default options). */
+const STATEMENT_KEY_PREFIX = 'undefined/undefined/undefined';
+
+/**
+ * The state of a command sent ahead until its turn comes: mysql2 calls it once with no packet when the command
+ * becomes current (where it would start it), and then the answer's packets follow, the first with sequence id 1.
+ */
+function awaiting(this: Command, packet: unknown, conn: Wire): State | null {
+  if (!packet) {
+    conn.sequenceId = 1; // its command packet went out as 0
+    return awaiting;
+  }
+  return this.qagFirst!.call(this, packet, conn);
+}
+const answered: State = () => null;
+
+/**
+ * Sends a command mysql2 has queued behind the connection's current one now, not once that one has answered.
+ * Only when every command ahead of it was sent already (Turn): the server answers in the order it reads.
+ */
+function sendNow(conn: Wire, cmd: Command): void {
+  const seq = conn.sequenceId; // the current command's, which its next packet is checked against
+  conn.sequenceId = 0;
+  let first: State | null;
+  try {
+    first = cmd.start(null, conn);
+  } catch (err) {
+    cmd.next = answered; // a value that would not bind: nothing was written, and its caller hears of it here
+    throw err;
+  } finally {
+    conn.sequenceId = seq;
+  }
+  if (first === null) {
+    cmd.next = answered; // it could not be written and has told its caller; nothing will come for it
+    return;
+  }
+  cmd.qagFirst = first;
+  cmd.next = awaiting;
 }
 
 /** How a stream's statement ended. */
@@ -187,6 +272,13 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
   /** Streams running; at most maxStreams, so ordinary calls keep a connection. */
   let streams = 0;
   const maxStreams = Math.max(1, size - 1);
+  /** Calls of one turn that may share a read connection (Turn); 1: none share. */
+  const joinAtMost = Math.max(1, Math.floor(settings.pipeline ?? 1));
+  let turn: Turn | null = null;
+  const endTurn = (): void => {
+    (turn!.c as unknown as Wire).stream.uncork();
+    turn = null;
+  };
 
   return {
     dialect: 'mysql',
@@ -243,8 +335,13 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     if (closed) throw connectionFailed('source closed');
     breaker.admit();
     const ms = toMs(opts.timeoutMs);
-    const pool = opts.readOnly ? readPool : writer();
-    const c = await connect(pool);
+    // A read that can go on this turn's connection (Turn) rides on it; any other takes a connection of its own.
+    const ahead = turn !== null && opts.readOnly && !opts.resetSession ? joinable(turn, text, ms) : undefined;
+    const c = ahead ? turn!.c : await connect(opts.readOnly ? readPool : writer());
+    if (ahead) {
+      turn!.joined++;
+      turn!.session.holders++;
+    }
     // Put back in the pool afterwards unless something may have left the session unlike the others.
     let keep = (opts.readOnly || isCleanWrite(text)) && !opts.resetSession;
     try {
@@ -268,9 +365,18 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
       // MariaDB limits every statement; MySQL's limit covers SELECT only, the rest rely on the timer.
       const serverLimited = mariadb === true || leadingWord(text) === 'select';
       const killAfter = ms === 0 ? 0 : serverLimited ? ms + KILL_BACKSTOP_MS : ms;
-      const out = await execute(c, text, bindable(values), killAfter, () => {
-        keep = false;
-      });
+      // The first read of a turn that others may join opens it (Turn): server-limited, so no call on it needs a KILL in time.
+      const leads = !ahead && turn === null && joinAtMost > 1 && opts.readOnly && !opts.resetSession && serverLimited && ms > 0;
+      const out = await execute(
+        c,
+        text,
+        bindable(values),
+        killAfter,
+        () => {
+          keep = false;
+        },
+        ahead ?? (leads ? session : undefined),
+      );
       breaker.reached();
       return toResultSet(out.result, out.fields);
     } catch (err) {
@@ -279,9 +385,33 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
       if (e.code !== 'connection_failed') breaker.reached(); // the database answered, with an error of its own
       throw e;
     } finally {
-      if (keep) c.release();
-      else c.destroy();
+      letGo(c, keep);
     }
+  }
+
+  /**
+   * The statement a read can send on the turn's connection, already prepared there; undefined when it must take a
+   * connection of its own: the turn is full, its limit differs from the session's, the server would not limit it
+   * itself, the connection failed, or the statement is not in its cache (preparing is a round trip of its own).
+   */
+  function joinable(t: Turn, text: string, ms: number): Prepared | undefined {
+    if (t.joined >= joinAtMost || t.ms !== ms || !(mariadb === true || leadingWord(text) === 'select')) return undefined;
+    const wire = t.c as unknown as Wire;
+    if (wire._fatalError) return undefined;
+    return wire._statements.get(STATEMENT_KEY_PREFIX + text);
+  }
+
+  /** Ends a call's hold on its connection: back to the pool, or dropped when unfit, once no other call of its turn is on it. */
+  function letGo(c: PoolConnection, keep: boolean): void {
+    const session = sessions.get(c);
+    if (session !== undefined && session.holders > 0) {
+      if (!keep) session.spoiled = true;
+      if (--session.holders > 0) return;
+      keep = !session.spoiled;
+      session.spoiled = false;
+    }
+    if (keep) c.release();
+    else c.destroy();
   }
 
   async function syntaxError(text: string): Promise<string | null> {
@@ -519,13 +649,14 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     }
     if (readOnly) await query(c, 'SET SESSION TRANSACTION READ ONLY');
     await readAsAnalysed(c);
-    return { sessionMs: NaN };
+    return { sessionMs: NaN, holders: 0, spoiled: false };
   }
 
   /**
    * Runs the prepared statement. Past `killAfterMs` (0 = never) the statement is killed from another
    * connection and `onKill` is told (the connection must then not be reused); if it still has not
-   * answered KILL_GRACE_MS later, the call ends as a timeout and the connection is dropped.
+   * answered KILL_GRACE_MS later, the call ends as a timeout and the connection is dropped. `turnOf` (Turn): the
+   * turn's statement to send ahead on its connection, or the session of a read that opens a turn.
    */
   function execute(
     c: PoolConnection,
@@ -533,20 +664,43 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     values: unknown[],
     killAfterMs: number,
     onKill: () => void,
+    turnOf?: Prepared | Session,
   ): Promise<{ result: unknown; fields: FieldPacket[] | undefined }> {
     return new Promise((resolve, reject) => {
       let kill = -1;
       let grace: NodeJS.Timeout | undefined;
       let killed = false;
       let settled = false;
-      c.execute(text, values as never, (err: unknown, result: unknown, fields: FieldPacket[] | undefined) => {
+      const answer: ExecuteCallback = (err, result, fields) => {
         deadlines.clear(kill);
         clearTimeout(grace);
         if (settled) return;
         settled = true;
         if (err) reject(killed ? Object.assign(err as object, { qagKilled: true }) : err);
         else resolve({ result, fields });
-      });
+      };
+      const wire = c as unknown as Wire;
+      if (turnOf === undefined) c.execute(text, values as never, answer);
+      else if ('execute' in turnOf) {
+        // Riding on the turn's connection: queued by mysql2, then sent at once.
+        const cmd = turnOf.execute(values, answer);
+        if (cmd !== undefined && wire._command !== cmd) sendNow(wire, cmd);
+      } else {
+        // Opening a turn: the socket is written once the turn's I/O is done, with what the calls that join it send.
+        wire.stream.cork();
+        try {
+          c.execute(text, values as never, answer);
+        } catch (err) {
+          wire.stream.uncork();
+          throw err;
+        }
+        if (wire._commands.length === 0 && !wire._fatalError && !wire.config.compress) {
+          // Its command is the one in flight (its statement was cached, so nothing waits unsent before a rider's).
+          turnOf.holders = 1;
+          turn = { c, session: turnOf, ms: turnOf.sessionMs, joined: 1 };
+          setImmediate(endTurn);
+        } else wire.stream.uncork();
+      }
       if (killAfterMs > 0) {
         kill = deadlines.set(killAfterMs, () => {
           killed = true;

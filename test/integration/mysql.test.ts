@@ -8,7 +8,7 @@ import net from 'node:net';
 import mysql from 'mysql2/promise';
 import { GatewayError } from '../../src/contract/errors.js';
 import { openSource } from '../../src/sources/index.js';
-import type { ConnectionConfig, Source } from '../../src/sources/index.js';
+import type { ConnectionConfig, ResultSet, Source, SourceSettings } from '../../src/sources/index.js';
 import { eventually, rejectsWith } from '../helpers.js';
 
 const MY_HOST = process.env.QUERYAPIGATE_TEST_MYSQL_HOST ?? '127.0.0.1';
@@ -17,7 +17,7 @@ const MY_USER = process.env.QUERYAPIGATE_TEST_MYSQL_USER ?? 'root';
 const SCRATCH = `qag_mysql_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
 const READ = { timeoutMs: 30_000, readOnly: true };
 const WRITE = { timeoutMs: 30_000, readOnly: false };
-const settings = { poolSize: 4, home: os.tmpdir(), queryTimeoutMs: 30_000 };
+const settings: SourceSettings = { poolSize: 4, home: os.tmpdir(), queryTimeoutMs: 30_000 };
 const PAGED = (statement: string): string => `SELECT * FROM (\n${statement}\n) AS _qag_page LIMIT ? OFFSET ?`;
 
 function myConn(extra: Partial<ConnectionConfig> = {}): ConnectionConfig {
@@ -348,6 +348,59 @@ describe('mysql source (MariaDB)', () => {
     });
     const afterMixed = await connectionsToScratch();
     assert.ok(afterMixed <= base + 8, `sessions: ${base} before, ${afterMixed} after`);
+  });
+
+  test('reads that come while a read of the turn runs share its connection (pipelined), each with its own answer and error', async () => {
+    // The subquery fails (1242, more than one row) only for the call that passes 1.
+    const text = 'SELECT CONNECTION_ID() AS id, ? AS v, (SELECT 1 UNION ALL SELECT 2 FROM DUAL WHERE ? = 1) AS e';
+    const shared = open(myConn(), { ...settings, pipeline: 16 });
+    const alone = open(myConn(), { ...settings, pipeline: 1 });
+    /** A call, then more once it is under way (its connection taken: a few ticks, within the turn), as requests come. */
+    const calls = async (s: Source): Promise<PromiseSettledResult<ResultSet>[]> => {
+      const first = s.run(text, [0, 0], READ);
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => process.nextTick(resolve));
+      const later = Array.from({ length: 11 }, (_, i) => s.run(text, [i + 1, i + 1 === 5 ? 1 : 0], READ));
+      return Promise.allSettled([first, ...later]);
+    };
+    for (const s of [shared, alone]) {
+      // Four sessions with the statement prepared: calls at once, each preparing on a connection of its own.
+      await Promise.all([0, 1, 2, 3].map((i) => s.run(text, [i, 0], READ)));
+      assert.deepEqual(s.connections(), { idle: 4, active: 0 });
+    }
+    // mysql2 only warns (console.error) when answers come with sequence ids other than it expects.
+    const warnings: string[] = [];
+    const consoleError = console.error;
+    console.error = (...args: unknown[]) => void warnings.push(args.join(' '));
+    const restore = () => {
+      console.error = consoleError;
+    };
+    after(restore);
+    const connectionsOf = (rs: PromiseSettledResult<ResultSet>[]) =>
+      new Set(rs.map((r) => (r.status === 'fulfilled' ? r.value.rows[0]![0] : null)).filter((id) => id !== null));
+    for (const [s, together] of [
+      [shared, true],
+      [alone, false],
+    ] as const) {
+      const results = await calls(s);
+      results.forEach((r, i) => {
+        if (i === 5) {
+          assert.equal(r.status, 'rejected', `call ${i}`);
+          assert.equal(((r as PromiseRejectedResult).reason as GatewayError).code, 'query_failed');
+          assert.match(((r as PromiseRejectedResult).reason as GatewayError).message + JSON.stringify((r as PromiseRejectedResult).reason), /more than 1 row/i);
+        } else {
+          assert.equal(r.status, 'fulfilled', `call ${i}: ${(r as PromiseRejectedResult).reason}`);
+          assert.deepEqual((r as PromiseFulfilledResult<ResultSet>).value.rows[0]!.slice(1), [i, 1], `call ${i}`);
+        }
+      });
+      const used = connectionsOf(results).size;
+      if (together) assert.equal(used, 1, 'one connection for the turn');
+      else assert.ok(used > 1, `${used} connection(s) without sharing`);
+      // Back in the pool once the last call on it is done, and fit for the next call.
+      assert.deepEqual(s.connections(), { idle: 4, active: 0 });
+      assert.deepEqual((await s.run(text, [7, 0], READ)).rows[0]!.slice(1), [7, 1]);
+    }
+    restore();
+    assert.deepEqual(warnings, []);
   });
 
   test('the paging wrapper cuts pages inside the statement own LIMIT, with numeric limit and offset', async () => {
