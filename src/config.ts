@@ -367,7 +367,7 @@ export const SETTING_INFO: Readonly<Record<Name, { group: SettingGroup; type: st
     group: 'calls',
     type: 'whole number, 1-1000',
     description:
-      'PostgreSQL: calls arriving together that share one connection, sent in one write (fewer system calls and database wake-ups); a slow one delays the others. 1: each call takes the least busy connection.',
+      'PostgreSQL, and reads on MySQL/MariaDB: calls arriving together that share one connection, sent in one write (fewer system calls and database wake-ups); a slow one delays the others. 1: each call takes a connection of its own (the least busy on PostgreSQL).',
   },
   STREAM_MAX_ROWS: { group: 'calls', type: 'whole number', description: 'Rows after which a ?stream=true export ends, marked truncated; 0 is unbounded.' },
   HISTORY_LIMIT: { group: 'history', type: 'whole number, 1-1000000', description: 'Runs kept per saved-query version.' },

@@ -145,7 +145,10 @@ interface Session {
  * from the pool, later ones send their statements on it at once, behind the ones before, and the socket is written
  * once, when the turn's I/O is done. MySQL and MariaDB read a connection's commands one after another and answer
  * them in that order, so a connection carries several; mysql2 itself sends a command only once the one before has
- * answered, a write (and on loopback the server's receive and wake-up) a call (sendNow).
+ * answered, a write (and on loopback the server's receive and wake-up) a call (sendNow). Only reads the server limits
+ * itself share, with the limit the session holds: a KILL is then only a backstop past that limit, and one sent for a
+ * call may stop the statement of another on the connection, which is dropped once the last of them is done. As on
+ * PostgreSQL, a slow statement delays the calls sent behind it.
  */
 interface Turn {
   c: PoolConnection;
@@ -178,6 +181,8 @@ interface Command {
   next: State | null;
   /** The state its first answer packet goes to, when sent ahead. */
   qagFirst?: State;
+  /** The sequence id its answer starts at, when sent ahead: the packets it was written as (one unless 16 MB or more). */
+  qagSequence?: number;
 }
 type State = (this: Command, packet: unknown, conn: Wire) => State | null;
 
@@ -186,11 +191,11 @@ const STATEMENT_KEY_PREFIX = 'undefined/undefined/undefined';
 
 /**
  * The state of a command sent ahead until its turn comes: mysql2 calls it once with no packet when the command
- * becomes current (where it would start it), and then the answer's packets follow, the first with sequence id 1.
+ * becomes current (where it would start it), and then the answer's packets follow, numbered on from its own.
  */
 function awaiting(this: Command, packet: unknown, conn: Wire): State | null {
   if (!packet) {
-    conn.sequenceId = 1; // its command packet went out as 0
+    conn.sequenceId = this.qagSequence!;
     return awaiting;
   }
   return this.qagFirst!.call(this, packet, conn);
@@ -207,6 +212,7 @@ function sendNow(conn: Wire, cmd: Command): void {
   let first: State | null;
   try {
     first = cmd.start(null, conn);
+    cmd.qagSequence = conn.sequenceId;
   } catch (err) {
     cmd.next = answered; // a value that would not bind: nothing was written, and its caller hears of it here
     throw err;

@@ -19,7 +19,7 @@ export interface ConnectionConfig {
 export interface SourceSettings {
   /** Clients (connections) per pool; `QUERYAPIGATE_POOL_SIZE`. Values below 1 count as 1. */
   poolSize: number;
-  /** PostgreSQL: calls of one turn that may join one client (`QUERYAPIGATE_POOL_PIPELINE`); 1 when absent. */
+  /** PostgreSQL, and MySQL reads: calls of one turn that may share one connection (`QUERYAPIGATE_POOL_PIPELINE`); 1 when absent. */
   pipeline?: number;
   /** `QUERYAPIGATE_HOME`: a SQLite connection's file is inside it (a relative path is relative to it). */
   home: string;
