@@ -141,9 +141,9 @@ interface Session {
 }
 
 /**
- * The read connection this turn's calls share (QUERYAPIGATE_POOL_PIPELINE): the first call of the turn holds it
- * from the pool, later ones send their statements on it at once, behind the ones before, and the socket is written
- * once, when the turn's I/O is done. MySQL and MariaDB read a connection's commands one after another and answer
+ * The read connection this turn's calls share (QUERYAPIGATE_POOL_PIPELINE): the first read of the turn leads, taking
+ * a connection from the pool; reads that come while it does wait for it, and they and later ones send their statements
+ * on it at once, behind the ones before; the socket is written once, when the turn's I/O is done. MySQL and MariaDB read a connection's commands one after another and answer
  * them in that order, so a connection carries several; mysql2 itself sends a command only once the one before has
  * answered, a write (and on loopback the server's receive and wake-up) a call (sendNow). Only reads the server limits
  * itself share, with the limit the session holds: a KILL is then only a backstop past that limit, and one sent for a
@@ -151,12 +151,16 @@ interface Session {
  * PostgreSQL, a slow statement delays the calls sent behind it.
  */
 interface Turn {
-  c: PoolConnection;
-  session: Session;
-  /** The limit every call of the turn runs with: the one the session holds. */
+  /** The leader's connection, once its statement is sent; null until then, and for good if it could not lead. */
+  c: PoolConnection | null;
+  session: Session | null;
+  /** The limit every call of the turn runs with: the leader's, which the session then holds. */
   ms: number;
-  /** Calls sent on it this turn. */
+  /** Calls that joined it, the leader's included. */
   joined: number;
+  /** Settled once the leader has sent its statement, or could not: what the reads that came meanwhile wait for. */
+  opened: Promise<void>;
+  open: () => void;
 }
 
 /** What of a mysql2 connection commands are sent ahead on (read and written here only; stable across its 3.x releases). */
@@ -285,6 +289,12 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     (turn!.c as unknown as Wire).stream.uncork();
     turn = null;
   };
+  /** A turn whose leader could not send its statement on terms others can share: its readers take their own. */
+  const abandon = (t: Turn): void => {
+    if (t.c !== null) return;
+    if (turn === t) turn = null;
+    t.open();
+  };
 
   return {
     dialect: 'mysql',
@@ -341,12 +351,28 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     if (closed) throw connectionFailed('source closed');
     breaker.admit();
     const ms = toMs(opts.timeoutMs);
-    // A read that can go on this turn's connection (Turn) rides on it; any other takes a connection of its own.
-    const ahead = turn !== null && opts.readOnly && !opts.resetSession ? joinable(turn, text, ms) : undefined;
-    const c = ahead ? turn!.c : await connect(opts.readOnly ? readPool : writer());
-    if (ahead) {
-      turn!.joined++;
-      turn!.session.holders++;
+    // A read may share a turn's connection (Turn): the first of a turn leads, the others ride on it.
+    let lead: Turn | null = null;
+    let ahead: Prepared | undefined;
+    if (opts.readOnly && !opts.resetSession && joinAtMost > 1 && ms > 0) {
+      if (turn === null) lead = turn = newTurn(ms);
+      else if (turn.ms === ms && turn.joined < joinAtMost) {
+        const joined = turn;
+        joined.joined++;
+        if (joined.c === null) await joined.opened;
+        ahead = turn === joined ? joinable(joined, text) : undefined;
+        if (ahead) joined.session!.holders++;
+      }
+    }
+    let c: PoolConnection;
+    if (ahead) c = turn!.c!;
+    else {
+      try {
+        c = await connect(opts.readOnly ? readPool : writer());
+      } catch (err) {
+        if (lead) abandon(lead);
+        throw err;
+      }
     }
     // Put back in the pool afterwards unless something may have left the session unlike the others.
     let keep = (opts.readOnly || isCleanWrite(text)) && !opts.resetSession;
@@ -371,8 +397,8 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
       // MariaDB limits every statement; MySQL's limit covers SELECT only, the rest rely on the timer.
       const serverLimited = mariadb === true || leadingWord(text) === 'select';
       const killAfter = ms === 0 ? 0 : serverLimited ? ms + KILL_BACKSTOP_MS : ms;
-      // The first read of a turn that others may join opens it (Turn): server-limited, so no call on it needs a KILL in time.
-      const leads = !ahead && turn === null && joinAtMost > 1 && opts.readOnly && !opts.resetSession && serverLimited && ms > 0;
+      // A turn's leader opens it (Turn) if the server limits its statement, so no call on it needs a KILL in time.
+      if (lead && !serverLimited) abandon(lead);
       const out = await execute(
         c,
         text,
@@ -381,11 +407,13 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
         () => {
           keep = false;
         },
-        ahead ?? (leads ? session : undefined),
+        ahead ?? (lead && serverLimited ? lead : undefined),
+        session,
       );
       breaker.reached();
       return toResultSet(out.result, out.fields);
     } catch (err) {
+      if (lead) abandon(lead);
       if ((err as { fatal?: unknown } | null)?.fatal) keep = false;
       const e = toCallError(err, ms, password);
       if (e.code !== 'connection_failed') breaker.reached(); // the database answered, with an error of its own
@@ -395,13 +423,22 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     }
   }
 
+  /** A turn led by a read with limit `ms`, not yet open. */
+  function newTurn(ms: number): Turn {
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    return { c: null, session: null, ms, joined: 1, opened, open };
+  }
+
   /**
-   * The statement a read can send on the turn's connection, already prepared there; undefined when it must take a
-   * connection of its own: the turn is full, its limit differs from the session's, the server would not limit it
-   * itself, the connection failed, or the statement is not in its cache (preparing is a round trip of its own).
+   * The statement a read can send on the open turn's connection, already prepared there; undefined when it must take
+   * a connection of its own: the turn did not open, the server would not limit the statement itself, the connection
+   * failed, or the statement is not in its cache (preparing is a round trip of its own).
    */
-  function joinable(t: Turn, text: string, ms: number): Prepared | undefined {
-    if (t.joined >= joinAtMost || t.ms !== ms || !(mariadb === true || leadingWord(text) === 'select')) return undefined;
+  function joinable(t: Turn, text: string): Prepared | undefined {
+    if (t.c === null || !(mariadb === true || leadingWord(text) === 'select')) return undefined;
     const wire = t.c as unknown as Wire;
     if (wire._fatalError) return undefined;
     return wire._statements.get(STATEMENT_KEY_PREFIX + text);
@@ -662,7 +699,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
    * Runs the prepared statement. Past `killAfterMs` (0 = never) the statement is killed from another
    * connection and `onKill` is told (the connection must then not be reused); if it still has not
    * answered KILL_GRACE_MS later, the call ends as a timeout and the connection is dropped. `turnOf` (Turn): the
-   * turn's statement to send ahead on its connection, or the session of a read that opens a turn.
+   * turn's statement to send ahead on its connection, or the turn this read leads, opened on `session`.
    */
   function execute(
     c: PoolConnection,
@@ -670,7 +707,8 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     values: unknown[],
     killAfterMs: number,
     onKill: () => void,
-    turnOf?: Prepared | Session,
+    turnOf?: Prepared | Turn,
+    session?: Session,
   ): Promise<{ result: unknown; fields: FieldPacket[] | undefined }> {
     return new Promise((resolve, reject) => {
       let kill = -1;
@@ -700,12 +738,17 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
           wire.stream.uncork();
           throw err;
         }
-        if (wire._commands.length === 0 && !wire._fatalError && !wire.config.compress) {
+        if (wire._commands.length === 0 && !wire._fatalError && !wire.config.compress && turn === turnOf) {
           // Its command is the one in flight (its statement was cached, so nothing waits unsent before a rider's).
-          turnOf.holders = 1;
-          turn = { c, session: turnOf, ms: turnOf.sessionMs, joined: 1 };
+          session!.holders = 1;
+          turnOf.c = c;
+          turnOf.session = session!;
           setImmediate(endTurn);
-        } else wire.stream.uncork();
+          turnOf.open();
+        } else {
+          wire.stream.uncork();
+          abandon(turnOf);
+        }
       }
       if (killAfterMs > 0) {
         kill = deadlines.set(killAfterMs, () => {

@@ -355,16 +355,24 @@ describe('mysql source (MariaDB)', () => {
     const text = 'SELECT CONNECTION_ID() AS id, ? AS v, (SELECT 1 UNION ALL SELECT 2 FROM DUAL WHERE ? = 1) AS e';
     const shared = open(myConn(), { ...settings, pipeline: 16 });
     const alone = open(myConn(), { ...settings, pipeline: 1 });
-    /** A call, then more once it is under way (its connection taken: a few ticks, within the turn), as requests come. */
-    const calls = async (s: Source): Promise<PromiseSettledResult<ResultSet>[]> => {
+    /**
+     * Twelve calls in one turn: all at once (as an executor starts a batch of calls), or the first and then the rest
+     * once it is under way (its connection taken, a few ticks on), as the acceptor's requests come.
+     */
+    const calls = async (s: Source, spaced: boolean): Promise<PromiseSettledResult<ResultSet>[]> => {
       const first = s.run(text, [0, 0], READ);
-      for (let i = 0; i < 20; i++) await new Promise((resolve) => process.nextTick(resolve));
+      if (spaced) for (let i = 0; i < 20; i++) await new Promise((resolve) => process.nextTick(resolve));
       const later = Array.from({ length: 11 }, (_, i) => s.run(text, [i + 1, i + 1 === 5 ? 1 : 0], READ));
       return Promise.allSettled([first, ...later]);
     };
     for (const s of [shared, alone]) {
       // Four sessions with the statement prepared: calls at once, each preparing on a connection of its own.
-      await Promise.all([0, 1, 2, 3].map((i) => s.run(text, [i, 0], READ)));
+      // (The first leads a turn it cannot open, its statement not prepared yet: the others then take their own.)
+      const warm = await Promise.all([0, 1, 2, 3].map((i) => s.run(text, [i, 0], READ)));
+      assert.deepEqual(
+        warm.map((r) => r.rows[0]!.slice(1)),
+        [0, 1, 2, 3].map((i) => [i, 1]),
+      );
       assert.deepEqual(s.connections(), { idle: 4, active: 0 });
     }
     // mysql2 only warns (console.error) when answers come with sequence ids other than it expects.
@@ -377,14 +385,16 @@ describe('mysql source (MariaDB)', () => {
     after(restore);
     const connectionsOf = (rs: PromiseSettledResult<ResultSet>[]) =>
       new Set(rs.map((r) => (r.status === 'fulfilled' ? r.value.rows[0]![0] : null)).filter((id) => id !== null));
-    for (const [s, together] of [
-      [shared, true],
-      [alone, false],
+    for (const [s, together, spaced] of [
+      [shared, true, false],
+      [shared, true, true],
+      [alone, false, false],
+      [alone, false, true],
     ] as const) {
-      const results = await calls(s);
+      const results = await calls(s, spaced);
       results.forEach((r, i) => {
         if (i === 5) {
-          assert.equal(r.status, 'rejected', `call ${i}`);
+          assert.equal(r.status, 'rejected', `call ${i} (spaced: ${spaced})`);
           assert.equal(((r as PromiseRejectedResult).reason as GatewayError).code, 'query_failed');
           assert.match(((r as PromiseRejectedResult).reason as GatewayError).message + JSON.stringify((r as PromiseRejectedResult).reason), /more than 1 row/i);
         } else {
@@ -393,7 +403,7 @@ describe('mysql source (MariaDB)', () => {
         }
       });
       const used = connectionsOf(results).size;
-      if (together) assert.equal(used, 1, 'one connection for the turn');
+      if (together) assert.equal(used, 1, `one connection for the turn (spaced: ${spaced})`);
       else assert.ok(used > 1, `${used} connection(s) without sharing`);
       // Back in the pool once the last call on it is done, and fit for the next call.
       assert.deepEqual(s.connections(), { idle: 4, active: 0 });
