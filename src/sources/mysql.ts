@@ -161,6 +161,8 @@ interface Turn {
   /** Settled once the leader has sent its statement, or could not: what the reads that came meanwhile wait for. */
   opened: Promise<void>;
   open: () => void;
+  /** True once its socket is written, or it could not open: no read joins it any more. */
+  ended: boolean;
 }
 
 /** What of a mysql2 connection commands are sent ahead on (read and written here only; stable across its 3.x releases). */
@@ -284,14 +286,17 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
   const maxStreams = Math.max(1, size - 1);
   /** Calls of one turn that may share a read connection (Turn); 1: none share. */
   const joinAtMost = Math.max(1, Math.floor(settings.pipeline ?? 1));
+  /** The turn reads join now; a full one gives way to a new one, which the next read leads. */
   let turn: Turn | null = null;
-  const endTurn = (): void => {
-    (turn!.c as unknown as Wire).stream.uncork();
-    turn = null;
+  const endTurn = (t: Turn): void => {
+    t.ended = true;
+    (t.c as unknown as Wire).stream.uncork();
+    if (turn === t) turn = null;
   };
   /** A turn whose leader could not send its statement on terms others can share: its readers take their own. */
   const abandon = (t: Turn): void => {
     if (t.c !== null) return;
+    t.ended = true;
     if (turn === t) turn = null;
     t.open();
   };
@@ -354,19 +359,21 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     // A read may share a turn's connection (Turn): the first of a turn leads, the others ride on it.
     let lead: Turn | null = null;
     let ahead: Prepared | undefined;
+    let c!: PoolConnection;
     if (opts.readOnly && !opts.resetSession && joinAtMost > 1 && ms > 0) {
-      if (turn === null) lead = turn = newTurn(ms);
-      else if (turn.ms === ms && turn.joined < joinAtMost) {
-        const joined = turn;
+      if (turn === null || turn.joined >= joinAtMost) lead = turn = newTurn(ms);
+      else if (turn.ms === ms) {
+        const joined = turn; // not necessarily the turn any more once it has opened: a full one gives way
         joined.joined++;
         if (joined.c === null) await joined.opened;
-        ahead = turn === joined ? joinable(joined, text) : undefined;
-        if (ahead) joined.session!.holders++;
+        ahead = joinable(joined, text);
+        if (ahead) {
+          joined.session!.holders++;
+          c = joined.c!;
+        }
       }
     }
-    let c: PoolConnection;
-    if (ahead) c = turn!.c!;
-    else {
+    if (!ahead) {
       try {
         c = await connect(opts.readOnly ? readPool : writer());
       } catch (err) {
@@ -429,7 +436,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     const opened = new Promise<void>((resolve) => {
       open = resolve;
     });
-    return { c: null, session: null, ms, joined: 1, opened, open };
+    return { c: null, session: null, ms, joined: 1, opened, open, ended: false };
   }
 
   /**
@@ -438,7 +445,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
    * failed, or the statement is not in its cache (preparing is a round trip of its own).
    */
   function joinable(t: Turn, text: string): Prepared | undefined {
-    if (t.c === null || !(mariadb === true || leadingWord(text) === 'select')) return undefined;
+    if (t.c === null || t.ended || !(mariadb === true || leadingWord(text) === 'select')) return undefined;
     const wire = t.c as unknown as Wire;
     if (wire._fatalError) return undefined;
     return wire._statements.get(STATEMENT_KEY_PREFIX + text);
@@ -738,12 +745,12 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
           wire.stream.uncork();
           throw err;
         }
-        if (wire._commands.length === 0 && !wire._fatalError && !wire.config.compress && turn === turnOf) {
+        if (wire._commands.length === 0 && !wire._fatalError && !wire.config.compress) {
           // Its command is the one in flight (its statement was cached, so nothing waits unsent before a rider's).
           session!.holders = 1;
           turnOf.c = c;
           turnOf.session = session!;
-          setImmediate(endTurn);
+          setImmediate(endTurn, turnOf);
           turnOf.open();
         } else {
           wire.stream.uncork();

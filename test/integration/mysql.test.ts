@@ -354,6 +354,7 @@ describe('mysql source (MariaDB)', () => {
     // The subquery fails (1242, more than one row) only for the call that passes 1.
     const text = 'SELECT CONNECTION_ID() AS id, ? AS v, (SELECT 1 UNION ALL SELECT 2 FROM DUAL WHERE ? = 1) AS e';
     const shared = open(myConn(), { ...settings, pipeline: 16 });
+    const byFour = open(myConn(), { ...settings, pipeline: 4 });
     const alone = open(myConn(), { ...settings, pipeline: 1 });
     /**
      * Twelve calls in one turn: all at once (as an executor starts a batch of calls), or the first and then the rest
@@ -365,7 +366,7 @@ describe('mysql source (MariaDB)', () => {
       const later = Array.from({ length: 11 }, (_, i) => s.run(text, [i + 1, i + 1 === 5 ? 1 : 0], READ));
       return Promise.allSettled([first, ...later]);
     };
-    for (const s of [shared, alone]) {
+    for (const s of [shared, byFour, alone]) {
       // Four sessions with the statement prepared: calls at once, each preparing on a connection of its own.
       // (The first leads a turn it cannot open, its statement not prepared yet: the others then take their own.)
       const warm = await Promise.all([0, 1, 2, 3].map((i) => s.run(text, [i, 0], READ)));
@@ -385,11 +386,14 @@ describe('mysql source (MariaDB)', () => {
     after(restore);
     const connectionsOf = (rs: PromiseSettledResult<ResultSet>[]) =>
       new Set(rs.map((r) => (r.status === 'fulfilled' ? r.value.rows[0]![0] : null)).filter((id) => id !== null));
-    for (const [s, together, spaced] of [
-      [shared, true, false],
-      [shared, true, true],
-      [alone, false, false],
-      [alone, false, true],
+    // The connections the twelve use: one turn of 16; three of 4 (a full turn gives way to the next); spread without.
+    for (const [s, turns, spaced] of [
+      [shared, 1, false],
+      [shared, 1, true],
+      [byFour, 3, false],
+      [byFour, 3, true],
+      [alone, 0, false],
+      [alone, 0, true],
     ] as const) {
       const results = await calls(s, spaced);
       results.forEach((r, i) => {
@@ -403,7 +407,7 @@ describe('mysql source (MariaDB)', () => {
         }
       });
       const used = connectionsOf(results).size;
-      if (together) assert.equal(used, 1, `one connection for the turn (spaced: ${spaced})`);
+      if (turns) assert.equal(used, turns, `connections for ${turns} turn(s) (spaced: ${spaced})`);
       else assert.ok(used > 1, `${used} connection(s) without sharing`);
       // Back in the pool once the last call on it is done, and fit for the next call.
       assert.deepEqual(s.connections(), { idle: 4, active: 0 });
