@@ -134,10 +134,6 @@ interface Session {
   sessionMs: number;
   /** True once net_write_timeout has been raised for streams. */
   streamReady?: boolean;
-  /** Calls holding the connection while calls share it (a turn's, see Turn); 0 when one call holds it alone. */
-  holders: number;
-  /** True once a holder found the session unfit to reuse: the last one to let go drops the connection. */
-  spoiled: boolean;
 }
 
 /**
@@ -153,7 +149,10 @@ interface Session {
 interface Turn {
   /** The leader's connection, once its statement is sent; null until then, and for good if it could not lead. */
   c: PoolConnection | null;
-  session: Session | null;
+  /** Calls on the connection not yet done: the last to let go gives it back (letGo). */
+  holders: number;
+  /** True once one of them found the session unfit to reuse: the connection is then dropped, not given back. */
+  spoiled: boolean;
   /** The limit every call of the turn runs with: the leader's, which the session then holds. */
   ms: number;
   /** Calls that joined it, the leader's included. */
@@ -358,8 +357,9 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     const ms = toMs(opts.timeoutMs);
     // A read may share a turn's connection (Turn): the first of a turn leads, the others ride on it.
     let lead: Turn | null = null;
+    /** The turn whose connection this read rides on, and its statement there. */
+    let rides: Turn | null = null;
     let ahead: Prepared | undefined;
-    let c!: PoolConnection;
     if (opts.readOnly && !opts.resetSession && joinAtMost > 1 && ms > 0) {
       if (turn === null || turn.joined >= joinAtMost) lead = turn = newTurn(ms);
       else if (turn.ms === ms) {
@@ -368,12 +368,14 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
         if (joined.c === null) await joined.opened;
         ahead = joinable(joined, text);
         if (ahead) {
-          joined.session!.holders++;
-          c = joined.c!;
+          joined.holders++;
+          rides = joined;
         }
       }
     }
-    if (!ahead) {
+    let c: PoolConnection;
+    if (rides) c = rides.c!;
+    else {
       try {
         c = await connect(opts.readOnly ? readPool : writer());
       } catch (err) {
@@ -415,7 +417,6 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
           keep = false;
         },
         ahead ?? (lead && serverLimited ? lead : undefined),
-        session,
       );
       breaker.reached();
       return toResultSet(out.result, out.fields);
@@ -426,7 +427,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
       if (e.code !== 'connection_failed') breaker.reached(); // the database answered, with an error of its own
       throw e;
     } finally {
-      letGo(c, keep);
+      letGo(c, keep, rides ?? (lead?.c ? lead : null));
     }
   }
 
@@ -436,7 +437,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     const opened = new Promise<void>((resolve) => {
       open = resolve;
     });
-    return { c: null, session: null, ms, joined: 1, opened, open, ended: false };
+    return { c: null, holders: 0, spoiled: false, ms, joined: 1, opened, open, ended: false };
   }
 
   /**
@@ -451,14 +452,15 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     return wire._statements.get(STATEMENT_KEY_PREFIX + text);
   }
 
-  /** Ends a call's hold on its connection: back to the pool, or dropped when unfit, once no other call of its turn is on it. */
-  function letGo(c: PoolConnection, keep: boolean): void {
-    const session = sessions.get(c);
-    if (session !== undefined && session.holders > 0) {
-      if (!keep) session.spoiled = true;
-      if (--session.holders > 0) return;
-      keep = !session.spoiled;
-      session.spoiled = false;
+  /**
+   * Ends a call's hold on its connection: back to the pool, or dropped when unfit; on a turn's connection (`shared`),
+   * once the last call on it is done, and dropped if any of them found it unfit.
+   */
+  function letGo(c: PoolConnection, keep: boolean, shared: Turn | null): void {
+    if (shared !== null) {
+      if (!keep) shared.spoiled = true;
+      if (--shared.holders > 0) return;
+      keep = !shared.spoiled;
     }
     if (keep) c.release();
     else c.destroy();
@@ -699,14 +701,14 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     }
     if (readOnly) await query(c, 'SET SESSION TRANSACTION READ ONLY');
     await readAsAnalysed(c);
-    return { sessionMs: NaN, holders: 0, spoiled: false };
+    return { sessionMs: NaN };
   }
 
   /**
    * Runs the prepared statement. Past `killAfterMs` (0 = never) the statement is killed from another
    * connection and `onKill` is told (the connection must then not be reused); if it still has not
    * answered KILL_GRACE_MS later, the call ends as a timeout and the connection is dropped. `turnOf` (Turn): the
-   * turn's statement to send ahead on its connection, or the turn this read leads, opened on `session`.
+   * turn's statement to send ahead on its connection, or the turn this read leads, opened on `c`.
    */
   function execute(
     c: PoolConnection,
@@ -715,7 +717,6 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     killAfterMs: number,
     onKill: () => void,
     turnOf?: Prepared | Turn,
-    session?: Session,
   ): Promise<{ result: unknown; fields: FieldPacket[] | undefined }> {
     return new Promise((resolve, reject) => {
       let kill = -1;
@@ -747,9 +748,8 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
         }
         if (wire._commands.length === 0 && !wire._fatalError && !wire.config.compress) {
           // Its command is the one in flight (its statement was cached, so nothing waits unsent before a rider's).
-          session!.holders = 1;
+          turnOf.holders = 1;
           turnOf.c = c;
-          turnOf.session = session!;
           setImmediate(endTurn, turnOf);
           turnOf.open();
         } else {
