@@ -633,9 +633,19 @@ for (const make of [sqliteEngine, postgresEngine]) {
   });
 }
 
-/** What an instance of a release before the append lock leaves: a row of one event at `id`, taken by nextval alone. */
-async function takenByEarlierRelease(db: SqlDb, table: string, id: number): Promise<void> {
-  await db.run(`INSERT INTO ${table} (id, executed_at, query, key_name, status, payload) VALUES (?, 'x', 'old', NULL, 'success', '{}')`, [id]);
+/**
+ * A fresh log with `n` events appended, then what an instance of a release before the append lock leaves: a row of one
+ * event `ahead` ids past them (taken by nextval alone), which the sequence has not reached yet when the next range is
+ * reserved.
+ */
+async function withIdTakenAhead(engine: Engine, n: number, ahead: number) {
+  const db = await engine.fresh();
+  const log = await EventLog.open(db, { retentionS: 3600 });
+  const first = await log.append(runs(n));
+  const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
+  const taken = first[n - 1].id + ahead;
+  await db.run(`INSERT INTO ${seg.table_name} (id, executed_at, query, key_name, status, payload) VALUES (?, 'x', 'old', NULL, 'success', '{}')`, [taken]);
+  return { db, log, first, table: seg.table_name, taken };
 }
 
 describe('event log on postgres: concurrent appenders', () => {
@@ -672,13 +682,7 @@ describe('event log on postgres: concurrent appenders', () => {
   });
 
   test('ids an earlier release took inside the range an append reserved (nextval a row, no lock): the append takes the next range', async () => {
-    const db = await engine.fresh();
-    const log = await EventLog.open(db, { retentionS: 3600 });
-    const first = await log.append(runs(5));
-    const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
-    // What such an instance leaves: a row whose id the sequence has not reached yet when the next range is reserved.
-    const taken = first[4].id + 3;
-    await takenByEarlierRelease(db, seg.table_name, taken);
+    const { log, first, taken } = await withIdTakenAhead(engine, 5, 3);
     const next = await log.append(runs(10));
     assert.ok(next[0].id > taken, `the new range starts after the id taken (${next[0].id} > ${taken})`);
     assertIncreasing(
@@ -690,16 +694,11 @@ describe('event log on postgres: concurrent appenders', () => {
   });
 
   test('an append of several pages whose range holds a taken id in its last page writes none of them, and takes the next range', async () => {
-    const db = await engine.fresh();
-    const log = await EventLog.open(db, { retentionS: 3600 });
-    const first = await log.append(runs(2));
-    const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
     // Three pages of the next 1,200 ids (500, 500, 200): an id taken in the third.
-    const taken = first[1].id + 1100;
-    await takenByEarlierRelease(db, seg.table_name, taken);
+    const { db, log, first, table, taken } = await withIdTakenAhead(engine, 2, 1100);
     const next = await log.append(runs(1200));
     assert.ok(next[0].id > taken, `the new range starts after the id taken (${next[0].id} > ${taken})`);
-    const [pages] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM ${seg.table_name} WHERE body IS NOT NULL`);
+    const [pages] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE body IS NOT NULL`);
     assert.equal(Number(pages.n), 4, "the first append's page and the three of the retried one, none of the refused range");
     const read = (await readAll(log, 0, 500)).map((r) => r.id);
     assert.deepEqual(read, [...first.map((r) => r.id), taken, ...next.map((r) => r.id)]);
