@@ -16,16 +16,31 @@
 // refused at once (503 unavailable) and counted.
 import type { Piscina } from 'piscina';
 import { ANSWER_SLOTS, type AnswerBatch, answerAt, answerIdAt, CALL_SLOTS, type CallBatch, type CallTask, callIdAt, packCall } from '../contract/crossing.js';
-import { type Answer, errorAnswer, type Request } from '../contract/exchange.js';
+import { ADDRESS_UNREAD, type Answer, errorAnswer, type Request } from '../contract/exchange.js';
 import { channel, type ExecutorHello } from '../contract/messages.js';
 import { PendingCalls } from './pendingCalls.js';
 
 export interface CallBatcher {
-  /** `ip` and `changes`: what the call crosses with in their place (contract/crossing.ts `packCall`). */
+  /**
+   * `ip` and `changes`: what the call crosses with in their place (contract/crossing.ts `packCall`). A call that crossed
+   * without its address (ADDRESS_UNREAD) and is answered that a rule needs it is handed to `addressNeeded` (below), and
+   * its promise settles with that call's answer.
+   */
   run(req: Request, task: CallTask, ip?: string, changes?: number): Promise<Answer>;
+  /** Calls taken or queued and not answered yet. */
+  readonly pending: number;
   /** Calls refused because the queue was full. */
   readonly refused: number;
   close(): void;
+}
+
+/**
+ * What the batcher hands back to its dispatcher, so no call needs a promise of its own for them: a call to send again
+ * with its address (by default, sent again with `req.ip`), and the moment no call is pending (shutdown waits for it).
+ */
+export interface BatcherHooks {
+  addressNeeded(req: Request, task: CallTask): Promise<Answer>;
+  idle(): void;
 }
 
 /** The answer to a call refused because every executor and the queue are full. */
@@ -44,10 +59,13 @@ interface Call {
 }
 
 interface Waiter {
-  resolve(a: Answer): void;
+  resolve(a: Answer | Promise<Answer>): void;
   reject(e: unknown): void;
   /** The executor (threadId) its batch went to on its calls channel, or NO_EXECUTOR. */
   executor: number;
+  /** The call, while it crossed without its address (it may be sent again with it); null otherwise. */
+  unread: Request | null;
+  task: CallTask;
 }
 const NO_EXECUTOR = -1;
 
@@ -60,7 +78,9 @@ interface Listening {
 }
 
 /** `scope`: the calls and answers channels', as the executors were given it (ExecutorData.answers). */
-export function createCallBatcher(pool: Piscina, scope: string, limits: { running: number; queue: number }): CallBatcher {
+export function createCallBatcher(pool: Piscina, scope: string, limits: { running: number; queue: number }, hooks: Partial<BatcherHooks> = {}): CallBatcher {
+  const addressNeeded = hooks.addressNeeded ?? ((req: Request, task: CallTask) => batcher.run(req, task, req.ip));
+  const idle = hooks.idle ?? (() => undefined);
   const hello = channel('executors', scope);
   /** Executors that said they listen on their calls channel, by threadId. */
   const listening = new Map<number, Listening>();
@@ -109,6 +129,7 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
     const failure = new Error(`executor thread ${executor} stopped`);
     for (const id of waiters.ids()) if (waiters.get(id)?.executor === executor) claim(id)?.reject(failure);
     admit();
+    if (waiters.size === 0) idle();
   }
 
   /** The listening executor with the fewest calls in hand, if any listens. */
@@ -120,9 +141,14 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
 
   function settle(batch: AnswerBatch): void {
     for (let at = 0; at < batch.length; at += ANSWER_SLOTS) {
-      claim(answerIdAt(batch, at))?.resolve(answerAt(batch, at));
+      const w = claim(answerIdAt(batch, at));
+      if (!w) continue;
+      const a = answerAt(batch, at);
+      // Sent again before any other is admitted, so the pending count never passes through 0 meanwhile.
+      w.resolve(a.addressNeeded && w.unread ? addressNeeded(w.unread, w.task) : a);
     }
     admit();
+    if (waiters.size === 0) idle();
   }
 
   /** Moves queued calls into this turn's batch while there is room. */
@@ -157,20 +183,24 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
     (pool.run(calls, { name: 'batch' }) as Promise<AnswerBatch>).then(settle, (err: unknown) => {
       for (let at = 0; at < calls.length; at += CALL_SLOTS) claim(callIdAt(calls, at))?.reject(err);
       admit();
+      if (waiters.size === 0) idle();
     });
   }
 
-  return {
+  const batcher: CallBatcher = {
     run(req, task, ip = req.ip, changes = req.changes) {
       if (running >= limits.running && queued.length >= limits.queue) {
         refused++;
         return Promise.resolve(busyAnswer(req.requestId));
       }
       return new Promise<Answer>((resolve, reject) => {
-        const id = waiters.add({ resolve, reject, executor: NO_EXECUTOR });
+        const id = waiters.add({ resolve, reject, executor: NO_EXECUTOR, unread: ip === ADDRESS_UNREAD ? req : null, task });
         if (running < limits.running) take(id, task, req, ip, changes);
         else queued.push({ id, task, req, ip, changes });
       });
+    },
+    get pending() {
+      return waiters.size;
     },
     get refused() {
       return refused;
@@ -184,4 +214,5 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
       listening.clear();
     },
   };
+  return batcher;
 }

@@ -81,12 +81,29 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
   let refused = 0;
   let batches: CallBatcher | null = null;
   let hostRecorder: HostInExecutor = () => Promise.reject(new Error('no executors to hold the recorder (QUERYAPIGATE_WORKERS=0)'));
+  // Calls in flight, for shutdown: counted here, and the batched ones by their batcher (no promise of their own for it).
+  let inFlight = 0;
+  let idleWaiters: Array<() => void> = [];
+  const wake = () => {
+    if (inFlight > 0 || (batches !== null && batches.pending > 0)) return;
+    for (const w of idleWaiters) w();
+    idleWaiters = [];
+  };
+  const settle = () => {
+    inFlight--;
+    wake();
+  };
+  const counted = <T>(p: Promise<T>): Promise<T> => {
+    inFlight++;
+    p.then(settle, settle);
+    return p;
+  };
   if (config.workers === 0) {
     const ctx = createCallContext({ config, limiterMemory, answers: '' });
     run = (req, _transfer, task) => {
       // The change is posted from this thread too, but heard a turn later: a call never runs before it.
       ctx.catchUp(changesPosted());
-      return task === 'adhoc' ? runAdhoc(ctx, req) : runCall(ctx, req);
+      return counted(task === 'adhoc' ? runAdhoc(ctx, req) : runCall(ctx, req));
     };
     named = ((name: TaskName, task: never) => TASKS[name](ctx, task)) as Named;
     close = () => ctx.close();
@@ -113,26 +130,35 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
     // A thread that fails with no piscina task in hand (its batches come on its calls channel) is reported here;
     // piscina replaces it, and the calls it had fail with it (callBatches.ts). Unheard, the event would end the process.
     pool.on('error', (err: unknown) => logger('executor').error({ err }, 'an executor thread failed'));
-    const batcher = createCallBatcher(pool, answers, { running: config.workers * config.tasksPerWorker, queue: config.maxQueue });
-    batches = batcher;
     /**
      * Callers (keys, tokens) whose calls needed their address: theirs cross with it read. Bounded;
      * forgetting one costs its next call a second crossing.
      */
     const wantAddress = new Set<string>();
     const callerOf = (req: Request): string => req.apiKey || (req.authorization ?? '');
-    const withAddress = (req: Request, task: CallTask): Promise<Answer> => {
-      if (wantAddress.size >= WANT_ADDRESS_MAX) wantAddress.clear();
-      wantAddress.add(callerOf(req));
-      return batcher.run(req, task, req.ip, changesPosted());
-    };
+    // A call that crossed without its address, answered that a rule needs it, is sent again with it by the batcher.
+    // Handled there rather than in a `then` of every call's answer, as is counting it in flight: the two promises a
+    // call had for them cost the pooled gateway 2-4% of its calls per CPU-s (bench/results/levers-2026-12-06-pooled-promises).
+    const batcher = createCallBatcher(
+      pool,
+      answers,
+      { running: config.workers * config.tasksPerWorker, queue: config.maxQueue },
+      {
+        addressNeeded: (req, task) => {
+          if (wantAddress.size >= WANT_ADDRESS_MAX) wantAddress.clear();
+          wantAddress.add(callerOf(req));
+          return batcher.run(req, task, req.ip, changesPosted());
+        },
+        idle: wake,
+      },
+    );
+    batches = batcher;
     run = (req, transfer, task) => {
       if (!transfer) {
         // An executor gets the request as plain data (packed from it as it is, no copy), its address read only for a
         // caller whose rules need it.
         const t = task ?? 'call';
-        if (wantAddress.has(callerOf(req))) return batcher.run(req, t, req.ip, changesPosted());
-        return batcher.run(req, t, ADDRESS_UNREAD, changesPosted()).then((a) => (a.addressNeeded ? withAddress(req, t) : a));
+        return batcher.run(req, t, wantAddress.has(callerOf(req)) ? req.ip : ADDRESS_UNREAD, changesPosted());
       }
       // A stream's call carries its port, so it crosses alone. queueSize counts the calls waiting
       // beyond every executor's concurrent tasks, as maxQueue does.
@@ -141,7 +167,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
         return Promise.resolve(busyAnswer(req.requestId));
       }
       const name = task === 'adhoc' ? 'adhoc' : undefined;
-      return pool.run(plainRequest(req, changesPosted()), { name, transferList: transfer as never }) as Promise<Answer>;
+      return counted(pool.run(plainRequest(req, changesPosted()), { name, transferList: transfer as never }) as Promise<Answer>);
     };
     named = ((name: TaskName, task: unknown) => {
       if (pool.queueSize >= config.maxQueue) {
@@ -157,21 +183,8 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
     };
   }
 
-  let inFlight = 0;
-  let waiters: Array<() => void> = [];
-  const settle = () => {
-    if (--inFlight === 0) {
-      for (const w of waiters) w();
-      waiters = [];
-    }
-  };
-  const counted = <T>(p: Promise<T>): Promise<T> => {
-    inFlight++;
-    p.then(settle, settle);
-    return p;
-  };
   return {
-    run: (req, transfer, task) => counted(run(req, transfer, task)),
+    run: (req, transfer, task) => run(req, transfer, task),
     catalog: (task) => counted(named('catalog', task)),
     mcp: (task) => counted(named('mcp', { ...task, request: plainRequest(task.request, changesPosted()) })),
     mcpTools: (task) => counted(named('mcpTools', task)),
@@ -179,7 +192,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
     get refused() {
       return refused + (batches?.refused ?? 0);
     },
-    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => waiters.push(r))),
+    idle: () => (inFlight === 0 && (batches === null || batches.pending === 0) ? Promise.resolve() : new Promise<void>((r) => idleWaiters.push(r))),
     close: () => close(),
   };
 }

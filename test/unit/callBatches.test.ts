@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { Piscina } from 'piscina';
-import type { Answer, Request } from '../../src/contract/exchange.js';
+import { ADDRESS_UNREAD, type Answer, type Request } from '../../src/contract/exchange.js';
 import { channel } from '../../src/contract/messages.js';
-import { type CallBatcher, createCallBatcher } from '../../src/http/callBatches.js';
+import { type BatcherHooks, type CallBatcher, createCallBatcher } from '../../src/http/callBatches.js';
 
 const request = (query: string): Request => ({
   method: 'GET',
@@ -24,7 +24,7 @@ const request = (query: string): Request => ({
 });
 const answered = (a: Answer) => JSON.parse(String(a.body)) as { query: string; thread: number };
 
-async function withPool(threads: number, fn: (pool: Piscina, batcher: CallBatcher) => Promise<void>): Promise<void> {
+async function withPool(threads: number, fn: (pool: Piscina, batcher: CallBatcher) => Promise<void>, hooks?: Partial<BatcherHooks>): Promise<void> {
   const scope = `test-${randomUUID()}`;
   const pool = new Piscina({
     filename: new URL('./batchWorker.js', import.meta.url).href,
@@ -34,7 +34,7 @@ async function withPool(threads: number, fn: (pool: Piscina, batcher: CallBatche
     atomics: 'disabled',
     workerData: scope,
   });
-  const batcher = createCallBatcher(pool, scope, { running: 1000, queue: 1000 });
+  const batcher = createCallBatcher(pool, scope, { running: 1000, queue: 1000 }, hooks);
   const alive = setInterval(() => {}, 1000); // the channels are unref'd
   try {
     await fn(pool, batcher);
@@ -123,4 +123,58 @@ test('channels whose scopes differ only after a NUL do not hear each other (a di
   await new Promise((r) => setTimeout(r, 100));
   for (const c of [a, b, sameAsA]) c.close();
   assert.deepEqual(heard, ['a:x']);
+});
+
+test('a call that crossed without its address and needs it is sent again with it; its promise settles with that answer', { timeout: 30_000 }, async () => {
+  const asked: string[] = [];
+  let idle = 0;
+  let batcher!: CallBatcher;
+  const hooks: Partial<BatcherHooks> = {
+    addressNeeded: (req, task) => {
+      asked.push(req.requestId);
+      return batcher.run(req, task, req.ip);
+    },
+    idle: () => idle++,
+  };
+  await withPool(
+    1,
+    async (pool, b) => {
+      batcher = b;
+      for (const listening of [false, true]) {
+        if (listening) await untilListening(pool, b, 1); // as a piscina task first, then on the calls channel
+        asked.length = 0;
+        idle = 0;
+        const fenced = (n: number) => ({ ...request('address'), requestId: `fenced-${n}`, ip: `10.0.0.${n}` });
+        const answers = await Promise.all([
+          b.run(fenced(1), 'call', ADDRESS_UNREAD),
+          b.run(request('plain'), 'call', ADDRESS_UNREAD),
+          b.run(fenced(2), 'call', ADDRESS_UNREAD),
+          b.run(fenced(3), 'call'), // crossed with its address: answered at once
+        ]);
+        assert.deepEqual(
+          answers.map((a) => [a.status, a.addressNeeded, JSON.parse(String(a.body)).ip]),
+          [
+            [200, undefined, '10.0.0.1'],
+            [200, undefined, undefined],
+            [200, undefined, '10.0.0.2'],
+            [200, undefined, '10.0.0.3'],
+          ],
+          `listening: ${listening}`,
+        );
+        assert.deepEqual(asked.sort(), ['fenced-1', 'fenced-2'], `listening: ${listening}`);
+        // Nothing left in hand, and the dispatcher told so once: not when the two were answered the first time.
+        assert.equal(b.pending, 0);
+        assert.equal(idle, 1, `listening: ${listening}`);
+      }
+    },
+    hooks,
+  );
+});
+
+test("without a dispatcher's hook, a call that needs its address is sent again with the request's own", { timeout: 30_000 }, async () => {
+  await withPool(1, async (_pool, batcher) => {
+    const a = await batcher.run({ ...request('address'), ip: '192.0.2.7' }, 'call', ADDRESS_UNREAD);
+    assert.equal(JSON.parse(String(a.body)).ip, '192.0.2.7');
+    assert.equal(batcher.pending, 0);
+  });
 });
