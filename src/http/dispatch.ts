@@ -138,7 +138,8 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
     const callerOf = (req: Request): string => req.apiKey || (req.authorization ?? '');
     // A call that crossed without its address, answered that a rule needs it, is sent again with it by the batcher.
     // Handled there rather than in a `then` of every call's answer, as is counting it in flight: the two promises a
-    // call had for them cost the pooled gateway 2-4% of its calls per CPU-s (bench/results/levers-2026-12-06-pooled-promises).
+    // call had for them cost the pooled gateway about 4% of its calls per CPU-s, the median of 10 rounds
+    // (bench/results/levers-2026-12-06-pooled-promises, -2).
     const batcher = createCallBatcher(
       pool,
       answers,
