@@ -84,8 +84,9 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
   // Calls in flight, for shutdown: counted here, and the batched ones by their batcher (no promise of their own for it).
   let inFlight = 0;
   let idleWaiters: Array<() => void> = [];
+  const isIdle = () => inFlight === 0 && (batches === null || batches.pending === 0);
   const wake = () => {
-    if (inFlight > 0 || (batches !== null && batches.pending > 0)) return;
+    if (!isIdle()) return;
     for (const w of idleWaiters) w();
     idleWaiters = [];
   };
@@ -193,7 +194,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
     get refused() {
       return refused + (batches?.refused ?? 0);
     },
-    idle: () => (inFlight === 0 && (batches === null || batches.pending === 0) ? Promise.resolve() : new Promise<void>((r) => idleWaiters.push(r))),
+    idle: () => (isIdle() ? Promise.resolve() : new Promise<void>((r) => idleWaiters.push(r))),
     close: () => close(),
   };
 }
