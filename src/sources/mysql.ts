@@ -360,13 +360,17 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     /** The turn whose connection this read rides on, and its statement there. */
     let rides: Turn | null = null;
     let ahead: Prepared | undefined;
+    /** Whether the server limits this statement itself; known once a session has asked which server it is. */
+    let serverLimited: boolean | undefined;
     if (opts.readOnly && !opts.resetSession && joinAtMost > 1 && ms > 0) {
       if (turn === null || turn.joined >= joinAtMost) lead = turn = newTurn(ms);
       else if (turn.ms === ms) {
         const joined = turn; // not necessarily the turn any more once it has opened: a full one gives way
         joined.joined++;
         if (joined.c === null) await joined.opened;
-        ahead = joinable(joined, text);
+        // Only a statement the server limits itself rides, so no call on the connection needs a KILL in time.
+        if (joined.c !== null) serverLimited = limitedByServer(text);
+        if (serverLimited) ahead = joinable(joined, text);
         if (ahead) {
           joined.holders++;
           rides = joined;
@@ -403,8 +407,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
         await query(c, mariadb ? `SET SESSION max_statement_time = ${ms / 1000}` : `SET SESSION max_execution_time = ${ms}`);
         session.sessionMs = ms;
       }
-      // MariaDB limits every statement; MySQL's limit covers SELECT only, the rest rely on the timer.
-      const serverLimited = mariadb === true || leadingWord(text) === 'select';
+      serverLimited ??= limitedByServer(text);
       const killAfter = ms === 0 ? 0 : serverLimited ? ms + KILL_BACKSTOP_MS : ms;
       // A turn's leader opens it (Turn) if the server limits its statement, so no call on it needs a KILL in time.
       if (lead && !serverLimited) abandon(lead);
@@ -440,13 +443,18 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     return { c: null, holders: 0, spoiled: false, ms, joined: 1, opened, open, ended: false };
   }
 
+  /** MariaDB limits every statement; MySQL's limit covers SELECT only, the rest rely on the timer. */
+  function limitedByServer(text: string): boolean {
+    return mariadb === true || leadingWord(text) === 'select';
+  }
+
   /**
    * The statement a read can send on the open turn's connection, already prepared there; undefined when it must take
-   * a connection of its own: the turn did not open, the server would not limit the statement itself, the connection
-   * failed, or the statement is not in its cache (preparing is a round trip of its own).
+   * a connection of its own: the turn did not open, the connection failed, or the statement is not in its cache
+   * (preparing is a round trip of its own).
    */
   function joinable(t: Turn, text: string): Prepared | undefined {
-    if (t.c === null || t.ended || !(mariadb === true || leadingWord(text) === 'select')) return undefined;
+    if (t.c === null || t.ended) return undefined;
     const wire = t.c as unknown as Wire;
     if (wire._fatalError) return undefined;
     return wire._statements.get(STATEMENT_KEY_PREFIX + text);
