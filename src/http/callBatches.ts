@@ -129,7 +129,6 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
     const failure = new Error(`executor thread ${executor} stopped`);
     for (const id of waiters.ids()) if (waiters.get(id)?.executor === executor) claim(id)?.reject(failure);
     admit();
-    if (waiters.size === 0) idle();
   }
 
   /** The listening executor with the fewest calls in hand, if any listens. */
@@ -144,19 +143,19 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
       const w = claim(answerIdAt(batch, at));
       if (!w) continue;
       const a = answerAt(batch, at);
-      // Sent again before any other is admitted, so the pending count never passes through 0 meanwhile.
+      // Sent again before admit, so the pending count never passes through 0 meanwhile.
       w.resolve(a.addressNeeded && w.unread ? addressNeeded(w.unread, w.task) : a);
     }
     admit();
-    if (waiters.size === 0) idle();
   }
 
-  /** Moves queued calls into this turn's batch while there is room. */
+  /** After calls are settled: moves queued calls into this turn's batch while there is room, and tells the dispatcher when none is left. */
   function admit(): void {
     while (queued.length && running < limits.running) {
       const call = queued.shift()!;
       take(call.id, call.task, call.req, call.ip, call.changes);
     }
+    if (waiters.size === 0) idle();
   }
 
   function take(id: number, task: CallTask, req: Request, ip: string, changes: number | undefined): void {
@@ -183,7 +182,6 @@ export function createCallBatcher(pool: Piscina, scope: string, limits: { runnin
     (pool.run(calls, { name: 'batch' }) as Promise<AnswerBatch>).then(settle, (err: unknown) => {
       for (let at = 0; at < calls.length; at += CALL_SLOTS) claim(callIdAt(calls, at))?.reject(err);
       admit();
-      if (waiters.size === 0) idle();
     });
   }
 

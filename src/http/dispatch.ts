@@ -186,7 +186,7 @@ export function createDispatcher(config: Config, limiterMemory: SharedArrayBuffe
   }
 
   return {
-    run: (req, transfer, task) => run(req, transfer, task),
+    run,
     catalog: (task) => counted(named('catalog', task)),
     mcp: (task) => counted(named('mcp', { ...task, request: plainRequest(task.request, changesPosted()) })),
     mcpTools: (task) => counted(named('mcpTools', task)),
