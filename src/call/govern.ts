@@ -108,8 +108,7 @@ export function governCall(
   }
   if (pooled && !reset && (analysis === null || analysis.tables.some((t) => !resolveTable(known.schema, t)?.columns))) reset = true;
   if (!rules && !tables) return reset ? UNMASKED_RESET : UNMASKED;
-  // The caller's rules as the result cache fingerprints them (tables and masks): one string per key row.
-  const slot = `${plan.id}\u0000${policyFingerprint(caller)}\u0000${known.fingerprint}`;
+  const slot = traceSlot(plan, policyFingerprint(caller), known.fingerprint);
   const traced = g.traces.get(slot);
   if (traced) return reset ? { ...traced, resetSession: true } : traced;
   // Refusals are not kept: thrown each time.
@@ -119,6 +118,28 @@ export function governCall(
     return reset ? { ...t, resetSession: true } : t;
   };
   return rules ? traceMasks(g, plan, key?.mask_predicates === 'refuse', rules, known, connection).then(kept) : kept(UNMASKED);
+}
+
+/** Each plan's last trace key, with the two fingerprints it was made of. */
+const slots = new WeakMap<CallPlan, { policy: string; schema: string; slot: string }>();
+
+/**
+ * The trace cache's key: the plan, the caller's rules as the result cache fingerprints them (tables and masks: one
+ * string per key row) and the schema's fingerprint. Kept per plan while its fingerprints stay the same, so nearly every
+ * call finds the same string, whose hash V8 keeps: made afresh, each governed call built a string of a hundred
+ * characters or more and hashed it, about 0.4 µs against 0.04 (a probe of the two, with lru-cache's get).
+ */
+function traceSlot(plan: CallPlan, policy: string, schema: string): string {
+  const last = slots.get(plan);
+  if (last !== undefined && last.policy === policy && last.schema === schema) return last.slot;
+  const slot = `${plan.id}\u0000${policy}\u0000${schema}`;
+  if (last === undefined) slots.set(plan, { policy, schema, slot });
+  else {
+    last.policy = policy;
+    last.schema = schema;
+    last.slot = slot;
+  }
+  return slot;
 }
 
 async function traceMasks(

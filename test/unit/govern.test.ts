@@ -355,6 +355,12 @@ describe('masking over a real SQLite connection', () => {
     const other = await governCall(g, plan, key({ mask: [{ column: 'customers.email', action: 'drop' }] }), 'q', conn, source);
     assert.notEqual(other, first);
     assert.deepEqual(other.masked, [{ column: 'email', action: 'drop' }]);
+    // callers taking turns on one plan each find their own trace again
+    for (let i = 0; i < 3; i++) {
+      assert.equal(await governCall(g, plan, key({ mask: rules }), 'q', conn, source), first);
+      assert.equal(await governCall(g, plan, key({ mask: [{ column: 'customers.email', action: 'drop' }] }), 'q', conn, source), other);
+    }
+    assert.equal(g.secretReads, 1, 'nothing traced again');
     // and so is another plan with the same rules
     const plan2 = planCall('cached-2', version('SELECT email FROM customers'), 'sqlite');
     assert.notEqual(await governCall(g, plan2, key({ mask: rules }), 'q', conn, source), first);
