@@ -18,7 +18,8 @@
 // --place here puts the recorder on this thread, as a PostgreSQL store does; --place executor on the executor thread that
 // makes the runs, as the gateway inline (the acceptor's thread) and pooled (one executor's) do with a PostgreSQL store, its
 // work then counted in the executor's column; --runs lookup makes every run as the seeds'
-// account lookup does (one query, one version, one key), so history keeps 50 of each batch, not nearly every run.
+// account lookup does (one query, one version, one key), so history keeps 50 of each batch, not nearly every run;
+// --runs governed the same with the seeds' governed key (each run holding its trace's mask list).
 //
 // Results go to bench/results/recorder-<date>/ (results.jsonl + README.md), or recorder-<date>-<suffix>/ (--suffix), in
 // either mode.
@@ -502,7 +503,7 @@ async function pathRound(store: Store, build: string, roundNo: number): Promise<
         warmupS: 2,
         seconds: SECONDS,
         max: 10_000,
-        runs: args.runs === 'lookup' ? 'lookup' : 'synthetic',
+        runs: args.runs === 'lookup' || args.runs === 'governed' ? args.runs : 'synthetic',
         hostsRecorder: place === 'executor',
       },
     });
@@ -607,13 +608,13 @@ function pathReport(rows: PathRow[]): string {
   return [
     '# Recording, the whole way: CPU per run on each thread (bench/recorder.ts --path)',
     '',
-    `Run on ${new Date().toISOString()} with \`node dist/bench/recorder.js --path --dist ${args.dist} --rate ${args.rate} --seconds ${SECONDS} --rounds ${ROUNDS}${args['no-pg'] ? ' --no-pg' : ''}${args['no-sqlite'] ? ' --no-sqlite' : ''}${args.place !== 'thread' ? ` --place ${args.place}` : ''}${args.runs === 'lookup' ? ' --runs lookup' : ''}\`: ` +
+    `Run on ${new Date().toISOString()} with \`node dist/bench/recorder.js --path --dist ${args.dist} --rate ${args.rate} --seconds ${SECONDS} --rounds ${ROUNDS}${args['no-pg'] ? ' --no-pg' : ''}${args['no-sqlite'] ? ' --no-sqlite' : ''}${args.place !== 'thread' ? ` --place ${args.place}` : ''}${args.runs !== 'synthetic' ? ` --runs ${args.runs}` : ''}\`: ` +
       `${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}; the machine is shared (load average below).`,
     '',
     `An executor thread makes ${fmt(Number(args.rate))} runs a second (2 s warm-up, then ${SECONDS} s measured) through record() and a RunBatcher, ` +
       `after ${SECONDS} s of the same loop without record() (its CPU per run in brackets: the pacing, timers and arguments, to subtract), ` +
-      (args.runs === 'lookup'
-        ? "as the seeds' account lookup's calls end (one query, one version, one key, a request id each, none failing); its batches"
+      (args.runs === 'lookup' || args.runs === 'governed'
+        ? `as the seeds' account lookup's calls end (one query, one version, one key, a request id each, none failing${args.runs === 'governed' ? "; the governed key's, each run holding its trace's mask list" : ''}); its batches`
         : 'as calls ending in an executor do (50 queries × 4 versions, 200 keys, one run in 50 failing); its batches') +
       ' cross the runs BroadcastChannel to ' +
       (args.place === 'here'

@@ -13,8 +13,11 @@ export interface ExecutorData {
   warmupS: number;
   seconds: number;
   max: number;
-  /** 'lookup': every run as the seeds' account lookup makes it (one query, one version, one key; no failures). */
-  runs?: 'synthetic' | 'lookup';
+  /**
+   * 'lookup': every run as the seeds' account lookup makes it (one query, one version, one key; no failures);
+   * 'governed': the same with the seeds' governed key, its runs holding the trace's mask list (`abalance` hashed).
+   */
+  runs?: 'synthetic' | 'lookup' | 'governed';
   /** The recorder runs here too, hosted as an executor's 'record' task: its port comes in a { kind: 'record' } message. */
   hostsRecorder?: boolean;
 }
@@ -40,7 +43,9 @@ const failure = { code: 'query_timeout', message: 'canceling statement due to st
 const queries = Array.from({ length: 50 }, (_, i) => `monthly_revenue_${i}`);
 const keys = Array.from({ length: 200 }, (_, i) => `mobile-key-${i}`);
 const requestIds = Array.from({ length: 4096 }, (_, i) => (0x5f3a0000 + i).toString(16).padStart(12, '0'));
-const lookup = data.runs === 'lookup';
+const lookup = data.runs === 'lookup' || data.runs === 'governed';
+/** A governed call's runs all hold its trace's list, one array (call/govern.ts). */
+const masked = data.runs === 'governed' ? [{ column: 'abalance', action: 'hash' as const }] : null;
 // A lookup's request ids as the server makes them (24 hex digits, requestIdFrom), each one used once in 4,096 runs.
 if (lookup) for (let i = 0; i < requestIds.length; i++) requestIds[i] = randomBytes(12).toString('hex');
 
@@ -57,7 +62,7 @@ function make(n: number, executedAt: string): void {
     // A call's target, as savedRun() makes one per call.
     if (lookup) {
       const t = { query: queries[0], version: 1, connectionName: 'warehouse', executedAt, transport: 'rest' as const };
-      record(runs, t, keys[0], requestIds[k & 4095], 1, k % 3, (k % 2) / 10, null, null);
+      record(runs, t, keys[0], requestIds[k & 4095], 1, k % 3, (k % 2) / 10, masked, null);
       continue;
     }
     const t = { query: queries[k % 50], version: 1 + (k % 4), connectionName: 'warehouse', executedAt, transport: 'rest' as const };

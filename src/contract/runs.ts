@@ -138,6 +138,22 @@ export function hasExtra(run: RunRecord): boolean {
   );
 }
 
+/**
+ * Whether the run's one optional field is its mask list (a governed call's run that did not fail): runs of one plan and
+ * key share that list, the trace's own array, never changed once traced (call/govern.ts).
+ */
+export function onlyMasked(run: RunRecord): boolean {
+  return (
+    run.masked !== undefined &&
+    run.error === undefined &&
+    run.code === undefined &&
+    run.sql === undefined &&
+    run.sql_truncated === undefined &&
+    run.sql_sha256 === undefined &&
+    run.params === undefined
+  );
+}
+
 const FIXED = new Set([
   'id',
   'query',

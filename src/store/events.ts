@@ -32,7 +32,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { copyField, fromCopyField, type SqlDb } from './sql.js';
 import type { EventRow, RunRecord } from '../contract/messages.js';
-import { extraJson, hasExtra } from '../contract/runs.js';
+import { extraJson, hasExtra, onlyMasked } from '../contract/runs.js';
 
 export interface EventReadOptions {
   /** Events with an id above this one (default 0: from the oldest kept). */
@@ -501,16 +501,20 @@ function pageLine(r: RunRecord): string {
 
 /**
  * The fields a page's runs mostly have in common, as the last run's line wrote them: up to the request id (its second,
- * query, key, status, version, kind, connection, no optional fields), and the transport after the numbers. Made again
+ * query, key, status, version, kind, connection, optional fields), and the transport after the numbers. Made again
  * only when a run differs in one of them; copyField's tests and the joins of those fields had been about half the cost
- * of making a line.
+ * of making a line. A run's optional fields are its own (an error's message, an ad-hoc run's text), but for a mask list
+ * alone: the runs of a governed plan and key all hold the same array (onlyMasked), so they share its JSON too. Made for
+ * each such run, it had cost a governed lookup's recording about 1 µs of CPU a run (.probe, a CPU profile of the
+ * gateway inline on each key).
  */
 const shared = { run: null as RunRecord | null, head: '', tail: '' };
 function shareFields(r: RunRecord): void {
   const s = shared.run;
   const extra = hasExtra(r);
+  const own = extra && !onlyMasked(r);
   if (
-    extra ||
+    own ||
     s === null ||
     r.executed_at !== s.executed_at ||
     r.query !== s.query ||
@@ -519,12 +523,13 @@ function shareFields(r: RunRecord): void {
     r.version !== s.version ||
     r.kind !== s.kind ||
     r.connection_name !== s.connection_name ||
-    r.transport !== s.transport
+    r.transport !== s.transport ||
+    r.masked !== s.masked
   ) {
     shared.head = `${copyField(r.executed_at)}\t${copyField(r.query)}\t${copyField(r.key_name)}\t${copyField(r.status)}\t${extra ? extraJson(r) : '{}'}\t${lineNumber(r.version)}\t${copyField(r.kind)}\t${copyField(r.connection_name)}\t`;
     shared.tail = `\t${copyField(r.transport)}`;
   }
-  shared.run = extra ? null : r; // a run's optional fields are its own
+  shared.run = own ? null : r;
 }
 
 /** A number in a line: as JSON would give it back (null, NaN and the infinities as null). */

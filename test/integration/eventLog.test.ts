@@ -331,6 +331,32 @@ for (const make of [sqliteEngine, postgresEngine]) {
       const written = [...(await log.append(made)), ...(await log.append(shuffled)), ...(await log.append([base, base]))];
       assert.deepEqual(await readAll(log, 0, 1000), JSON.parse(JSON.stringify(written)));
     });
+    test('governed runs: those holding one mask list share its JSON; another list, an equal copy, or a failure beside it read back as their own', async () => {
+      const db = await engine.fresh(true);
+      const log = await EventLog.open(db, { retentionS: 3600 });
+      const base: RunRecord = { ...run(), status: 'success' };
+      delete base.error;
+      delete base.code;
+      const hashed = [{ column: 'abalance', action: 'hash' }];
+      const dropped = [{ column: 'abalance', action: 'drop' }];
+      const made: RunRecord[] = [
+        { ...base, masked: hashed },
+        { ...base, masked: hashed, request_id: 'r2' },
+        { ...base, masked: dropped },
+        { ...base, masked: [...hashed] },
+        { ...base, masked: hashed, status: 'error', error: 'boom', code: 'query_failed' },
+        { ...base, masked: hashed },
+        base,
+        { ...base, masked: dropped },
+      ];
+      const written = [...(await log.append(made)), ...(await log.append([...made].reverse()))];
+      const read = await readAll(log, 0, 1000);
+      assert.deepEqual(read, JSON.parse(JSON.stringify(written)));
+      assert.deepEqual(
+        read.map((e) => (e as RunRecord).masked?.[0]?.action ?? null),
+        ['hash', 'hash', 'drop', 'hash', 'hash', 'hash', null, 'drop', 'drop', null, 'hash', 'hash', 'hash', 'drop', 'hash', 'hash'],
+      );
+    });
     test('lines written as releases before stop 57 wrote them (the rest as JSON) read back beside lines of this release', async () => {
       const db = await engine.fresh(true);
       const log = await EventLog.open(db, { retentionS: 3600 });
