@@ -73,6 +73,8 @@ export interface Variant {
   nodeArgs: string[];
   /** MAIN=<a build's dist/src/main.js>: another build (a baseline) run in the same cells. */
   main?: string;
+  /** KEY=governed: the lookup called with the seeds' governed key (accountLookup), not the plain one. */
+  governed: boolean;
 }
 
 /**
@@ -83,8 +85,9 @@ export function parseVariant(spec: string): Variant {
   const colon = spec.indexOf(':');
   const [name, envs] = colon < 0 ? [spec, ''] : [spec.slice(0, colon), spec.slice(colon + 1)];
   const pairs = envs.split(',').filter(Boolean);
-  const { NODE_ARGS = '', MAIN, ...env } = Object.fromEntries(pairs.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
-  return { name, env, nodeArgs: NODE_ARGS.split(' ').filter(Boolean), main: MAIN };
+  const { NODE_ARGS = '', MAIN, KEY = 'plain', ...env } = Object.fromEntries(pairs.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+  if (KEY !== 'plain' && KEY !== 'governed') throw new Error(`variant ${name}: KEY is plain or governed, not ${KEY}`);
+  return { name, env, nodeArgs: NODE_ARGS.split(' ').filter(Boolean), main: MAIN, governed: KEY === 'governed' };
 }
 
 /** A management API client for `url` with the admin key: JSON in, JSON out, throws on 4xx/5xx. */
@@ -144,7 +147,11 @@ export async function mysqlConnection(api: Gateway['api'], name: string, myUrl: 
  * The seeds' lookup on a gateway: the connection `oltp` to the pgbench database at `dbUrl` (or `my` to
  * a MariaDB one, for a mysql:// URL), the saved query `account` and a plain key `p` for it; the wrk URL pattern (a random aid) and the key's secret.
  */
-export async function accountLookup(g: Pick<Gateway, 'url' | 'api'>, dbUrl: string): Promise<{ url: string; key: string }> {
+/** The seeds' governed key's rules (bench/oltp.ts): the tables it may read, and `abalance` hashed. */
+const GOVERNED = { allowed_tables: ['pgbench_accounts', 'pgbench_branches'], mask: [{ column: '*.abalance', action: 'hash' }] };
+
+/** The account lookup on a gateway, and a key for it: plain, or with the seeds' governed rules. */
+export async function accountLookup(g: Pick<Gateway, 'url' | 'api'>, dbUrl: string, governed = false): Promise<{ url: string; key: string }> {
   // bench/peers.ts fills the same table on MariaDB (qag_bench_my).
   const connection = dbUrl.startsWith('mysql:') ? 'my' : 'oltp';
   if (connection === 'my') await mysqlConnection(g.api, connection, dbUrl);
@@ -157,7 +164,8 @@ export async function accountLookup(g: Pick<Gateway, 'url' | 'api'>, dbUrl: stri
     sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid',
     parameters: { aid: { type: 'int', required: true } },
   });
-  const { secret } = await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [] });
+  const rules = governed ? GOVERNED : {};
+  const { secret } = await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [], ...rules });
   return { url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: secret };
 }
 
@@ -183,7 +191,7 @@ export async function lookupCell(v: Variant, dbUrl: string, nodeArgs: string[] =
     rmSync(home, { recursive: true, force: true });
   };
   try {
-    return { ...(await accountLookup(g, dbUrl)), pid: g.pid, stop };
+    return { ...(await accountLookup(g, dbUrl, v.governed)), pid: g.pid, stop };
   } catch (e) {
     await stop(); // a failed setup leaves no server behind to disturb later runs
     throw e;

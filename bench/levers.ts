@@ -3,7 +3,8 @@
 //   node dist/bench/levers.js --pg postgres://postgres@127.0.0.1:5432/qag_oltp_bench [--seconds 5] [--rounds 3] [--callers 32]
 //        (--pg mysql://root@127.0.0.1:3306/qag_bench_my: the lookup on MariaDB, its floor node:http + mysql2)
 //        [--variant 'name:ENV=V,ENV2=V2' ...]   (MAIN=<a build's dist/src/main.js> runs that build,
-//        NODE_ARGS='<node flags>' starts it with them; QUERYAPIGATE_DATABASE_URL=postgres://.../<db> puts its
+//        NODE_ARGS='<node flags>' starts it with them; KEY=governed calls with the seeds' governed key (allowed tables,
+//        abalance hashed) instead of the plain one; QUERYAPIGATE_DATABASE_URL=postgres://.../<db> puts its
 //        store there, a database this bench drops and creates afresh for every cell) [--floor-args '<node flags>']
 // With a local PostgreSQL server, each cell also gives the CPU its backends spent a call, for the lookup's database and
 // the cell's store (bench/dbCpu.ts). Variants must keep the log level at info or below: the start is seen by its
@@ -105,7 +106,7 @@ try {
   await admin?.end();
 }
 const floorPerCpu = median(got.get('floor')!.map((x) => x.perCpu));
-let md = `# Levers on the account lookup (${today()})\n\nMade with \`node dist/bench/levers.js ${process.argv.slice(2).join(' ')}\`: ${values.callers} caller(s), ${values.seconds} s cells, ${values.rounds} interleaved rounds, medians; metadata cache on, plain key. Calls per CPU-s count the gateway's (or the floor's) process; the PostgreSQL server's backends are apart, as µs of CPU a call for the lookup's database and the cell's store (bench/dbCpu.ts; - where not measured).\n\n| Cell | req/s | calls per CPU-s | ÷ floor per CPU-s | p50 ms | p99 ms | RSS after, MiB | PostgreSQL µs a call: lookup, store |\n|---|---|---|---|---|---|---|---|\n`;
+let md = `# Levers on the account lookup (${today()})\n\nMade with \`node dist/bench/levers.js ${process.argv.slice(2).join(' ')}\`: ${values.callers} caller(s), ${values.seconds} s cells, ${values.rounds} interleaved rounds, medians; metadata cache on, a plain key unless the variant says KEY=governed (allowed_tables pgbench_accounts and pgbench_branches, \`*.abalance\` hashed: bench/oltp.ts's governed key). Calls per CPU-s count the gateway's (or the floor's) process; the PostgreSQL server's backends are apart, as µs of CPU a call for the lookup's database and the cell's store (bench/dbCpu.ts; - where not measured).\n\n| Cell | req/s | calls per CPU-s | ÷ floor per CPU-s | p50 ms | p99 ms | RSS after, MiB | PostgreSQL µs a call: lookup, store |\n|---|---|---|---|---|---|---|---|\n`;
 const dbMedian = (xs: Array<number | null>) => (xs.every((x) => x !== null) ? median(xs as number[]).toFixed(1) : '-');
 for (const [name, xs] of got) {
   const perCpu = median(xs.map((x) => x.perCpu));
