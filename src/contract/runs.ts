@@ -30,6 +30,8 @@ export class RunPacker {
   #texts: string[] = [];
   #index = new Map<string, number>();
   #n = 0;
+  /** The last mask list met alone in a run, and its JSON: a governed plan and key's runs all hold one array (onlyMasked). */
+  #masked: { list: RunRecord['masked']; json: string } | null = null;
 
   /** `capacity`: the most runs one batch holds. */
   constructor(readonly capacity: number) {
@@ -56,7 +58,18 @@ export class RunPacker {
     c[at + Field.DurationMs] = run.duration_ms ?? Number.NaN;
     c[at + Field.SerializationMs] = run.serialization_ms ?? Number.NaN;
     c[at + Field.Transport] = this.#text(run.transport);
-    c[at + Field.Extra] = hasExtra(run) ? this.#texts.push(extraJson(run)) - 1 : -1;
+    c[at + Field.Extra] = hasExtra(run) ? this.#text(this.#extra(run)) : -1;
+  }
+
+  /** The run's optional fields as JSON; a mask list alone made into JSON once while the runs hold the same array. */
+  #extra(run: RunRecord): string {
+    if (!onlyMasked(run)) return extraJson(run);
+    let last = this.#masked;
+    if (last === null || last.list !== run.masked) {
+      last = { list: run.masked, json: extraJson(run) };
+      this.#masked = last;
+    }
+    return last.json;
   }
 
   /** The batch so far, packed (its cells copied out), and an empty one to fill next. */
@@ -88,9 +101,14 @@ export function packRuns(runs: ReadonlyArray<RunRecord | EventRow>): PackedRuns 
   return packed;
 }
 
-/** The runs as objects, their fields in the order record() gives them (so their JSON reads the same). */
+/**
+ * The runs as objects, their fields in the order record() gives them (so their JSON reads the same). Runs whose optional
+ * fields had one text share what it reads as (a governed plan and key's runs, one mask list), as they did before they
+ * were packed: the event log then makes its JSON once for them (store/events.ts shareFields).
+ */
 export function unpackRuns(p: PackedRuns): RunRecord[] {
   const out = new Array<RunRecord>(p.n);
+  const extras = new Map<number, Partial<RunRecord>>();
   const { texts: t, cells: c } = p;
   const text = (i: number) => (i < 0 ? null : t[i]);
   const num = (x: number) => (Number.isNaN(x) ? null : x);
@@ -110,7 +128,14 @@ export function unpackRuns(p: PackedRuns): RunRecord[] {
       transport: t[c[at + Field.Transport]],
     };
     const extra = c[at + Field.Extra];
-    if (extra >= 0) Object.assign(run, JSON.parse(t[extra]));
+    if (extra >= 0) {
+      let fields = extras.get(extra);
+      if (fields === undefined) {
+        fields = JSON.parse(t[extra]) as Partial<RunRecord>;
+        extras.set(extra, fields);
+      }
+      Object.assign(run, fields);
+    }
     out[r] = run;
   }
   return out;

@@ -77,6 +77,24 @@ test('a packer used batch after batch gives each run its own texts, whatever the
   }
 });
 
+test("governed runs holding one mask list unpack holding one list again; another list, or a failure's fields, stay their own", () => {
+  type List = NonNullable<RunRecord['masked']>;
+  const hashed: List = [{ column: 'abalance', action: 'hash' }];
+  const governed = (request_id: string, list: List = hashed): RunRecord => ({ ...saved, request_id, masked: list });
+  const packer = new RunPacker(64);
+  const runs = [governed('g1'), governed('g2'), governed('g3', [{ column: 'abalance', action: 'drop' }]), governed('g4', [...hashed]), failed, governed('g5')];
+  for (const batch of [runs, [...runs].reverse()]) {
+    for (const r of batch) packer.add(r);
+    const packed = structuredClone(packer.take());
+    const back = unpackRuns(packed);
+    assert.deepEqual(back, batch);
+    for (let i = 0; i < batch.length; i++) assert.equal(JSON.stringify(back[i]), JSON.stringify(batch[i]));
+    const lists = new Set(back.filter((r) => r.status === 'success').map((r) => r.masked));
+    assert.equal(lists.size, 2, 'one list for every run whose list had the same text, one for the other');
+    assert.equal(packed.texts.filter((x) => x.includes('abalance')).length, 2, 'each list text once in the batch');
+  }
+});
+
 test('events unpack with their ids first, as the event log returns them', () => {
   const events: EventRow[] = [Object.assign({ id: 41 }, saved), Object.assign({ id: 2 ** 40 }, adhoc)];
   const back = unpackEvents(structuredClone(packRuns(events)));
