@@ -30,7 +30,7 @@ export class RunPacker {
   #texts: string[] = [];
   #index = new Map<string, number>();
   #n = 0;
-  /** The last mask list met alone in a run, and its JSON: a governed plan and key's runs all hold one array (onlyMasked). */
+  /** The last mask list met alone in a run, and its JSON: a governed plan and key's runs all hold one array (hasOwnExtra). */
   #masked: { list: RunRecord['masked']; json: string } | null = null;
 
   /** `capacity`: the most runs one batch holds. */
@@ -58,12 +58,11 @@ export class RunPacker {
     c[at + Field.DurationMs] = run.duration_ms ?? Number.NaN;
     c[at + Field.SerializationMs] = run.serialization_ms ?? Number.NaN;
     c[at + Field.Transport] = this.#text(run.transport);
-    c[at + Field.Extra] = hasExtra(run) ? this.#text(this.#extra(run)) : -1;
+    c[at + Field.Extra] = hasOwnExtra(run) ? this.#text(extraJson(run)) : run.masked !== undefined ? this.#text(this.#maskedJson(run)) : -1;
   }
 
-  /** The run's optional fields as JSON; a mask list alone made into JSON once while the runs hold the same array. */
-  #extra(run: RunRecord): string {
-    if (!onlyMasked(run)) return extraJson(run);
+  /** A run's mask list alone as JSON, made once while the runs hold the same array. */
+  #maskedJson(run: RunRecord): string {
     let last = this.#masked;
     if (last === null || last.list !== run.masked) {
       last = { list: run.masked, json: extraJson(run) };
@@ -152,30 +151,22 @@ export function unpackEvents(p: PackedRuns): EventRow[] {
 
 /** Whether the run has any of the optional fields (error, code, masked, an ad-hoc run's sql and params). */
 export function hasExtra(run: RunRecord): boolean {
+  return run.masked !== undefined || hasOwnExtra(run);
+}
+
+/**
+ * Whether the run has optional fields of its own, beyond a mask list: a failure's, an ad-hoc run's. A run without them
+ * but with a mask list is a governed call's that did not fail; runs of one plan and key hold the same list, the trace's
+ * own array, never changed once traced (call/govern.ts).
+ */
+export function hasOwnExtra(run: RunRecord): boolean {
   return (
     run.error !== undefined ||
     run.code !== undefined ||
-    run.masked !== undefined ||
     run.sql !== undefined ||
     run.sql_truncated !== undefined ||
     run.sql_sha256 !== undefined ||
     run.params !== undefined
-  );
-}
-
-/**
- * Whether the run's one optional field is its mask list (a governed call's run that did not fail): runs of one plan and
- * key share that list, the trace's own array, never changed once traced (call/govern.ts).
- */
-export function onlyMasked(run: RunRecord): boolean {
-  return (
-    run.masked !== undefined &&
-    run.error === undefined &&
-    run.code === undefined &&
-    run.sql === undefined &&
-    run.sql_truncated === undefined &&
-    run.sql_sha256 === undefined &&
-    run.params === undefined
   );
 }
 

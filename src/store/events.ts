@@ -32,7 +32,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { copyField, fromCopyField, type SqlDb } from './sql.js';
 import type { EventRow, RunRecord } from '../contract/messages.js';
-import { extraJson, hasExtra, onlyMasked } from '../contract/runs.js';
+import { extraJson, hasExtra, hasOwnExtra } from '../contract/runs.js';
 
 export interface EventReadOptions {
   /** Events with an id above this one (default 0: from the oldest kept). */
@@ -504,15 +504,15 @@ function pageLine(r: RunRecord): string {
  * query, key, status, version, kind, connection, optional fields), and the transport after the numbers. Made again
  * only when a run differs in one of them; copyField's tests and the joins of those fields had been about half the cost
  * of making a line. A run's optional fields are its own (an error's message, an ad-hoc run's text), but for a mask list
- * alone: the runs of a governed plan and key all hold the same array (onlyMasked), so they share its JSON too. Made for
+ * alone: the runs of a governed plan and key all hold the same array, so they share its JSON too. Made for
  * each such run, it had cost a governed lookup's recording about 1 µs of CPU a run (.probe, a CPU profile of the
  * gateway inline on each key).
  */
 const shared = { run: null as RunRecord | null, head: '', tail: '' };
 function shareFields(r: RunRecord): void {
   const s = shared.run;
-  const extra = hasExtra(r);
-  const own = extra && !onlyMasked(r);
+  const own = hasOwnExtra(r);
+  const extra = own || r.masked !== undefined;
   if (
     own ||
     s === null ||
