@@ -2,8 +2,8 @@
 // `*` expanded from the connection's schema) into a per-position plan, and applying a plan to rows.
 // Fails closed: a column that can't be traced while rules exist is refused (mask_unresolvable).
 // Must not import HTTP/uWS or sources.
-import { createHmac } from 'node:crypto';
 import type { ColumnSource, OutputColumn, StatementAnalysis } from './analysis.js';
+import { hmacSha256Hex } from './hmac.js';
 import { findColumn, resolveTable, type Schema, SEP, showRef } from './names.js';
 import { governanceError } from './policy.js';
 
@@ -278,7 +278,7 @@ export function compileMasker(plan: MaskPlan, secret: Buffer): Masker {
   for (let i = 0; i < actions.length; i++) {
     const act = actions[i];
     if (act === 'drop') drops.push(i);
-    else if (act === 'hash') edits.push([i, (v) => hashValue(v, secret)]);
+    else if (act === 'hash') edits.push([i, valueHasher(secret)]);
     else if (act === 'mask') edits.push([i, maskValue]);
     else if (act === 'null') edits.push([i, () => null]);
   }
@@ -306,13 +306,15 @@ function sameColumn(got: string, want: string): boolean {
   return g === w || (g.startsWith(`${w}:`) && /^\d+$/.test(g.slice(w.length + 1)));
 }
 
-/** HMAC-SHA256 of the value's text form, as 16 hex characters; null stays null. */
+/** The hash mask under `secret`: HMAC-SHA256 of a value's text form (bytes as they are), as 16 hex characters; null stays null. */
+export function valueHasher(secret: Buffer): (v: unknown) => string | null {
+  const mac = hmacSha256Hex(secret, 16);
+  return (v) => (v === null || v === undefined ? null : mac(v instanceof Uint8Array ? v : textForm(v)));
+}
+
+/** One value's hash mask (valueHasher makes a masker's, its key's pads hashed once). */
 export function hashValue(v: unknown, secret: Buffer): string | null {
-  if (v === null || v === undefined) return null;
-  const h = createHmac('sha256', secret);
-  if (v instanceof Uint8Array) h.update(v);
-  else h.update(textForm(v), 'utf8');
-  return h.digest('hex').slice(0, 16);
+  return valueHasher(secret)(v);
 }
 
 function textForm(v: unknown): string {
