@@ -19,7 +19,7 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
-/** A child process started as `node args...`, once it printed "listening on <url>". */
+/** A child process started as `node args...` (or `command args...`), once it printed "listening on <url>". */
 export interface Listening {
   url: string;
   pid: number;
@@ -33,8 +33,8 @@ export interface Listening {
  * an access line per call, and searching all of it on every chunk cost this process more CPU the
  * longer a cell ran, CPU taken from the server it measures on a 2-core machine.
  */
-export async function spawnListening(args: string[], env: Record<string, string> = {}): Promise<Listening> {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function spawnListening(args: string[], env: Record<string, string> = {}, command = process.execPath): Promise<Listening> {
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const chunks: Buffer[] = [];
   const output = () => Buffer.concat(chunks).toString();
   const exited = new Promise<void>((r) => child.on('exit', () => r()));
@@ -164,9 +164,18 @@ export async function accountLookup(g: Pick<Gateway, 'url' | 'api'>, dbUrl: stri
     sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid',
     parameters: { aid: { type: 'int', required: true } },
   });
-  const rules = governed ? GOVERNED : {};
-  const { secret } = await g.api<{ secret: string }>('POST', '/api/v1/api-keys', { name: 'p', queries: ['account'], connections: [], ...rules });
-  return { url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key: secret };
+  const key = governed ? await governedKey(g.api, 'p') : await lookupKey(g.api, 'p', {});
+  return { url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key };
+}
+
+/** A key `name` for the account lookup with the seeds' governed rules; its secret. */
+export function governedKey(api: Gateway['api'], name = 'g'): Promise<string> {
+  return lookupKey(api, name, GOVERNED);
+}
+
+async function lookupKey(api: Gateway['api'], name: string, rules: object): Promise<string> {
+  const { secret } = await api<{ secret: string }>('POST', '/api/v1/api-keys', { name, queries: ['account'], connections: [], ...rules });
+  return secret;
 }
 
 /** A variant's gateway serving the account lookup (accountLookup), as levers and perfCells run it; stop() also removes its home. */
