@@ -168,9 +168,9 @@ export async function accountLookup(g: Pick<Gateway, 'url' | 'api'>, dbUrl: stri
   return { url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key };
 }
 
-/** A key `name` for the account lookup with the seeds' governed rules; its secret. */
-export function governedKey(api: Gateway['api'], name = 'g'): Promise<string> {
-  return lookupKey(api, name, GOVERNED);
+/** A key `name` for the account lookup with the seeds' governed rules (or `rules`); its secret. */
+export function governedKey(api: Gateway['api'], name = 'g', rules: object = GOVERNED): Promise<string> {
+  return lookupKey(api, name, rules);
 }
 
 async function lookupKey(api: Gateway['api'], name: string, rules: object): Promise<string> {

@@ -15,6 +15,7 @@
 //   node dist/bench/instructions.js [--pg postgres://postgres@127.0.0.1:5432/qag_oltp_bench]
 //        [--store postgres://postgres@127.0.0.1:5432/qag_lev_store | --store sqlite] [--warm 3000] [--calls 2000]
 //        [--rounds 3] [--callers 4] [--clock 0.02] [--main <a build's dist/src/main.js>] [--name instructions] [--keep <dir>]
+//        [--node-args='<node flags>']
 // (Debian's valgrind and libfaketime.)
 //
 // A phase: callgrind's counters zeroed, `--calls` calls with one key by `--callers` loops over keep-alive connections
@@ -42,6 +43,8 @@ const { values } = parseArgs({
     name: { type: 'string', default: 'instructions' },
     /** A folder to keep callgrind's dumps in, for callgrind_annotate. */
     keep: { type: 'string' },
+    /** Node flags for the gateway, space-separated (`--perf-basic-prof` writes /tmp/perf-<pid>.map, which names the JIT code the dumps hold as addresses). */
+    'node-args': { type: 'string', default: '' },
   },
 });
 const WARM = Number(values.warm);
@@ -61,7 +64,7 @@ if (!sqliteStore) await freshStore(values.store!);
 // --smc-check: V8 writes the code it compiles into the heap; valgrind must see every such write to run it.
 const valgrind = ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${dumps}.%p`, process.execPath];
 const g = await spawnListening(
-  [...valgrind, ...GATEWAY_NODE_ARGS, values.main!, 'serve'],
+  [...valgrind, ...GATEWAY_NODE_ARGS, ...values['node-args']!.split(' ').filter(Boolean), values.main!, 'serve'],
   {
     QUERYAPIGATE_PORT: '0',
     QUERYAPIGATE_API_KEY: 'bench-admin',

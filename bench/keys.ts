@@ -1,0 +1,129 @@
+// Plain key against governed in one gateway, in CPU time: one process serves the seeds' account lookup to 32 callers
+// with the plain key and with the seeds' governed key (allowed tables, abalance hashed) in turn, a short wrk run each,
+// and charges each run the gateway's CPU. bench/levers.ts KEY=governed compares processes, each with its own JIT and
+// heap and minutes of the machine between them; here both keys share the process and follow each other within
+// seconds, so what differs between neighbouring slices is the key. The figures: each pair's governed calls per CPU-s
+// over plain's, their median and quartiles, and all of a key's calls over all of its CPU.
+//
+//   node dist/bench/keys.js [--pg postgres://postgres@127.0.0.1:5432/qag_oltp_bench]
+//        [--store postgres://postgres@127.0.0.1:5432/qag_lev_store | --store sqlite] [--pairs 30] [--slice 2] [--warm 15]
+//        [--callers 32] [--workers 0] [--main <a build's dist/src/main.js>] [--name keys] [--rules '<the governed key's rules, JSON>']
+//
+// Results go to bench/results/<name>-<date>/ (results.jsonl + README.md).
+import { cpus, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { adminApi, codeVersion, fmt, governedKey, lookupCell, median, writeResults } from './gateway.js';
+import { ensureWrk, runLoad } from './load.js';
+
+const { values } = parseArgs({
+  options: {
+    pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/qag_oltp_bench' },
+    store: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/qag_lev_store' },
+    pairs: { type: 'string', default: '30' },
+    slice: { type: 'string', default: '2' },
+    /** Seconds of each key before the pairs: the governed key's code compiled and its caches filled. */
+    warm: { type: 'string', default: '15' },
+    callers: { type: 'string', default: '32' },
+    workers: { type: 'string', default: '0' },
+    main: { type: 'string', default: fileURLToPath(new URL('../src/main.js', import.meta.url)) },
+    name: { type: 'string', default: 'keys' },
+    /** The governed key's rules as the API takes them (JSON), instead of the seeds' (say, one mask action alone). */
+    rules: { type: 'string' },
+  },
+});
+ensureWrk();
+const PAIRS = Number(values.pairs);
+const SLICE = Number(values.slice);
+const CALLERS = Number(values.callers);
+const rules = values.rules ? (JSON.parse(values.rules) as object) : undefined;
+
+type Key = 'plain' | 'governed';
+interface Row {
+  pair: number;
+  key: Key;
+  calls: number;
+  cpu_s: number;
+  per_cpu_s: number;
+  rps: number;
+  p99_ms: number;
+  non2xx: number;
+}
+
+const env: Record<string, string> = { QUERYAPIGATE_WORKERS: values.workers! };
+if (values.store !== 'sqlite') env.QUERYAPIGATE_DATABASE_URL = values.store!;
+const cell = await lookupCell({ name: 'keys', env, nodeArgs: [], main: values.main, governed: false }, values.pg!);
+const pattern = cell.url;
+const origin = pattern.slice(0, pattern.indexOf('/q/'));
+const secrets: Record<Key, string> = { plain: cell.key, governed: await governedKey(adminApi(origin, 'bench-admin'), 'g', rules) };
+
+const slice = (key: Key, seconds: number) =>
+  runLoad({ randRegexUrl: pattern, duration: seconds, connections: CALLERS, headers: { 'X-API-Key': secrets[key] }, pid: cell.pid });
+
+const rows: Row[] = [];
+const started = new Date();
+const loadBefore = loadavg();
+try {
+  for (const key of ['plain', 'governed'] as Key[]) await slice(key, Number(values.warm));
+  for (let pair = 1; pair <= PAIRS; pair++) {
+    // Each pair's order the other way round from the last's, so neither key always follows the other.
+    for (const key of (pair % 2 ? ['plain', 'governed'] : ['governed', 'plain']) as Key[]) {
+      const r = await slice(key, SLICE);
+      if (r.non2xx + r.errors > 0) throw new Error(`${key}: ${r.non2xx} answers not 2xx and ${r.errors} errors`);
+      const cpu = r.cpu_s ?? 0;
+      rows.push({ pair, key, calls: r.requests, cpu_s: cpu, per_cpu_s: r.requests / cpu, rps: r.rps, p99_ms: r.p99_ms, non2xx: r.non2xx });
+    }
+    const a = rows.at(-2)!.key === 'plain' ? rows.at(-2)! : rows.at(-1)!;
+    const b = a === rows.at(-2) ? rows.at(-1)! : rows.at(-2)!;
+    console.log(`pair ${pair}: plain ${fmt(a.per_cpu_s)}, governed ${fmt(b.per_cpu_s)} calls per CPU-s, ${fmt(b.per_cpu_s / a.per_cpu_s, 3)}`);
+  }
+} finally {
+  await cell.stop();
+}
+
+const of = (key: Key) => rows.filter((r) => r.key === key);
+const ratios = Array.from({ length: PAIRS }, (_, i) => of('governed')[i].per_cpu_s / of('plain')[i].per_cpu_s).sort((a, b) => a - b);
+const quartile = (q: number) => ratios[Math.min(ratios.length - 1, Math.floor(q * ratios.length))];
+const pooled = (key: Key) => of(key).reduce((s, r) => s + r.calls, 0) / of(key).reduce((s, r) => s + r.cpu_s, 0);
+const summary = {
+  median_ratio: median(ratios),
+  q1: quartile(0.25),
+  q3: quartile(0.75),
+  lower: ratios.filter((r) => r < 1).length,
+  pooled_plain: pooled('plain'),
+  pooled_governed: pooled('governed'),
+};
+const governedText = rules
+  ? `a key with the rules \`${JSON.stringify(rules)}\``
+  : "the seeds' governed key (allowed_tables pgbench_accounts, pgbench_branches; `*.abalance` hashed)";
+const markdown = `# Plain key against governed in one gateway, calls per CPU-s (bench/keys.ts)
+
+Run on ${started.toISOString()} with \`node dist/bench/keys.js --pairs ${PAIRS} --slice ${SLICE} --warm ${values.warm} --callers ${CALLERS}
+--workers ${values.workers} --store ${values.store === 'sqlite' ? 'sqlite' : '<PostgreSQL>'}\`: ${cpus().length} × ${cpus()[0]?.model.trim()},
+Node ${process.version}, build ${codeVersion()}; load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after
+${loadavg()
+  .map((l) => l.toFixed(2))
+  .join(' ')}.
+
+One gateway (\`QUERYAPIGATE_WORKERS=${values.workers}\`, metadata cache 5 s, every run recorded, its store
+${values.store === 'sqlite' ? 'SQLite' : 'in PostgreSQL'}) serves the seeds' account lookup (a random aid of 1,000,000 on
+pgbench scale 10) to ${CALLERS} callers (wrk), with the plain key and with ${governedText} in turn: ${values.warm} s of each to warm up, then ${PAIRS} pairs of ${SLICE} s
+slices, the order within a pair alternating. Each slice is charged the gateway's CPU (utime + stime of the process, from
+/proc, 10 ms ticks).
+
+- Governed calls per CPU-s over plain's, pair by pair: median ${fmt(summary.median_ratio, 3)}, quartiles
+  ${fmt(summary.q1, 3)}-${fmt(summary.q3, 3)}, lowest ${fmt(ratios[0], 3)}, highest ${fmt(ratios[ratios.length - 1], 3)};
+  below 1 in ${summary.lower} pairs of ${PAIRS}.
+- All slices together: plain ${fmt(summary.pooled_plain)}, governed ${fmt(summary.pooled_governed)} calls per CPU-s,
+  ${fmt(summary.pooled_governed / summary.pooled_plain, 3)}.
+
+| pair | plain calls per CPU-s | governed calls per CPU-s | governed / plain | plain p99 ms | governed p99 ms |
+|---:|---:|---:|---:|---:|---:|
+${Array.from({ length: PAIRS }, (_, i) => {
+  const p = of('plain')[i];
+  const g = of('governed')[i];
+  return `| ${i + 1} | ${fmt(p.per_cpu_s)} | ${fmt(g.per_cpu_s)} | ${fmt(g.per_cpu_s / p.per_cpu_s, 3)} | ${fmt(p.p99_ms, 2)} | ${fmt(g.p99_ms, 2)} |`;
+}).join('\n')}
+`;
+const dir = writeResults(values.name!, [...rows, { summary }], markdown);
+console.log(`${markdown}\n${dir}`);
