@@ -16,10 +16,13 @@ const IV = Int32Array.from([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x51
 const BLOCK = 64;
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
-// Scratch shared by every call: the functions below never yield, so no two calls overlap.
+// Scratch shared by every call: the functions below never yield, so no two calls overlap. Its size is fixed: a longer
+// text is encoded into bytes of its own, and a message's full blocks are read where they are, so a large value once
+// hashed is not kept. What of a value it holds is zeroed before the call returns.
+const SCRATCH = 4096;
+const scratch = new Uint8Array(SCRATCH);
 const w = new Int32Array(64);
 const state = new Int32Array(8);
-let bytes = new Uint8Array(256);
 const encoder = new TextEncoder();
 
 /** SHA-256's compression of the block in w[0..15] into `s`. */
@@ -76,19 +79,13 @@ function padState(key: Uint8Array, pad: number): Int32Array {
   return s;
 }
 
-/** Scratch bytes for a message of up to `n` bytes and its padding (at most 72 bytes). */
-function room(n: number): void {
-  if (bytes.length < n + 2 * BLOCK) bytes = new Uint8Array(n + 2 * BLOCK);
-}
-
-/** `text` as UTF-8 into the scratch bytes; its length. */
+/** `text`, of at most (SCRATCH - 2 blocks) / 3 characters, as UTF-8 into the scratch; its length in bytes. */
 function encode(text: string): number {
   const n = text.length;
-  room(3 * n);
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
-    if (c >= 0x80) return encoder.encodeInto(text, bytes).written; // not ASCII: the encoder's way, lone surrogates as U+FFFD
-    bytes[i] = c;
+    if (c >= 0x80) return encoder.encodeInto(text, scratch).written; // not ASCII: the encoder's way, lone surrogates as U+FFFD
+    scratch[i] = c;
   }
   return n;
 }
@@ -103,32 +100,46 @@ export function hmacSha256Hex(key: Uint8Array, hexChars = 64): (message: string 
   const outer = padState(k, 0x5c);
   const hexBytes = Math.min(32, Math.ceil(hexChars / 2));
   return (message) => {
+    let src: Uint8Array;
     let n: number;
-    if (typeof message === 'string') n = encode(message);
-    else {
+    if (typeof message !== 'string') {
+      src = message;
       n = message.length;
-      room(n);
-      bytes.set(message);
+    } else if (message.length <= (SCRATCH - 2 * BLOCK) / 3) {
+      src = scratch;
+      n = encode(message);
+    } else {
+      src = encoder.encode(message); // a long text: bytes of its own, gone with the call
+      n = src.length;
     }
-    // The inner hash: the message after the inner pad's block, then 0x80, zeros, and the length in bits of both.
+    // The inner hash: the message after the inner pad's block, its full blocks where they are; then its tail, 0x80,
+    // zeros and the length in bits (the pad's block and the message) in one or two blocks at the scratch's start.
     state.set(inner);
-    const end = (n + 8 + BLOCK) & ~(BLOCK - 1); // the message, 0x80 and the 8-byte length, rounded up to blocks
-    bytes[n] = 0x80;
-    bytes.fill(0, n + 1, end - 8);
-    const bits = (BLOCK + n) * 8;
-    const high = Math.floor(bits / 0x1_0000_0000);
-    bytes[end - 8] = high >>> 24;
-    bytes[end - 7] = high >>> 16;
-    bytes[end - 6] = high >>> 8;
-    bytes[end - 5] = high;
-    bytes[end - 4] = bits >>> 24;
-    bytes[end - 3] = bits >>> 16;
-    bytes[end - 2] = bits >>> 8;
-    bytes[end - 1] = bits;
-    for (let at = 0; at < end; at += BLOCK) {
-      load(bytes, at);
+    const full = n & ~(BLOCK - 1);
+    for (let at = 0; at < full; at += BLOCK) {
+      load(src, at);
       compress(state);
     }
+    const tail = n - full;
+    if (src !== scratch || full > 0) for (let i = 0; i < tail; i++) scratch[i] = src[full + i];
+    const end = (tail + 8 + BLOCK) & ~(BLOCK - 1);
+    scratch[tail] = 0x80;
+    scratch.fill(0, tail + 1, end - 8);
+    const bits = (BLOCK + n) * 8;
+    const high = Math.floor(bits / 0x1_0000_0000);
+    scratch[end - 8] = high >>> 24;
+    scratch[end - 7] = high >>> 16;
+    scratch[end - 6] = high >>> 8;
+    scratch[end - 5] = high;
+    scratch[end - 4] = bits >>> 24;
+    scratch[end - 3] = bits >>> 16;
+    scratch[end - 2] = bits >>> 8;
+    scratch[end - 1] = bits;
+    for (let at = 0; at < end; at += BLOCK) {
+      load(scratch, at);
+      compress(state);
+    }
+    scratch.fill(0, 0, src === scratch && n > end ? n : end);
     // The outer hash: the inner digest after the outer pad's block, in one block of its own.
     for (let i = 0; i < 8; i++) w[i] = state[i];
     w[8] = 0x80000000;

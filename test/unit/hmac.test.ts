@@ -28,8 +28,12 @@ test('hmac: a long message (many blocks) and every byte value', () => {
   assert.equal(mac(all), oracle(key, all));
   const long = randomBytes(100_000);
   assert.equal(mac(long), oracle(key, long));
-  // A short message after a long one: nothing of the long one's blocks is left over in the scratch.
+  // Short messages after long ones: nothing of a long one's blocks is left over in the scratch.
   assert.equal(mac('0'), oracle(key, '0'));
+  assert.equal(mac('x'.repeat(4000)), oracle(key, 'x'.repeat(4000)));
+  assert.equal(mac(''), oracle(key, ''));
+  assert.equal(mac(Buffer.from('y'.repeat(1000))), oracle(key, 'y'.repeat(1000)));
+  assert.equal(mac('z'), oracle(key, 'z'));
 });
 
 test('hmac: text as UTF-8, ASCII or not, lone surrogates as U+FFFD', () => {
@@ -53,6 +57,9 @@ test('hmac: text as UTF-8, ASCII or not, lone surrogates as U+FFFD', () => {
     '\u0000\u007f\u0080\u07ff\u0800\uffff',
   ];
   for (let n = 0; n < 70; n++) texts.push(`${'a'.repeat(n)}ü`);
+  // Around the length past which a text is encoded into bytes of its own rather than the scratch, and far past it.
+  for (let n = 1300; n < 1380; n += 7) texts.push('b'.repeat(n), `${'€'.repeat(n)}x`);
+  texts.push('c'.repeat(50_000), '漢'.repeat(20_000));
   for (const t of texts) assert.equal(mac(t), oracle(key, t), JSON.stringify(t));
 });
 
