@@ -307,7 +307,7 @@ function sameColumn(got: string, want: string): boolean {
 }
 
 /** The hash mask under `secret`: HMAC-SHA256 of a value's text form (bytes as they are), as 16 hex characters; null stays null. */
-export function valueHasher(secret: Buffer): (v: unknown) => string | null {
+function valueHasher(secret: Buffer): (v: unknown) => string | null {
   const mac = hmacSha256Hex(secret, 16);
   return (v) => (v === null || v === undefined ? null : mac(v instanceof Uint8Array ? v : textForm(v)));
 }
