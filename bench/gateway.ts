@@ -143,14 +143,14 @@ export async function mysqlConnection(api: Gateway['api'], name: string, myUrl: 
   });
 }
 
-/**
- * The seeds' lookup on a gateway: the connection `oltp` to the pgbench database at `dbUrl` (or `my` to
- * a MariaDB one, for a mysql:// URL), the saved query `account` and a plain key `p` for it; the wrk URL pattern (a random aid) and the key's secret.
- */
 /** The seeds' governed key's rules (bench/oltp.ts): the tables it may read, and `abalance` hashed. */
-const GOVERNED = { allowed_tables: ['pgbench_accounts', 'pgbench_branches'], mask: [{ column: '*.abalance', action: 'hash' }] };
+export const GOVERNED = { allowed_tables: ['pgbench_accounts', 'pgbench_branches'], mask: [{ column: '*.abalance', action: 'hash' }] };
 
-/** The account lookup on a gateway, and a key for it: plain, or with the seeds' governed rules. */
+/**
+ * The seeds' lookup on a gateway: the connection `oltp` to the pgbench database at `dbUrl` (or `my` to a MariaDB one,
+ * for a mysql:// URL), the saved query `account` and a key `p` for it, plain or with the seeds' governed rules; the wrk
+ * URL pattern (a random aid) and the key's secret.
+ */
 export async function accountLookup(g: Pick<Gateway, 'url' | 'api'>, dbUrl: string, governed = false): Promise<{ url: string; key: string }> {
   // bench/peers.ts fills the same table on MariaDB (qag_bench_my).
   const connection = dbUrl.startsWith('mysql:') ? 'my' : 'oltp';
@@ -164,16 +164,12 @@ export async function accountLookup(g: Pick<Gateway, 'url' | 'api'>, dbUrl: stri
     sql: 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid',
     parameters: { aid: { type: 'int', required: true } },
   });
-  const key = governed ? await governedKey(g.api, 'p') : await lookupKey(g.api, 'p', {});
+  const key = await lookupKey(g.api, 'p', governed ? GOVERNED : {});
   return { url: `${g.url}/q/account\\?aid=[1-9][0-9]{0,5}`, key };
 }
 
-/** A key `name` for the account lookup with the seeds' governed rules (or `rules`); its secret. */
-export function governedKey(api: Gateway['api'], name = 'g', rules: object = GOVERNED): Promise<string> {
-  return lookupKey(api, name, rules);
-}
-
-async function lookupKey(api: Gateway['api'], name: string, rules: object): Promise<string> {
+/** A key `name` for the account lookup with `rules` (the API's allowed_tables, mask, ...); its secret. */
+export async function lookupKey(api: Gateway['api'], name: string, rules: object): Promise<string> {
   const { secret } = await api<{ secret: string }>('POST', '/api/v1/api-keys', { name, queries: ['account'], connections: [], ...rules });
   return secret;
 }

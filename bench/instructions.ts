@@ -29,7 +29,19 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { accountLookup, adminApi, codeVersion, fmt, freshStore, GATEWAY_NODE_ARGS, governedKey, median, spawnListening, writeResults } from './gateway.js';
+import {
+  accountLookup,
+  adminApi,
+  codeVersion,
+  fmt,
+  freshStore,
+  GATEWAY_NODE_ARGS,
+  GOVERNED,
+  lookupKey,
+  median,
+  spawnListening,
+  writeResults,
+} from './gateway.js';
 
 const { values } = parseArgs({
   options: {
@@ -81,7 +93,7 @@ const g = await spawnListening(
 
 const api = adminApi(g.url, 'bench-admin');
 const plain = await accountLookup({ url: g.url, api }, values.pg!);
-const governed = await governedKey(api);
+const governed = await lookupKey(api, 'g', GOVERNED);
 const secrets: Record<Key, string> = { plain: plain.key, governed };
 const agent = new Agent({ keepAlive: true, maxSockets: CALLERS });
 const origin = new URL(g.url);

@@ -13,7 +13,7 @@
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { adminApi, codeVersion, fmt, governedKey, lookupCell, median, writeResults } from './gateway.js';
+import { adminApi, codeVersion, fmt, GOVERNED, lookupCell, lookupKey, median, writeResults } from './gateway.js';
 import { ensureWrk, runLoad } from './load.js';
 
 const { values } = parseArgs({
@@ -47,7 +47,6 @@ interface Row {
   per_cpu_s: number;
   rps: number;
   p99_ms: number;
-  non2xx: number;
 }
 
 const env: Record<string, string> = { QUERYAPIGATE_WORKERS: values.workers! };
@@ -55,7 +54,7 @@ if (values.store !== 'sqlite') env.QUERYAPIGATE_DATABASE_URL = values.store!;
 const cell = await lookupCell({ name: 'keys', env, nodeArgs: [], main: values.main, governed: false }, values.pg!);
 const pattern = cell.url;
 const origin = pattern.slice(0, pattern.indexOf('/q/'));
-const secrets: Record<Key, string> = { plain: cell.key, governed: await governedKey(adminApi(origin, 'bench-admin'), 'g', rules) };
+const secrets: Record<Key, string> = { plain: cell.key, governed: await lookupKey(adminApi(origin, 'bench-admin'), 'g', rules ?? GOVERNED) };
 
 const slice = (key: Key, seconds: number) =>
   runLoad({ randRegexUrl: pattern, duration: seconds, connections: CALLERS, headers: { 'X-API-Key': secrets[key] }, pid: cell.pid });
@@ -71,7 +70,7 @@ try {
       const r = await slice(key, SLICE);
       if (r.non2xx + r.errors > 0) throw new Error(`${key}: ${r.non2xx} answers not 2xx and ${r.errors} errors`);
       const cpu = r.cpu_s ?? 0;
-      rows.push({ pair, key, calls: r.requests, cpu_s: cpu, per_cpu_s: r.requests / cpu, rps: r.rps, p99_ms: r.p99_ms, non2xx: r.non2xx });
+      rows.push({ pair, key, calls: r.requests, cpu_s: cpu, per_cpu_s: r.requests / cpu, rps: r.rps, p99_ms: r.p99_ms });
     }
     const a = rows.at(-2)!.key === 'plain' ? rows.at(-2)! : rows.at(-1)!;
     const b = a === rows.at(-2) ? rows.at(-1)! : rows.at(-2)!;
