@@ -4,12 +4,14 @@
 //   event_segments   the catalog: one row per segment (segment, table_name, first_id, last_id, created_ms, closed_ms).
 //                    closed_ms is when the segment's newest event was written (it moves with each append).
 //   events_<segment> one table per time segment (segment = floor(now / segmentS)), with
-//                    (id PK, executed_at, query, key_name, status, payload, last_id, body). A row is a page: the
-//                    events id..last_id of one append (at most PAGE; 2,000 before stop 55), one line each in body
-//                    (pageLine: the RunRecord's fields by position, as COPY's text writes them; before stop 57
-//                    executed_at, query, key_name, status and the rest as JSON); executed_at is its first event's,
-//                    status 'page', payload '{}' (so an instance of an earlier release reading the log during a
-//                    rolling upgrade sees each page as one event, not a failed read).
+//                    (id PK, executed_at, query, key_name, status, payload, last_id, body, lines). A row is a page:
+//                    the events id..last_id of one append (at most PAGE; 2,000 before stop 55), one line each in
+//                    lines (pageLine: the RunRecord's fields by position, as COPY's text writes them, a line that
+//                    shares the line before's fields but for its own four holding those only); executed_at is its
+//                    first event's, status 'page', payload '{}' (so an instance of an earlier release reading the log
+//                    during a rolling upgrade sees each page as one event, not a failed read). Releases before stop 64
+//                    wrote every line whole, in body (before stop 57 executed_at, query, key_name, status and the rest
+//                    as JSON): they read a page in lines as one event too, and this release reads theirs.
 //                    One row a page, not a row an event: a PostgreSQL store spent 3.1 µs of CPU a call of the seeds'
 //                    lookup on a row an event by COPY, 1.3 on a page (bench/results/levers-2026-12-05-pages).
 //                    Rows of one event each (body NULL: written by a release before pages) are read as they are;
@@ -80,9 +82,11 @@ const LOCK_CREATE = 20261201;
 const LOCK_EXPIRE = 20261202;
 const LOCK_APPEND = 20261203;
 
-const COLUMNS = 'id, executed_at, query, key_name, status, payload, last_id, body';
-/** A page row's columns as an append writes them (query and key_name NULL). */
-const PAGE_COLUMNS = 'id, executed_at, status, payload, last_id, body';
+/** A row's text: a page's lines, as this release writes them or as releases before stop 64 did (body). */
+const TEXT = 'COALESCE(lines, body)';
+const COLUMNS = `id, executed_at, query, key_name, status, payload, last_id, ${TEXT} AS body`;
+/** A page row's columns as an append writes them (query and key_name NULL; body NULL, see `lines` above). */
+const PAGE_COLUMNS = 'id, executed_at, status, payload, last_id, lines';
 /**
  * PostgreSQL's append, one statement for `pages` pages of `table`, so one round trip and a transaction of its own: the
  * append lock, then `n` ids from the sequence as one range (nextval, then setval to its end: the lock makes the two one
@@ -101,9 +105,9 @@ function appendPg(table: string, pages: number): string {
   cat AS (UPDATE event_segments SET first_id = CASE WHEN first_id IS NULL OR first_id > b.lo THEN b.lo ELSE first_id END,
       last_id = CASE WHEN last_id IS NULL OR last_id < b.hi THEN b.hi ELSE last_id END, closed_ms = GREATEST(closed_ms, ?::bigint)
     FROM b WHERE segment = ?::bigint),
-  p (first, executed_at, last, body) AS (VALUES ${rows}),
+  p (first, executed_at, last, lines) AS (VALUES ${rows}),
   ins AS (INSERT INTO ${table} (${PAGE_COLUMNS})
-    SELECT b.lo + p.first, p.executed_at, 'page', '{}', b.lo + p.last, p.body FROM b, p
+    SELECT b.lo + p.first, p.executed_at, 'page', '{}', b.lo + p.last, p.lines FROM b, p
     WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE id BETWEEN b.lo AND b.hi) RETURNING 1)
   SELECT lo, (SELECT count(*) FROM ins) AS written FROM b`;
 }
@@ -115,11 +119,11 @@ export const SEGMENT_TABLE_NAME = /^events_\d+$/;
 export function segmentTableSql(dialect: SqlDb['dialect'], table: string): string {
   if (dialect === 'sqlite') {
     return `CREATE TABLE IF NOT EXISTS ${table} (id INTEGER PRIMARY KEY, executed_at TEXT NOT NULL, query TEXT,
-      key_name TEXT, status TEXT NOT NULL, payload TEXT NOT NULL, last_id INTEGER, body TEXT)`;
+      key_name TEXT, status TEXT NOT NULL, payload TEXT NOT NULL, last_id INTEGER, body TEXT, lines TEXT)`;
   }
   // Insert-only and dropped whole: no autovacuum work for them.
   return `CREATE TABLE IF NOT EXISTS ${table} (id BIGINT PRIMARY KEY, executed_at TEXT NOT NULL, query TEXT COLLATE "C",
-    key_name TEXT COLLATE "C", status TEXT NOT NULL, payload TEXT NOT NULL, last_id BIGINT, body TEXT) WITH (autovacuum_enabled = false)`;
+    key_name TEXT COLLATE "C", status TEXT NOT NULL, payload TEXT NOT NULL, last_id BIGINT, body TEXT, lines TEXT) WITH (autovacuum_enabled = false)`;
 }
 
 export class EventLog {
@@ -274,7 +278,7 @@ export class EventLog {
     const params: unknown[] = [LOCK_APPEND, n, n, now, segment];
     let pages = 0;
     for (const p of pagesOf(runs)) {
-      params.push(p.at, runs[p.at].executed_at, p.end - 1, p.body);
+      params.push(p.at, runs[p.at].executed_at, p.end - 1, p.lines);
       pages++;
       if (p.end < n) await nextTurn();
     }
@@ -414,16 +418,16 @@ async function readSegment(db: SqlDb, table: string, after: number, bound: numbe
   // others without sending them (a read that matches little decoded every page here, 3-8 times slower than filtering
   // rows of one event had been: bench/results/recorder-2026-12-05-pages).
   const n = [c[0], c[1], c[2]].map((v) => (v === null ? null : `\t${copyField(v)}\t`));
-  const holds = db.dialect === 'sqlite' ? 'instr(body, ?) > 0' : 'strpos(body, ?) > 0';
+  const holds = db.dialect === 'sqlite' ? `instr(${TEXT}, ?) > 0` : `strpos(${TEXT}, ?) > 0`;
   const out: RawEvent[] = [];
   for (let from = after, take = 1; ; take = Math.min(PAGES_A_READ, take * 2)) {
     const rows = await db.all<SegmentRow>(
       `SELECT ${COLUMNS} FROM ${table}
         WHERE id > CAST(? AS BIGINT) AND COALESCE(last_id, id) > CAST(? AS BIGINT) AND (CAST(? AS BIGINT) IS NULL OR id < ?)
-          AND (body IS NOT NULL OR ((CAST(? AS TEXT) IS NULL OR query = ?) AND (CAST(? AS TEXT) IS NULL OR key_name = ?)
+          AND (${TEXT} IS NOT NULL OR ((CAST(? AS TEXT) IS NULL OR query = ?) AND (CAST(? AS TEXT) IS NULL OR key_name = ?)
             AND (CAST(? AS TEXT) IS NULL OR status = ?) AND (CAST(? AS TEXT) IS NULL OR executed_at >= ?)
             AND (CAST(? AS TEXT) IS NULL OR executed_at < ?)))
-          AND (body IS NULL OR ((CAST(? AS TEXT) IS NULL OR ${holds}) AND (CAST(? AS TEXT) IS NULL OR ${holds})
+          AND (${TEXT} IS NULL OR ((CAST(? AS TEXT) IS NULL OR ${holds}) AND (CAST(? AS TEXT) IS NULL OR ${holds})
             AND (CAST(? AS TEXT) IS NULL OR ${holds})))
         ORDER BY id LIMIT ?`,
       [from - LARGEST_PAGE, from, bound, bound, c[0], c[0], c[1], c[1], c[2], c[2], c[3], c[3], c[4], c[4], n[0], n[0], n[1], n[1], n[2], n[2], take],
@@ -459,12 +463,12 @@ interface SegmentRow extends RawEvent {
 }
 
 /** The runs as pages of at most PAGE events and about PAGE_TEXT characters: each its runs (`at` to before `end`) and its text. */
-function* pagesOf(runs: RunRecord[]): Generator<{ at: number; end: number; body: string }> {
+function* pagesOf(runs: RunRecord[]): Generator<{ at: number; end: number; lines: string }> {
   for (let at = 0; at < runs.length; ) {
-    let body = pageLine(runs[at]);
+    let lines = pageLine(runs[at], true);
     let end = at + 1;
-    for (; end < runs.length && end - at < PAGE && body.length < PAGE_TEXT; end++) body += `\n${pageLine(runs[end])}`;
-    yield { at, end, body };
+    for (; end < runs.length && end - at < PAGE && lines.length < PAGE_TEXT; end++) lines += `\n${pageLine(runs[end], false)}`;
+    yield { at, end, lines };
     at = end;
   }
 }
@@ -474,13 +478,13 @@ function* pagesOf(runs: RunRecord[]): Generator<{ at: number; end: number; body:
  * the key refuses a page that starts on one (23505; the append then takes another range).
  */
 async function insertPages(t: SqlDb, table: string, first: number, runs: RunRecord[]): Promise<void> {
-  for (const { at, end, body } of pagesOf(runs)) {
+  for (const { at, end, lines } of pagesOf(runs)) {
     const lo = first + at;
     const hi = first + end - 1;
     const written = await t.run(
       `INSERT INTO ${table} (${PAGE_COLUMNS}) SELECT CAST(? AS BIGINT), ?, 'page', '{}', CAST(? AS BIGINT), ?
         WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE id BETWEEN CAST(? AS BIGINT) AND CAST(? AS BIGINT))`,
-      [lo, runs[at].executed_at, hi, body, lo, hi],
+      [lo, runs[at].executed_at, hi, lines, lo, hi],
     );
     if (written !== 1) throw Object.assign(new Error(`event ids ${lo}-${hi} are taken`), { code: '23505' });
   }
@@ -491,12 +495,20 @@ async function insertPages(t: SqlDb, table: string, first: number, runs: RunReco
  * ad-hoc run's sql and params) as JSON ('{}' for none), then the others in RunRecord's order; each text as COPY's text
  * writes a field (copyField), each number as JS writes it, null as \N. Positions, not a JSON object a run: the
  * lookup's line is about 105 characters, not 211, and no JSON is made for a run history does not keep. Releases before
- * stop 57 wrote the first four and then the rest as JSON (payloadJson): a line of five fields is read as that, and
- * such a release reads this line's fifth field, the JSON, as the rest (the fields after it missing, not a failed read).
+ * stop 57 wrote the first four and then the rest as JSON (payloadJson): a line of five fields is read as that.
+ *
+ * A line not `first` in its page whose run has the same fields as the line before's, but for the request id, rows and
+ * the two durations, is those four only (`shared.same`): the lookup's line about 35 characters, not 105. The bytes
+ * had cost both ends: the append's write to the socket was about 0.8 µs of CPU a run on a PostgreSQL store, and the
+ * server reads, checks and compresses them (bench/results/recorder-2026-12-06-stop64-short). A page still holds
+ * each run's query, key and status whole at least once, so the readers' `strpos` finds every page that may hold a
+ * filter's event.
  */
-function pageLine(r: RunRecord): string {
+function pageLine(r: RunRecord, first: boolean): string {
+  shared.same = true;
   if (r !== shared.run) shareFields(r);
-  return `${shared.head}${copyField(r.request_id)}\t${lineNumber(r.rows)}\t${lineNumber(r.duration_ms)}\t${lineNumber(r.serialization_ms)}${shared.tail}`;
+  const own = `${copyField(r.request_id)}\t${lineNumber(r.rows)}\t${lineNumber(r.duration_ms)}\t${lineNumber(r.serialization_ms)}`;
+  return first || !shared.same ? `${shared.head}${own}${shared.tail}` : own;
 }
 
 /**
@@ -508,7 +520,7 @@ function pageLine(r: RunRecord): string {
  * each such run, it had cost a governed lookup's recording about 1 µs of CPU a run (.probe, a CPU profile of the
  * gateway inline on each key).
  */
-const shared = { run: null as RunRecord | null, head: '', tail: '' };
+const shared = { run: null as RunRecord | null, head: '', tail: '', same: false };
 function shareFields(r: RunRecord): void {
   const s = shared.run;
   const own = hasOwnExtra(r);
@@ -526,6 +538,7 @@ function shareFields(r: RunRecord): void {
     r.transport !== s.transport ||
     r.masked !== s.masked
   ) {
+    shared.same = false;
     shared.head = `${copyField(r.executed_at)}\t${copyField(r.query)}\t${copyField(r.key_name)}\t${copyField(r.status)}\t${extra ? extraJson(r) : '{}'}\t${lineNumber(r.version)}\t${copyField(r.kind)}\t${copyField(r.connection_name)}\t`;
     shared.tail = `\t${copyField(r.transport)}`;
   }
@@ -556,8 +569,12 @@ function pageEvents(row: SegmentRow): RawEvent[] {
   const lines = row.body!.split('\n');
   const first = Number(row.id);
   const out = new Array<RawEvent>(lines.length);
+  let whole: string[] = [];
   for (let i = 0; i < lines.length; i++) {
-    const f = lines[i].split('\t');
+    let f = lines[i].split('\t');
+    // A short line: the line before's fields, but for its own four (pageLine).
+    if (f.length === 4) f = [...whole.slice(0, 8), ...f, whole[12]];
+    else whole = f;
     out[i] = {
       id: first + i,
       executed_at: fromCopyField(f[0])!,
@@ -581,33 +598,44 @@ function passes(e: RawEvent, f: EventReadOptions): boolean {
   );
 }
 
+/** The columns of a segment table that tables made by earlier releases may lack: before pages, and before stop 64. */
+const PAGE_ADDED = [
+  ['last_id', 'BIGINT'],
+  ['body', 'TEXT'],
+  ['lines', 'TEXT'],
+] as const;
+
 /**
- * A segment table made before pages gets their columns, on this release's first append to it (PostgreSQL: under
- * LOCK_CREATE). PostgreSQL compresses a page's body with lz4 where the server has it (PostgreSQL 14 and later, built
- * with it): a lookup's page of 52 KB is stored in about 17, and the server's CPU for an append went 2.00 → 1.31 µs a
- * run (bench/results/eventappend-2026-12-06-lz4, lower in every round). Elsewhere the body is kept uncompressed
+ * A segment table made before pages, or before `lines`, gets the columns, on this release's first append to it
+ * (PostgreSQL: under LOCK_CREATE; SQLite's BIGINT is its INTEGER). PostgreSQL compresses a page's lines with lz4 where
+ * the server has it (PostgreSQL 14 and later, built with it): a lookup's page of 52 KB (whole lines, before stop 64) was
+ * stored in about 17, and the server's CPU for an append went 2.00 → 1.31 µs a run
+ * (bench/results/eventappend-2026-12-06-lz4, lower in every round). Elsewhere the lines are kept uncompressed
  * (STORAGE EXTERNAL): pglz cost the server more than writing it whole (bench/results/levers-2026-12-05-event-log-pages).
  */
 async function addPageColumns(t: SqlDb, table: string): Promise<void> {
+  const missing = (have: string[]) => PAGE_ADDED.filter(([name]) => !have.includes(name));
   if (t.dialect === 'sqlite') {
-    if ((await t.all(`SELECT 1 FROM pragma_table_info('${table}') WHERE name = 'body'`)).length) return;
-    await t.run(`ALTER TABLE ${table} ADD COLUMN last_id INTEGER`);
-    await t.run(`ALTER TABLE ${table} ADD COLUMN body TEXT`);
+    const have = await t.all<{ name: string }>(`SELECT name FROM pragma_table_info('${table}')`);
+    for (const [name, type] of missing(have.map((c) => c.name))) await t.run(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
     return;
   }
   const [{ lz4 }] = await t.all<{ lz4: boolean }>(
     "SELECT EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)) AS lz4",
   );
   // attcompression is PostgreSQL 14's, as lz4 is.
-  const [body] = await t.all<{ s: string; c: string }>(
-    `SELECT attstorage AS s, ${lz4 ? 'attcompression::text' : "''"} AS c FROM pg_attribute
-      WHERE attrelid = to_regclass(?) AND attname = 'body' AND NOT attisdropped`,
+  const have = await t.all<{ name: string; s: string; c: string }>(
+    `SELECT attname AS name, attstorage AS s, ${lz4 ? 'attcompression::text' : "''"} AS c FROM pg_attribute
+      WHERE attrelid = to_regclass(?) AND attnum > 0 AND NOT attisdropped`,
     [table],
   );
-  if (!body) await t.run(`ALTER TABLE ${table} ADD COLUMN last_id BIGINT, ADD COLUMN body TEXT`);
+  const add = missing(have.map((c) => c.name));
+  if (add.length) await t.run(`ALTER TABLE ${table} ${add.map(([name, type]) => `ADD COLUMN ${name} ${type}`).join(', ')}`);
+  const lines = have.find((c) => c.name === 'lines');
   if (lz4) {
-    if (body?.s !== 'x' || body?.c !== 'l') await t.run(`ALTER TABLE ${table} ALTER COLUMN body SET STORAGE EXTENDED, ALTER COLUMN body SET COMPRESSION lz4`);
-  } else if (body?.s !== 'e') await t.run(`ALTER TABLE ${table} ALTER COLUMN body SET STORAGE EXTERNAL`);
+    if (lines?.s !== 'x' || lines?.c !== 'l')
+      await t.run(`ALTER TABLE ${table} ALTER COLUMN lines SET STORAGE EXTENDED, ALTER COLUMN lines SET COMPRESSION lz4`);
+  } else if (lines?.s !== 'e') await t.run(`ALTER TABLE ${table} ALTER COLUMN lines SET STORAGE EXTERNAL`);
 }
 
 /**

@@ -57,12 +57,12 @@ async function readAll(log: EventLog, from: number, page: number, filter: Omit<E
 
 /**
  * Writes again the page that starts at `events`' first id in the line releases before stop 57 wrote: executed_at,
- * query, key_name and status as COPY's text, then the rest as payloadJson.
+ * query, key_name and status as COPY's text, then the rest as payloadJson; in body, as those releases did.
  */
 async function asEarlierLines(db: SqlDb, events: EventRow[]): Promise<void> {
   const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
   const body = events.map((r) => [r.executed_at, r.query, r.key_name, r.status].map(copyField).join('\t') + `\t${payloadJson(r)}`).join('\n');
-  const changed = await db.run(`UPDATE ${seg.table_name} SET body = ? WHERE id = CAST(? AS BIGINT) AND last_id = CAST(? AS BIGINT)`, [
+  const changed = await db.run(`UPDATE ${seg.table_name} SET body = ?, lines = NULL WHERE id = CAST(? AS BIGINT) AND last_id = CAST(? AS BIGINT)`, [
     body,
     events[0].id,
     events[events.length - 1].id,
@@ -263,13 +263,13 @@ for (const make of [sqliteEngine, postgresEngine]) {
       const log = await EventLog.open(db, { retentionS: 3600 });
       const written = await log.append(Array.from({ length: 300 }, (_, i) => run({ error: 'e'.repeat(1000 + i), status: 'error' })));
       const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
-      const rows = await db.all<{ id: number; last_id: number; body: string }>(`SELECT id, last_id, body FROM ${seg.table_name} ORDER BY id`);
+      const rows = await db.all<{ id: number; last_id: number; text: string }>(`SELECT id, last_id, lines AS text FROM ${seg.table_name} ORDER BY id`);
       assert.ok(rows.length >= 2, `${rows.length} pages for 300 events of about 1.1 KB`);
       for (const r of rows) {
-        const lines = r.body.split('\n');
+        const lines = r.text.split('\n');
         assert.equal(lines.length, Number(r.last_id) - Number(r.id) + 1);
         // Closed once it held 128 KiB: at most one line beyond it.
-        assert.ok(r.body.length - lines[lines.length - 1].length - 1 < 128 << 10, `a page of ${r.body.length} characters`);
+        assert.ok(r.text.length - lines[lines.length - 1].length - 1 < 128 << 10, `a page of ${r.text.length} characters`);
       }
       assert.deepEqual(await readAll(log, 0, 70), written);
     });
@@ -331,6 +331,61 @@ for (const make of [sqliteEngine, postgresEngine]) {
       const written = [...(await log.append(made)), ...(await log.append(shuffled)), ...(await log.append([base, base]))];
       assert.deepEqual(await readAll(log, 0, 1000), JSON.parse(JSON.stringify(written)));
     });
+    test("a run with the line before's fields but for its own four is a short line; every event reads back whole, from inside a page and through filters", async () => {
+      const db = await engine.fresh(true);
+      const log = await EventLog.open(db, { retentionS: 3600 });
+      const base: RunRecord = { ...run(), status: 'success', masked: [{ column: 'email', action: 'hash' }] };
+      delete base.error;
+      delete base.code;
+      const own = (i: number): RunRecord => ({ ...base, request_id: `r\t${i}`, rows: i % 4 === 0 ? null : i, duration_ms: i / 3, serialization_ms: 0.1 * i });
+      // The lookup's shape (one query, key and second), broken by runs of another key, an error and another second.
+      const made: RunRecord[] = [];
+      for (let i = 0; i < 1200; i++) {
+        if (i % 97 === 50) made.push({ ...own(i), key_name: 'other' });
+        else if (i % 211 === 100) made.push({ ...own(i), status: 'error', error: 'boom', code: 'query_failed' });
+        else if (i === 700) made.push({ ...own(i), executed_at: '2026-12-06 04:00:02' });
+        else made.push(own(i));
+      }
+      const written = await log.append(made);
+      const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
+      const pages = await db.all<{ id: number; lines: string; body: string | null; status: string; payload: string }>(
+        `SELECT id, lines, body, status, payload FROM ${seg.table_name} ORDER BY id`,
+      );
+      assert.equal(pages.length, 3);
+      for (const p of pages) {
+        // What a release before this one reads as a row of one event, not a failed read.
+        assert.deepEqual([p.body, p.status, p.payload], [null, 'page', '{}']);
+        const widths = p.lines.split('\n').map((l) => l.split('\t').length);
+        assert.equal(widths[0], 13, 'a page starts with a whole line');
+        const first = Number(p.id) - written[0].id;
+        widths.forEach((w, i) => {
+          const r = made[first + i];
+          const prev = made[first + i - 1];
+          const same = i > 0 && r.key_name === prev.key_name && r.status === prev.status && r.executed_at === prev.executed_at && !r.error && !prev.error;
+          assert.equal(w, same ? 4 : 13, `line ${first + i}`);
+        });
+      }
+      const all = JSON.parse(JSON.stringify(written));
+      assert.deepEqual(await readAll(log, 0, 1000), all);
+      for (const from of [written[0].id + 1, written[0].id + 498, written[0].id + 703])
+        assert.deepEqual(
+          await readAll(log, from, 77),
+          all.filter((w: EventRow) => w.id > from),
+          `after ${from}`,
+        );
+      assert.deepEqual(
+        await readAll(log, 0, 50, { key: base.key_name ?? undefined }),
+        all.filter((w: EventRow) => w.key_name === base.key_name),
+      );
+      assert.deepEqual(
+        await readAll(log, 0, 5, { key: 'other' }),
+        all.filter((w: EventRow) => w.key_name === 'other'),
+      );
+      assert.deepEqual(
+        await readAll(log, 0, 5, { status: 'error' }),
+        all.filter((w: EventRow) => w.status === 'error'),
+      );
+    });
     test('governed runs: those holding one mask list share its JSON; another list, an equal copy, or a failure beside it read back as their own', async () => {
       const db = await engine.fresh(true);
       const log = await EventLog.open(db, { retentionS: 3600 });
@@ -363,8 +418,8 @@ for (const make of [sqliteEngine, postgresEngine]) {
       const written = [...(await log.append(runs(30))), ...(await log.append(runs(7)))];
       const first = written[0].id;
       const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
-      const [page] = await db.all<{ body: string }>(`SELECT body FROM ${seg.table_name} ORDER BY id LIMIT 1`);
-      for (const line of page.body.split('\n')) {
+      const [page] = await db.all<{ lines: string }>(`SELECT lines FROM ${seg.table_name} ORDER BY id LIMIT 1`);
+      for (const line of page.lines.split('\n')) {
         const f = line.split('\t');
         assert.equal(f.length, 13, "this release's line: a run's fields by position");
         // What a release before reads as the rest: JSON, so its reads do not fail during a rolling upgrade.
@@ -396,7 +451,7 @@ for (const make of [sqliteEngine, postgresEngine]) {
       const first = written[0].id;
       // The first append's four pages joined into one row, as one page of 2,000.
       const pages = await db.all<{ id: number; executed_at: string; body: string }>(
-        `SELECT id, executed_at, body FROM ${table} WHERE id < CAST(? AS BIGINT) ORDER BY id`,
+        `SELECT id, executed_at, lines AS body FROM ${table} WHERE id < CAST(? AS BIGINT) ORDER BY id`,
         [first + 2000],
       );
       assert.equal(pages.length, 4);
@@ -458,14 +513,14 @@ for (const make of [sqliteEngine, postgresEngine]) {
         const [{ lz4 }] = await db.all<{ lz4: boolean }>(
           "SELECT EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)) AS lz4",
         );
-        const [body] = await db.all<{ s: string }>(
-          `SELECT attstorage AS s FROM pg_attribute WHERE attrelid = '${seg.table_name}'::regclass AND attname = 'body'`,
+        const [lines] = await db.all<{ s: string }>(
+          `SELECT attstorage AS s FROM pg_attribute WHERE attrelid = '${seg.table_name}'::regclass AND attname = 'lines'`,
         );
-        if (!lz4) assert.equal(body.s, 'e', 'a page is kept uncompressed where the server has no lz4');
+        if (!lz4) assert.equal(lines.s, 'e', 'a page is kept uncompressed where the server has no lz4');
         else {
           await log.append(runs(500)); // a page long enough to be stored compressed
-          assert.equal(body.s, 'x');
-          const pages = await db.all<{ c: string | null }>(`SELECT pg_column_compression(body) AS c FROM ${seg.table_name} WHERE body IS NOT NULL`);
+          assert.equal(lines.s, 'x');
+          const pages = await db.all<{ c: string | null }>(`SELECT pg_column_compression(lines) AS c FROM ${seg.table_name} WHERE lines IS NOT NULL`);
           assert.ok(pages.length > 0);
           // Pages short enough to stay in the row are not compressed; the rest are, with lz4.
           for (const p of pages) assert.ok(p.c === null || p.c === 'lz4', `compressed with ${p.c}`);
@@ -724,7 +779,7 @@ describe('event log on postgres: concurrent appenders', () => {
     const { db, log, first, table, taken } = await withIdTakenAhead(engine, 2, 1100);
     const next = await log.append(runs(1200));
     assert.ok(next[0].id > taken, `the new range starts after the id taken (${next[0].id} > ${taken})`);
-    const [pages] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE body IS NOT NULL`);
+    const [pages] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE lines IS NOT NULL`);
     assert.equal(Number(pages.n), 4, "the first append's page and the three of the retried one, none of the refused range");
     const read = (await readAll(log, 0, 500)).map((r) => r.id);
     assert.deepEqual(read, [...first.map((r) => r.id), taken, ...next.map((r) => r.id)]);
