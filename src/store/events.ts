@@ -499,8 +499,9 @@ async function insertPages(t: SqlDb, table: string, first: number, runs: RunReco
  *
  * A line not `first` in its page whose run has the same fields as the line before's, but for the request id, rows and
  * the two durations, is those four only (`shared.same`): the lookup's line about 35 characters, not 105. The bytes
- * had cost both ends: the append's write to the socket was about 0.8 µs of CPU a run on a PostgreSQL store, and the
- * server reads, checks and compresses them (bench/results/recorder-2026-12-06-stop64-short). A page still holds
+ * had cost the thread that writes them (making the text, the driver's copy, the write to the socket), and the store's
+ * server reads, checks and compresses them: the executor's part of recording 2.68 → 2.08 µs a run at the medians on
+ * a PostgreSQL store (bench/results/recorder-2026-12-06-stop64-short). A page still holds
  * each run's query, key and status whole at least once, so the readers' `strpos` finds every page that may hold a
  * filter's event.
  */
