@@ -23,7 +23,7 @@ export interface RecorderSettings extends StoreLocation, LogSettings {
 
 /**
  * The event log is written once this many runs wait (or at each flush interval), on a thread of its own: one
- * transaction (of four page rows, store/events.ts) for 2,000 runs.
+ * transaction (of two page rows, store/events.ts) for 2,000 runs.
  */
 const BATCH = 2000;
 /**
@@ -32,9 +32,13 @@ const BATCH = 2000;
  * V8's scavenges copied and promoted them: inline p99 at 32 callers 5.1-6.6 → 4.4-4.7 ms, full collections 7-10 → 3-4
  * in a 10 s cell, for about 1 µs more of recording a run (bench/results/levers-2026-12-05-batch-probe,
  * levers-2026-12-05-batch, recorder-2026-12-05-batch). In an executor 2,000 lowered neither its CPU nor pooled's p99
- * (levers-2026-12-05-recorder-executor-2).
+ * (levers-2026-12-05-recorder-executor-2). Those batches were of whole lines; with short ones (store/events.ts
+ * pageLine), 1,000 a batch and a page: the store's server 2.08 → 1.67 µs of CPU a run at the medians, lower in 6
+ * rounds of 6, recording in all 3.97 → 3.05 (bench/results/recorder-2026-12-06-stop64-batch1000); inline at 32
+ * callers, its calls per CPU-s the same, p99 lower in 3 rounds of 4, RSS after load +9 MiB at the median
+ * (levers-2026-12-06-stop64-batch1000).
  */
-const SHARED_BATCH = 500;
+const SHARED_BATCH = 1000;
 /**
  * History is written once this many runs are held for it (at most half the pending bound), at each flush
  * interval, and whenever asked (a history read, the last flush): fewer, larger transactions. On SQLite

@@ -66,12 +66,14 @@ interface SegmentInfo {
 
 /**
  * Events a page holds at most, and the text after which it is closed sooner (long payloads): an append of more writes
- * several pages. A page of the seeds' lookup is about 115 KiB, and each buffer made from it (the driver's message,
- * SQLite's record) stays near glibc's mmap threshold (128 KiB): pages of 2,000 (about 460 KiB) were mapped and unmapped,
- * page faults and all, at every append: the event log alone cost 3.6 µs of CPU a run on SQLite against 2.3, and 6.3 on
- * PostgreSQL (client and server) against 4.4, at 2,000 runs a batch (bench/results/recorder-2026-12-05-page500).
+ * several pages. Each buffer made from a page (the driver's message, SQLite's record) should stay near glibc's mmap
+ * threshold (128 KiB): pages of 2,000 whole lines (about 460 KiB) were mapped and unmapped, page faults and all, at
+ * every append: the event log alone cost 3.6 µs of CPU a run on SQLite against 2.3, and 6.3 on PostgreSQL (client and
+ * server) against 4.4, at 2,000 runs a batch (bench/results/recorder-2026-12-05-page500). Pages were 500 from then
+ * until stop 64; with short lines (pageLine) a page of 1,000 of the seeds' lookup is about 35 KiB, and PAGE_TEXT
+ * still closes one of long lines at 128 KiB.
  */
-const PAGE = 500;
+const PAGE = 1000;
 const PAGE_TEXT = 128 << 10;
 /** Events a page row holds at most, with those of stop 54's release (2,000 a page): how far below `after` a read looks. */
 const LARGEST_PAGE = 2000;
@@ -270,7 +272,7 @@ export class EventLog {
 
   /**
    * One try of the append, as one statement (appendPg); returns the first id. A page is made a turn of the event loop, as the
-   * pages of one INSERT each were: on the acceptor's thread a backlog's slice of 2,500 runs made at once would hold its
+   * pages of one INSERT each were: on the acceptor's thread a backlog's slice of 5,000 runs made at once would hold its
    * calls for milliseconds.
    */
   async #appendOncePg(segment: number, now: number, runs: RunRecord[]): Promise<number> {

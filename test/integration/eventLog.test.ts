@@ -223,7 +223,7 @@ for (const make of [sqliteEngine, postgresEngine]) {
       );
     });
 
-    test('an append is a row a page of at most 500 events, and reads that resume inside a page get exactly the rest', async () => {
+    test('an append is a row a page of at most 1,000 events, and reads that resume inside a page get exactly the rest', async () => {
       const db = await engine.fresh(true);
       const log = await EventLog.open(db, { retentionS: 3600 });
       const written = [...(await log.append(runs(4500))), ...(await log.append(runs(3)))];
@@ -232,9 +232,9 @@ for (const make of [sqliteEngine, postgresEngine]) {
       const first = written[0].id;
       assert.deepEqual(
         rows.map((r) => [Number(r.id) - first, Number(r.last_id) - first]),
-        [...Array.from({ length: 9 }, (_, i) => [i * 500, i * 500 + 499]), [4500, 4502]],
+        [...Array.from({ length: 4 }, (_, i) => [i * 1000, i * 1000 + 999]), [4000, 4499], [4500, 4502]],
       );
-      for (const from of [first, first + 1, first + 498, first + 499, first + 500, first + 4498, first + 4502]) {
+      for (const from of [first, first + 1, first + 998, first + 999, first + 1000, first + 4498, first + 4502]) {
         assert.deepEqual(
           await readAll(log, from, 333),
           written.filter((w) => w.id > from),
@@ -258,7 +258,7 @@ for (const make of [sqliteEngine, postgresEngine]) {
       );
     });
 
-    test('a page is closed at about 128 KiB of text, before its 500 events', async () => {
+    test('a page is closed at about 128 KiB of text, before its 1,000 events', async () => {
       const db = await engine.fresh(true);
       const log = await EventLog.open(db, { retentionS: 3600 });
       const written = await log.append(Array.from({ length: 300 }, (_, i) => run({ error: 'e'.repeat(1000 + i), status: 'error' })));
@@ -351,7 +351,7 @@ for (const make of [sqliteEngine, postgresEngine]) {
       const pages = await db.all<{ id: number; lines: string; body: string | null; status: string; payload: string }>(
         `SELECT id, lines, body, status, payload FROM ${seg.table_name} ORDER BY id`,
       );
-      assert.equal(pages.length, 3);
+      assert.equal(pages.length, 2);
       for (const p of pages) {
         // What a release before this one reads as a row of one event, not a failed read.
         assert.deepEqual([p.body, p.status, p.payload], [null, 'page', '{}']);
@@ -449,12 +449,12 @@ for (const make of [sqliteEngine, postgresEngine]) {
       const [seg] = await db.all<{ table_name: string }>('SELECT table_name FROM event_segments');
       const table = seg.table_name;
       const first = written[0].id;
-      // The first append's four pages joined into one row, as one page of 2,000.
+      // The first append's two pages joined into one row, as one page of 2,000.
       const pages = await db.all<{ id: number; executed_at: string; body: string }>(
         `SELECT id, executed_at, lines AS body FROM ${table} WHERE id < CAST(? AS BIGINT) ORDER BY id`,
         [first + 2000],
       );
-      assert.equal(pages.length, 4);
+      assert.equal(pages.length, 2);
       await db.run(`DELETE FROM ${table} WHERE id < CAST(? AS BIGINT)`, [first + 2000]);
       await db.run(`INSERT INTO ${table} (id, executed_at, status, payload, last_id, body) VALUES (?, ?, 'page', '{}', ?, ?)`, [
         first,
@@ -775,9 +775,9 @@ describe('event log on postgres: concurrent appenders', () => {
   });
 
   test('an append of several pages whose range holds a taken id in its last page writes none of them, and takes the next range', async () => {
-    // Three pages of the next 1,200 ids (500, 500, 200): an id taken in the third.
-    const { db, log, first, table, taken } = await withIdTakenAhead(engine, 2, 1100);
-    const next = await log.append(runs(1200));
+    // Three pages of the next 2,200 ids (1,000, 1,000, 200): an id taken in the third.
+    const { db, log, first, table, taken } = await withIdTakenAhead(engine, 2, 2100);
+    const next = await log.append(runs(2200));
     assert.ok(next[0].id > taken, `the new range starts after the id taken (${next[0].id} > ${taken})`);
     const [pages] = await db.all<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE lines IS NOT NULL`);
     assert.equal(Number(pages.n), 4, "the first append's page and the three of the retried one, none of the refused range");

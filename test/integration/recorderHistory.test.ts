@@ -141,7 +141,7 @@ test('history is written at the flush interval without being asked', async () =>
   });
 });
 
-test("the event log is written once 2,000 runs wait on the recorder's own thread, 500 on the acceptor's", async () => {
+test("the event log is written once 2,000 runs wait on the recorder's own thread, 1,000 on the acceptor's", async () => {
   const runs = (from: number, n: number) => Array.from({ length: n }, (_, i) => run(from + i));
   await withRecorder({}, async ({ recorder, post, events }) => {
     post(runs(0, 500));
@@ -154,12 +154,14 @@ test("the event log is written once 2,000 runs wait on the recorder's own thread
   await withRecorder(
     {},
     async ({ post, events }) => {
-      post(runs(0, 499));
-      post(runs(499, 1));
-      await until(() => events.length === 500);
+      post(runs(0, 999));
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(events.length, 0); // 999 are not enough
+      post(runs(999, 1));
+      await until(() => events.length === 1000);
       assert.deepEqual(
         events.map((e) => e.rows),
-        runs(0, 500).map((r) => r.rows),
+        runs(0, 1000).map((r) => r.rows),
       );
     },
     'here',
