@@ -36,7 +36,7 @@ const BATCH = 2000;
  * pageLine), 1,000 a batch and a page: the store's server 2.08 → 1.67 µs of CPU a run at the medians, lower in 6
  * rounds of 6, recording in all 3.97 → 3.05 (bench/results/recorder-2026-12-06-stop64-batch1000); inline at 32
  * callers, its calls per CPU-s the same, p99 lower in 3 rounds of 4, RSS after load +9 MiB at the median
- * (levers-2026-12-06-stop64-batch1000).
+ * (levers-2026-12-06-stop64-batch1000); pooled mixed, p99 higher in 3 rounds of 4 by 0.1-2.3 ms (-pooled).
  */
 const SHARED_BATCH = 1000;
 /**
