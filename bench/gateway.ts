@@ -186,7 +186,7 @@ export interface LookupCell {
  * Starts variant `v` on the lookup of `dbUrl`: a home of its own, its PostgreSQL store (when it names one) made afresh,
  * metadata cache 5 s and inline unless the variant says otherwise; `nodeArgs` after the variant's own.
  */
-export async function lookupCell(v: Variant, dbUrl: string, nodeArgs: string[] = []): Promise<LookupCell> {
+export async function lookupCell(v: Variant, dbUrl: string, nodeArgs: string[] = []): Promise<LookupCell & Pick<Gateway, 'api'>> {
   const home = mkdtempSync(join(tmpdir(), 'qag-cell-'));
   if (v.env.QUERYAPIGATE_DATABASE_URL) await freshStore(v.env.QUERYAPIGATE_DATABASE_URL);
   const settings = { QUERYAPIGATE_HOME: home, QUERYAPIGATE_METADATA_CACHE_TTL: '5', QUERYAPIGATE_WORKERS: '0', ...v.env };
@@ -196,7 +196,7 @@ export async function lookupCell(v: Variant, dbUrl: string, nodeArgs: string[] =
     rmSync(home, { recursive: true, force: true });
   };
   try {
-    return { ...(await accountLookup(g, dbUrl, v.governed)), pid: g.pid, stop };
+    return { ...(await accountLookup(g, dbUrl, v.governed)), api: g.api, pid: g.pid, stop };
   } catch (e) {
     await stop(); // a failed setup leaves no server behind to disturb later runs
     throw e;

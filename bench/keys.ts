@@ -13,7 +13,7 @@
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { adminApi, codeVersion, fmt, GOVERNED, lookupCell, lookupKey, median, writeResults } from './gateway.js';
+import { codeVersion, fmt, GOVERNED, lookupCell, lookupKey, median, writeResults } from './gateway.js';
 import { ensureWrk, runLoad } from './load.js';
 
 const { values } = parseArgs({
@@ -52,12 +52,10 @@ interface Row {
 const env: Record<string, string> = { QUERYAPIGATE_WORKERS: values.workers! };
 if (values.store !== 'sqlite') env.QUERYAPIGATE_DATABASE_URL = values.store!;
 const cell = await lookupCell({ name: 'keys', env, nodeArgs: [], main: values.main, governed: false }, values.pg!);
-const pattern = cell.url;
-const origin = pattern.slice(0, pattern.indexOf('/q/'));
-const secrets: Record<Key, string> = { plain: cell.key, governed: await lookupKey(adminApi(origin, 'bench-admin'), 'g', rules ?? GOVERNED) };
+const secrets: Record<Key, string> = { plain: cell.key, governed: await lookupKey(cell.api, 'g', rules ?? GOVERNED) };
 
 const slice = (key: Key, seconds: number) =>
-  runLoad({ randRegexUrl: pattern, duration: seconds, connections: CALLERS, headers: { 'X-API-Key': secrets[key] }, pid: cell.pid });
+  runLoad({ randRegexUrl: cell.url, duration: seconds, connections: CALLERS, headers: { 'X-API-Key': secrets[key] }, pid: cell.pid });
 
 const rows: Row[] = [];
 const started = new Date();
@@ -72,9 +70,8 @@ try {
       const cpu = r.cpu_s ?? 0;
       rows.push({ pair, key, calls: r.requests, cpu_s: cpu, per_cpu_s: r.requests / cpu, rps: r.rps, p99_ms: r.p99_ms });
     }
-    const a = rows.at(-2)!.key === 'plain' ? rows.at(-2)! : rows.at(-1)!;
-    const b = a === rows.at(-2) ? rows.at(-1)! : rows.at(-2)!;
-    console.log(`pair ${pair}: plain ${fmt(a.per_cpu_s)}, governed ${fmt(b.per_cpu_s)} calls per CPU-s, ${fmt(b.per_cpu_s / a.per_cpu_s, 3)}`);
+    const [p, g] = (['plain', 'governed'] as Key[]).map((key) => rows.slice(-2).find((r) => r.key === key)!);
+    console.log(`pair ${pair}: plain ${fmt(p.per_cpu_s)}, governed ${fmt(g.per_cpu_s)} calls per CPU-s, ${fmt(g.per_cpu_s / p.per_cpu_s, 3)}`);
   }
 } finally {
   await cell.stop();
