@@ -13,8 +13,9 @@
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { codeVersion, fmt, GOVERNED, lookupCell, lookupKey, median, writeResults } from './gateway.js';
+import { codeVersion, GOVERNED, lookupCell, lookupKey, writeResults } from './gateway.js';
 import { ensureWrk, runLoad } from './load.js';
+import { alternate, pairsMarkdown, type Side, summarize } from './pairs.js';
 
 const { values } = parseArgs({
   options: {
@@ -39,56 +40,21 @@ const CALLERS = Number(values.callers);
 const rules = values.rules ? (JSON.parse(values.rules) as object) : undefined;
 
 type Key = 'plain' | 'governed';
-interface Row {
-  pair: number;
-  key: Key;
-  calls: number;
-  cpu_s: number;
-  per_cpu_s: number;
-  rps: number;
-  p99_ms: number;
-}
 
 const env: Record<string, string> = { QUERYAPIGATE_WORKERS: values.workers! };
 if (values.store !== 'sqlite') env.QUERYAPIGATE_DATABASE_URL = values.store!;
 const cell = await lookupCell({ name: 'keys', env, nodeArgs: [], main: values.main, governed: false }, values.pg!);
 const secrets: Record<Key, string> = { plain: cell.key, governed: await lookupKey(cell.api, 'g', rules ?? GOVERNED) };
+const side = (key: Key): Side => ({
+  name: key,
+  slice: (seconds) => runLoad({ randRegexUrl: cell.url, duration: seconds, connections: CALLERS, headers: { 'X-API-Key': secrets[key] }, pid: cell.pid }),
+});
 
-const slice = (key: Key, seconds: number) =>
-  runLoad({ randRegexUrl: cell.url, duration: seconds, connections: CALLERS, headers: { 'X-API-Key': secrets[key] }, pid: cell.pid });
-
-const rows: Row[] = [];
 const started = new Date();
 const loadBefore = loadavg();
-try {
-  for (const key of ['plain', 'governed'] as Key[]) await slice(key, Number(values.warm));
-  for (let pair = 1; pair <= PAIRS; pair++) {
-    // Each pair's order the other way round from the last's, so neither key always follows the other.
-    for (const key of (pair % 2 ? ['plain', 'governed'] : ['governed', 'plain']) as Key[]) {
-      const r = await slice(key, SLICE);
-      if (r.non2xx + r.errors > 0) throw new Error(`${key}: ${r.non2xx} answers not 2xx and ${r.errors} errors`);
-      const cpu = r.cpu_s ?? 0;
-      rows.push({ pair, key, calls: r.requests, cpu_s: cpu, per_cpu_s: r.requests / cpu, rps: r.rps, p99_ms: r.p99_ms });
-    }
-    const [p, g] = (['plain', 'governed'] as Key[]).map((key) => rows.slice(-2).find((r) => r.key === key)!);
-    console.log(`pair ${pair}: plain ${fmt(p.per_cpu_s)}, governed ${fmt(g.per_cpu_s)} calls per CPU-s, ${fmt(g.per_cpu_s / p.per_cpu_s, 3)}`);
-  }
-} finally {
-  await cell.stop();
-}
-
-const of = (key: Key) => rows.filter((r) => r.key === key);
-const ratios = Array.from({ length: PAIRS }, (_, i) => of('governed')[i].per_cpu_s / of('plain')[i].per_cpu_s).sort((a, b) => a - b);
-const quartile = (q: number) => ratios[Math.min(ratios.length - 1, Math.floor(q * ratios.length))];
-const pooled = (key: Key) => of(key).reduce((s, r) => s + r.calls, 0) / of(key).reduce((s, r) => s + r.cpu_s, 0);
-const summary = {
-  median_ratio: median(ratios),
-  q1: quartile(0.25),
-  q3: quartile(0.75),
-  lower: ratios.filter((r) => r < 1).length,
-  pooled_plain: pooled('plain'),
-  pooled_governed: pooled('governed'),
-};
+const SIDES: [Key, Key] = ['plain', 'governed'];
+const rows = await alternate([side('plain'), side('governed')], PAIRS, SLICE, Number(values.warm)).finally(() => cell.stop());
+const summary = summarize(rows, SIDES);
 const governedText = rules
   ? `a key with the rules \`${JSON.stringify(rules)}\``
   : "the seeds' governed key (allowed_tables pgbench_accounts, pgbench_branches; `*.abalance` hashed)";
@@ -107,19 +73,6 @@ pgbench scale 10) to ${CALLERS} callers (wrk), with the plain key and with ${gov
 slices, the order within a pair alternating. Each slice is charged the gateway's CPU (utime + stime of the process, from
 /proc, 10 ms ticks).
 
-- Governed calls per CPU-s over plain's, pair by pair: median ${fmt(summary.median_ratio, 3)}, quartiles
-  ${fmt(summary.q1, 3)}-${fmt(summary.q3, 3)}, lowest ${fmt(ratios[0], 3)}, highest ${fmt(ratios[ratios.length - 1], 3)};
-  below 1 in ${summary.lower} pairs of ${PAIRS}.
-- All slices together: plain ${fmt(summary.pooled_plain)}, governed ${fmt(summary.pooled_governed)} calls per CPU-s,
-  ${fmt(summary.pooled_governed / summary.pooled_plain, 3)}.
-
-| pair | plain calls per CPU-s | governed calls per CPU-s | governed / plain | plain p99 ms | governed p99 ms |
-|---:|---:|---:|---:|---:|---:|
-${Array.from({ length: PAIRS }, (_, i) => {
-  const p = of('plain')[i];
-  const g = of('governed')[i];
-  return `| ${i + 1} | ${fmt(p.per_cpu_s)} | ${fmt(g.per_cpu_s)} | ${fmt(g.per_cpu_s / p.per_cpu_s, 3)} | ${fmt(p.p99_ms, 2)} | ${fmt(g.p99_ms, 2)} |`;
-}).join('\n')}
-`;
+${pairsMarkdown(rows, SIDES, summary)}`;
 const dir = writeResults(values.name!, [...rows, { summary }], markdown);
 console.log(`${markdown}\n${dir}`);
