@@ -18,6 +18,7 @@ export interface PairRow {
   cpu_s: number;
   per_cpu_s: number;
   rps: number;
+  p50_ms: number;
   p99_ms: number;
 }
 
@@ -44,7 +45,7 @@ export async function alternate(sides: [Side, Side], pairs: number, slice: numbe
       const r = await s.slice(slice);
       if (r.non2xx + r.errors > 0) throw new Error(`${s.name}: ${r.non2xx} answers not 2xx and ${r.errors} errors`);
       const cpu = r.cpu_s ?? 0;
-      rows.push({ pair, side: s.name, calls: r.requests, cpu_s: cpu, per_cpu_s: r.requests / cpu, rps: r.rps, p99_ms: r.p99_ms });
+      rows.push({ pair, side: s.name, calls: r.requests, cpu_s: cpu, per_cpu_s: r.requests / cpu, rps: r.rps, p50_ms: r.p50_ms, p99_ms: r.p99_ms });
     }
     const [a, b] = sides.map((s) => rows.slice(-2).find((r) => r.side === s.name)!);
     console.log(`pair ${pair}: ${a.side} ${fmt(a.per_cpu_s)}, ${b.side} ${fmt(b.per_cpu_s)} calls per CPU-s, ${fmt(b.per_cpu_s / a.per_cpu_s, 3)}`);
@@ -80,13 +81,14 @@ export function pairsMarkdown(rows: PairRow[], [a, b]: [string, string], s: Pair
   below 1 in ${s.lower} pairs of ${first.length}.
 - All slices together: ${a} ${fmt(s.all[a])}, ${b} ${fmt(s.all[b])} calls per CPU-s,
   ${fmt(s.all[b] / s.all[a], 3)}.
+- p50 at the median of the slices: ${a} ${fmt(median(first.map((r) => r.p50_ms)), 3)} ms, ${b} ${fmt(median(second.map((r) => r.p50_ms)), 3)} ms.
 
-| pair | ${a} calls per CPU-s | ${b} calls per CPU-s | ${b} / ${a} | ${a} p99 ms | ${b} p99 ms |
-|---:|---:|---:|---:|---:|---:|
+| pair | ${a} calls per CPU-s | ${b} calls per CPU-s | ${b} / ${a} | ${a} p50 ms | ${b} p50 ms | ${a} p99 ms | ${b} p99 ms |
+|---:|---:|---:|---:|---:|---:|---:|---:|
 ${first
   .map((p, i) => {
     const g = second[i];
-    return `| ${i + 1} | ${fmt(p.per_cpu_s)} | ${fmt(g.per_cpu_s)} | ${fmt(g.per_cpu_s / p.per_cpu_s, 3)} | ${fmt(p.p99_ms, 2)} | ${fmt(g.p99_ms, 2)} |`;
+    return `| ${i + 1} | ${fmt(p.per_cpu_s)} | ${fmt(g.per_cpu_s)} | ${fmt(g.per_cpu_s / p.per_cpu_s, 3)} | ${fmt(p.p50_ms, 3)} | ${fmt(g.p50_ms, 3)} | ${fmt(p.p99_ms, 2)} | ${fmt(g.p99_ms, 2)} |`;
   })
   .join('\n')}
 `;
