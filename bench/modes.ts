@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { codeVersion, type LookupCell, lookupCell, writeResults } from './gateway.js';
 import { ensureWrk, runLoad } from './load.js';
-import { alternate, pairsMarkdown, type Side, summarize } from './pairs.js';
+import { alternate, type PairRow, pairsMarkdown, type Side, summarize } from './pairs.js';
 
 const { values } = parseArgs({
   options: {
@@ -50,7 +50,7 @@ const start = (mode: Mode, i: number) => {
 const cells: LookupCell[] = [];
 const started = new Date();
 const loadBefore = loadavg();
-let rows: Awaited<ReturnType<typeof alternate>>;
+let rows: PairRow[];
 try {
   for (const [i, mode] of MODES.entries()) cells.push(await start(mode, i));
   const side = (mode: Mode, c: LookupCell): Side => ({
