@@ -1,0 +1,223 @@
+// The class "a masked value leaves through another shape": a key hashes customers.email, and the caller's statement
+// carries the email out by some other road: an expression of it (an encoding, a reversal, a digest, a cast, a
+// concatenation), an aggregate, a JSON or array built around it, the whole row (PostgreSQL's composite values), a
+// renamed column (a table's or a CTE's column list), a subquery, or an error that would quote it. Against real
+// databases in the three dialects, every shape asserts its concrete outcome: served with each value the hash mask's 16
+// hexadecimal characters (or null), or refused with its code, or failed with the generic query_failed; and the
+// address itself appears in no answer.
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import mysql from 'mysql2/promise';
+import { after, before, describe, test } from 'node:test';
+import { scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
+
+const EMAIL = 'carrier@example.com';
+const HASH = /^[0-9a-f]{16}$/;
+
+/** [statement, 'hashed' (served, every value hashed or null), 'failed' (query_failed) or a refusal's code]. */
+type Shape = [string, string];
+
+let n = 0;
+async function holds(s: TestServer, conn: string, key: string, shapes: Shape[]): Promise<void> {
+  for (const [sql, want] of shapes) {
+    const name = `carrier_${n++}`;
+    const saved = await s.call('POST', '/api/v1/queries', { body: { name, connection_name: conn, description: 'probe', publish: true, sql } });
+    assert.equal(saved.status, 201, `${sql}: ${saved.text}`);
+    const r = await s.call('GET', `/q/${name}`, { key });
+    assert.ok(!r.text.includes(EMAIL), `${sql}: the address in clear: ${r.text}`);
+    if (want === 'hashed') {
+      assert.equal(r.status, 200, `${sql}: ${r.text}`);
+      const rows = r.json as Record<string, unknown>[];
+      assert.ok(rows.length > 0, `${sql}: no rows`);
+      for (const row of rows) {
+        for (const [column, v] of Object.entries(row)) {
+          assert.ok(v === null || (typeof v === 'string' && HASH.test(v)), `${sql}: ${column} is ${JSON.stringify(v)}, not a hash`);
+        }
+      }
+    } else if (want === 'failed') {
+      assert.equal(r.status, 500, `${sql}: ${r.text}`);
+      assert.equal(r.json.code, 'query_failed', `${sql}: ${r.text}`);
+    } else {
+      assert.equal(r.status, 403, `${sql}: ${r.text}`);
+      assert.equal(r.json.code, want, `${sql}: ${r.text}`);
+    }
+  }
+}
+
+async function hashingKey(s: TestServer, conn: string): Promise<string> {
+  const r = await s.call('POST', '/api/v1/api-keys', {
+    body: { name: `hash_${conn}`, queries: [], connections: [conn], mask: [{ column: 'customers.email', action: 'hash' }] },
+  });
+  assert.equal(r.status, 201, r.text);
+  return r.json.secret;
+}
+
+/** Shapes every dialect reads alike: expressions, aggregates, subqueries, CTEs with a column list. */
+const COMMON: Shape[] = [
+  ['SELECT email FROM customers', 'hashed'],
+  ['SELECT lower(email) AS e FROM customers', 'hashed'],
+  ['SELECT upper(email) AS e FROM customers', 'hashed'],
+  ['SELECT substr(email, 1, 8) AS e FROM customers', 'hashed'],
+  ['SELECT length(email) AS e FROM customers', 'hashed'],
+  ["SELECT replace(email, '@', ' at ') AS e FROM customers", 'hashed'],
+  ['SELECT CASE WHEN id > 0 THEN email END AS e FROM customers', 'hashed'],
+  ['SELECT COALESCE(email, name) AS e FROM customers', 'hashed'],
+  ['SELECT min(email) AS e FROM customers', 'hashed'],
+  ['SELECT max(email) AS e FROM customers GROUP BY id', 'hashed'],
+  ['SELECT (SELECT email FROM customers LIMIT 1) AS e', 'hashed'],
+  ['SELECT x.e FROM (SELECT email AS e FROM customers) x', 'hashed'],
+  ['SELECT DISTINCT email FROM customers', 'hashed'],
+  ['WITH t(x) AS (SELECT email FROM customers) SELECT x FROM t', 'hashed'],
+  ['SELECT email FROM customers UNION SELECT email FROM customers', 'hashed'],
+];
+
+describe('PostgreSQL: a hashed column leaves only hashed', () => {
+  let s: TestServer;
+  let data: Awaited<ReturnType<typeof scratchDatabase>>;
+  before(async () => {
+    data = await scratchDatabase('qag_carriers');
+    await data.sql.unsafe(`CREATE TABLE customers (id int, name text, email text);
+      INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');`);
+    s = await startTestServer({ QUERYAPIGATE_WORKERS: '0' });
+    const c = await s.call('POST', '/api/v1/connections', {
+      body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres' },
+    });
+    assert.equal(c.status, 201, c.text);
+  });
+  after(async () => {
+    await s.stop();
+    await data.drop();
+  });
+
+  test('expressions, encodings, whole rows, column lists, errors', async () => {
+    const k = await hashingKey(s, 'pg');
+    await holds(s, 'pg', k, [
+      ...COMMON,
+      // encodings and digests of it
+      ["SELECT encode(convert_to(email, 'UTF8'), 'base64') AS e FROM customers", 'hashed'],
+      ["SELECT encode(email::bytea, 'hex') AS e FROM customers", 'hashed'],
+      ['SELECT email::bytea AS e FROM customers', 'hashed'],
+      ['SELECT reverse(email) AS e FROM customers', 'hashed'],
+      ['SELECT md5(email) AS e FROM customers', 'hashed'],
+      ["SELECT translate(email, 'abcdefghijklmnopqrstuvwxyz', 'bcdefghijklmnopqrstuvwxyza') AS e FROM customers", 'hashed'],
+      ["SELECT format('%s', email) AS e FROM customers", 'hashed'],
+      ["SELECT email || '' AS e FROM customers", 'hashed'],
+      ['SELECT email::text AS e FROM customers', 'hashed'],
+      ['SELECT email COLLATE "C" AS e FROM customers', 'mask_unresolvable'],
+      // built around it
+      ['SELECT ARRAY[email] AS e FROM customers', 'hashed'],
+      ['SELECT unnest(ARRAY[email]) AS e FROM customers', 'hashed'],
+      ['SELECT (array_agg(email))[1] AS e FROM customers', 'hashed'],
+      ["SELECT string_agg(email, ',') AS e FROM customers", 'hashed'],
+      ["SELECT jsonb_build_object('e', email) AS e FROM customers", 'hashed'],
+      ['SELECT json_agg(email) AS e FROM customers', 'hashed'],
+      ['SELECT xmlelement(name e, email) AS e FROM customers', 'mask_unresolvable'],
+      // the whole row
+      ['SELECT c FROM customers c', 'hashed'],
+      ['SELECT c::text AS e FROM customers c', 'hashed'],
+      ['SELECT ROW(c.*)::text AS e FROM customers c', 'hashed'],
+      ['SELECT to_jsonb(c) AS e FROM customers c', 'hashed'],
+      ['SELECT row_to_json(c) AS e FROM customers c', 'hashed'],
+      ['SELECT json_agg(c) AS e FROM customers c', 'hashed'],
+      ['SELECT array_agg(c) AS e FROM customers c', 'hashed'],
+      ['SELECT customers FROM customers', 'hashed'],
+      ['SELECT customers.*::text AS e FROM customers', 'hashed'],
+      ['SELECT (c).email FROM customers c', 'mask_unresolvable'],
+      ['SELECT (customers).email FROM customers', 'mask_unresolvable'],
+      // renamed by a column list
+      ['SELECT t.x FROM customers AS t(a, b, x)', 'hashed'],
+      ['SELECT * FROM customers AS t(a, b, x)', 'mask_unresolvable'],
+      ['SELECT x FROM (SELECT email FROM customers) AS t(x)', 'hashed'],
+      ['SELECT * FROM (VALUES ((SELECT email FROM customers LIMIT 1))) v(e)', 'hashed'],
+      ['SELECT e FROM customers CROSS JOIN LATERAL (VALUES (email)) v(e)', 'mask_unresolvable'],
+      // an error that would quote it
+      ['SELECT email::int AS e FROM customers', 'failed'],
+      ['SELECT email::json AS e FROM customers', 'failed'],
+      ['SELECT email::uuid AS e FROM customers', 'failed'],
+      ['SELECT email::inet AS e FROM customers', 'failed'],
+      ['SELECT id FROM customers WHERE email::numeric > 0', 'failed'],
+      ['SELECT id FROM customers ORDER BY email::date', 'failed'],
+    ]);
+  });
+});
+
+describe('MariaDB: a hashed column leaves only hashed', () => {
+  let s: TestServer;
+  let admin: mysql.Connection;
+  const db = `qag_carriers_${process.pid}`;
+  before(async () => {
+    admin = await mysql.createConnection({ host: '127.0.0.1', user: 'root', multipleStatements: true });
+    await admin.query(`CREATE DATABASE ${db}; USE ${db};
+      CREATE TABLE customers (id INT, name VARCHAR(20), email VARCHAR(40));
+      INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');`);
+    s = await startTestServer({ QUERYAPIGATE_WORKERS: '0' });
+    const c = await s.call('POST', '/api/v1/connections', { body: { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: db, user: 'root' } });
+    assert.equal(c.status, 201, c.text);
+  });
+  after(async () => {
+    await s.stop();
+    await admin.query(`DROP DATABASE ${db}`);
+    await admin.end();
+  });
+
+  test('expressions, encodings, JSON, column lists, errors', async () => {
+    const k = await hashingKey(s, 'my');
+    await holds(s, 'my', k, [
+      ...COMMON,
+      ['SELECT TO_BASE64(email) AS e FROM customers', 'hashed'],
+      ['SELECT HEX(email) AS e FROM customers', 'hashed'],
+      ['SELECT REVERSE(email) AS e FROM customers', 'hashed'],
+      ['SELECT MD5(email) AS e FROM customers', 'hashed'],
+      ['SELECT SHA2(email, 256) AS e FROM customers', 'hashed'],
+      ["SELECT CONCAT(email, '') AS e FROM customers", 'hashed'],
+      ["SELECT CONCAT_WS('-', email, '') AS e FROM customers", 'hashed'],
+      ['SELECT CAST(email AS BINARY) AS e FROM customers', 'hashed'],
+      ['SELECT CONVERT(email USING utf8mb4) AS e FROM customers', 'hashed'],
+      ['SELECT IF(id > 0, email, NULL) AS e FROM customers', 'hashed'],
+      ["SELECT GROUP_CONCAT(email SEPARATOR ',') AS e FROM customers", 'hashed'],
+      ["SELECT JSON_OBJECT('e', email) AS e FROM customers", 'hashed'],
+      ['SELECT JSON_ARRAY(email) AS e FROM customers', 'hashed'],
+      ['SELECT JSON_ARRAYAGG(email) AS e FROM customers', 'hashed'],
+      // the string function INSERT() reads as the verb to the keyword guard: refused, on the safe side
+      ["SELECT INSERT(email, 1, 0, '') AS e FROM customers", 'read_only'],
+      ["SELECT LPAD(email, 30, ' ') AS e FROM customers", 'hashed'],
+    ]);
+  });
+});
+
+describe('SQLite: a hashed column leaves only hashed', () => {
+  let s: TestServer;
+  before(async () => {
+    s = await startTestServer({ QUERYAPIGATE_WORKERS: '0' });
+    mkdirSync(join(s.home, 'data'), { recursive: true });
+    const db = new Database(join(s.home, 'data', 'carriers.db'));
+    db.exec(`CREATE TABLE customers (id INTEGER, name TEXT, email TEXT);
+      INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');`);
+    db.close();
+    const c = await s.call('POST', '/api/v1/connections', { body: { name: 'lite', db: 'sqlite', database: 'data/carriers.db' } });
+    assert.equal(c.status, 201, c.text);
+  });
+  after(() => s.stop());
+
+  test('expressions, encodings, JSON, column lists', async () => {
+    const k = await hashingKey(s, 'lite');
+    await holds(s, 'lite', k, [
+      ...COMMON,
+      ['SELECT hex(email) AS e FROM customers', 'hashed'],
+      ["SELECT email || '' AS e FROM customers", 'hashed'],
+      ["SELECT printf('%s', email) AS e FROM customers", 'hashed'],
+      ['SELECT CAST(email AS BLOB) AS e FROM customers', 'hashed'],
+      ['SELECT quote(email) AS e FROM customers', 'hashed'],
+      ['SELECT unicode(email) AS e FROM customers', 'hashed'],
+      ['SELECT trim(email) AS e FROM customers', 'hashed'],
+      ["SELECT group_concat(email, ',') AS e FROM customers", 'hashed'],
+      ["SELECT json_object('e', email) AS e FROM customers", 'hashed'],
+      ['SELECT json_array(email) AS e FROM customers', 'hashed'],
+      ['SELECT json_group_array(email) AS e FROM customers', 'hashed'],
+      ['SELECT iif(id > 0, email, NULL) AS e FROM customers', 'hashed'],
+      ['SELECT x FROM (SELECT email AS x FROM customers)', 'hashed'],
+    ]);
+  });
+});
