@@ -138,8 +138,9 @@ const HIDDEN_DETAIL = 'An error occurred while executing the SQL query';
  * validation. Expected failures (a GatewayError: a refusal, a database down or slow, the store
  * unavailable) are answered with their code and not logged; anything else is a bug, logged with its
  * stack as a 500. The database's own text (`detail`) goes to administrators, and to whoever wrote the
- * SQL (`keepDetail`: ad-hoc calls). A call that crossed without the address a rule needs is not a
- * failure: its answer asks the acceptor to send it again with the address (nothing was counted yet).
+ * SQL (`keepDetail`: ad-hoc calls) unless their key masks columns. A call that crossed without the
+ * address a rule needs is not a failure: its answer asks the acceptor to send it again with the
+ * address (nothing was counted yet).
  */
 export function failure(
   ctx: CallContext,
@@ -156,8 +157,10 @@ export function failure(
   const code: ErrorCode = err ? err.code : 'internal_error';
   let message = err ? err.message : 'An error occurred';
   let extras = err?.extras;
-  // Only an administrator sees the database's own error text (a caller not yet identified does not).
-  if (extras?.detail !== undefined && (caller === null || (caller.kind === 'key' && !keepDetail))) {
+  // Only an administrator sees the database's own error text (a caller not yet identified does not), and the author of
+  // ad-hoc SQL whose key masks nothing: the text may quote any value the statement touched, masked ones too
+  // (PostgreSQL's `invalid input syntax for type integer: "<the value>"`, MariaDB's EXTRACTVALUE errors).
+  if (extras?.detail !== undefined && (caller === null || (caller.kind === 'key' && (!keepDetail || !!caller.key.mask?.length)))) {
     const { detail: _hidden, ...rest } = extras;
     extras = rest;
     if (code === 'query_failed') message = HIDDEN_DETAIL;

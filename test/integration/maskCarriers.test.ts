@@ -46,9 +46,32 @@ async function holds(s: TestServer, conn: string, key: string, shapes: Shape[]):
   }
 }
 
+/**
+ * Ad-hoc SQL that fails on the value itself. Its author sees the database's text, which quotes the value, only when the
+ * key masks nothing (`plain`); the hashing key gets the generic query_failed, nothing of the database's text.
+ */
+async function adhocFails(s: TestServer, conn: string, keys: { hashing: string; plain: string }, statements: string[]): Promise<void> {
+  for (const sql of statements) {
+    const masked = await s.call('POST', '/execute_sql', { key: keys.hashing, body: { sql, connection_name: conn } });
+    assert.equal(masked.status, 500, `${sql}: ${masked.text}`);
+    assert.equal(masked.json.code, 'query_failed', `${sql}: ${masked.text}`);
+    assert.equal(masked.json.detail, undefined, `${sql}: ${masked.text}`);
+    assert.ok(!masked.text.includes(EMAIL), `${sql}: the address in clear: ${masked.text}`);
+    const plain = await s.call('POST', '/execute_sql', { key: keys.plain, body: { sql, connection_name: conn } });
+    assert.equal(plain.status, 500, `${sql}: ${plain.text}`);
+    assert.equal(typeof plain.json.detail, 'string', `${sql}: ${plain.text}`);
+  }
+}
+
+async function plainKey(s: TestServer, conn: string): Promise<string> {
+  const r = await s.call('POST', '/api/v1/api-keys', { body: { name: `plain_${conn}_${n++}`, queries: [], connections: [conn] } });
+  assert.equal(r.status, 201, r.text);
+  return r.json.secret;
+}
+
 async function hashingKey(s: TestServer, conn: string): Promise<string> {
   const r = await s.call('POST', '/api/v1/api-keys', {
-    body: { name: `hash_${conn}`, queries: [], connections: [conn], mask: [{ column: 'customers.email', action: 'hash' }] },
+    body: { name: `hash_${conn}_${n++}`, queries: [], connections: [conn], mask: [{ column: 'customers.email', action: 'hash' }] },
   });
   assert.equal(r.status, 201, r.text);
   return r.json.secret;
@@ -141,6 +164,18 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
       ['SELECT id FROM customers ORDER BY email::date', 'failed'],
     ]);
   });
+  test('ad-hoc SQL: an error that quotes the value reaches only a key that masks nothing', async () => {
+    const keys = { hashing: await hashingKey(s, 'pg'), plain: await plainKey(s, 'pg') };
+    const statements = [
+      'SELECT email::int AS e FROM customers',
+      'SELECT id FROM customers WHERE email::uuid IS NOT NULL',
+      'SELECT email::json AS e FROM customers',
+      "SELECT to_date(email, 'YYYY-MM-DD') AS e FROM customers",
+    ];
+    await adhocFails(s, 'pg', keys, statements);
+    const plain = await s.call('POST', '/execute_sql', { key: keys.plain, body: { sql: statements[0], connection_name: 'pg' } });
+    assert.ok(plain.json.detail.includes(EMAIL), plain.text); // the class: the database's text quotes the value
+  });
 });
 
 describe('MariaDB: a hashed column leaves only hashed', () => {
@@ -185,6 +220,15 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
       ["SELECT LPAD(email, 30, ' ') AS e FROM customers", 'hashed'],
     ]);
   });
+  test('ad-hoc SQL: an error that quotes the value reaches only a key that masks nothing', async () => {
+    const keys = { hashing: await hashingKey(s, 'my'), plain: await plainKey(s, 'my') };
+    // MySQL's EXTRACTVALUE and UPDATEXML quote a value in their XPATH error; MariaDB evaluates only constant XPATH
+    // and says so instead. Either way a hashing key gets none of the database's text.
+    await adhocFails(s, 'my', keys, [
+      'SELECT EXTRACTVALUE(1, CONCAT(0x7e, email)) AS e FROM customers',
+      'SELECT UPDATEXML(1, CONCAT(0x7e, email), 1) AS e FROM customers',
+    ]);
+  });
 });
 
 describe('SQLite: a hashed column leaves only hashed', () => {
@@ -219,5 +263,9 @@ describe('SQLite: a hashed column leaves only hashed', () => {
       ['SELECT iif(id > 0, email, NULL) AS e FROM customers', 'hashed'],
       ['SELECT x FROM (SELECT email AS x FROM customers)', 'hashed'],
     ]);
+  });
+  test('ad-hoc SQL: the database text reaches only a key that masks nothing', async () => {
+    const keys = { hashing: await hashingKey(s, 'lite'), plain: await plainKey(s, 'lite') };
+    await adhocFails(s, 'lite', keys, ["SELECT json_extract(email, '$') AS e FROM customers"]);
   });
 });
