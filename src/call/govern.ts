@@ -5,10 +5,10 @@
 import type { LRUCache } from 'lru-cache';
 import type { Caller } from '../auth/keys.js';
 import { GatewayError } from '../contract/errors.js';
-import { checkPredicates, compileMasker, planMasks, type MaskPlan, type MaskRule, type Masker } from '../governance/masking.js';
-import { allSafe, checkFunctions } from '../governance/functions.js';
+import { checkPredicates, checkWrites, compileMasker, planMasks, type MaskPlan, type MaskRule, type Masker } from '../governance/masking.js';
+import { allSafe, checkFunctions, unsafeCalls } from '../governance/functions.js';
 import { resolveTable } from '../governance/names.js';
-import { checkOutsideReads, checkStatement, checkTables } from '../governance/policy.js';
+import { checkOutsideReads, checkStatement, checkTables, governanceError } from '../governance/policy.js';
 import type { Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { CallPlan } from './plan.js';
@@ -103,6 +103,13 @@ export function governCall(
   if (known instanceof Promise) return known.then(() => governCall(g, plan, caller, queryName, connection, source, options));
   let reset = resetAnyway;
   if (judgeCalls && known.functions) {
+    // A writer's function could copy a masked value anywhere (an INSERT in its body): a key that masks calls none.
+    if (writer && rules) {
+      const unsafe = unsafeCalls(scan.calls, known.functions);
+      if (unsafe.length) {
+        throw governanceError('mask_write', `This API key masks columns, so it may call only functions that cannot change anything (${unsafe.join(', ')} can)`);
+      }
+    }
     if (!writer && source.dialect === 'postgres') checkFunctions(scan.calls, known.functions);
     else if (!reset && !allSafe(scan.calls, known.functions)) reset = true;
   }
@@ -153,6 +160,7 @@ async function traceMasks(
   const { analysis } = plan.inspection;
   const maskPlan = planMasks(analysis, known.schema, rules);
   if (refusePredicates) checkPredicates(analysis, known.schema, rules);
+  checkWrites(analysis, known.schema, rules);
   // Where `*` was expanded, a masker even when no rule applies now: it checks the result against the
   // schema traced on, so a column added or moved since is refused, not shown (then the schema is read again).
   const stars = maskPlan.expected?.some((name) => name !== null) ?? false;

@@ -65,6 +65,7 @@ export const ERRORS = {
     table_check_failed: 403,
     mask_unresolvable: 403,
     mask_predicate: 403,
+    mask_write: 403,
     forbidden: 403,
   },
   /** Running the statement on a data source (sources/). */

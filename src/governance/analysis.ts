@@ -52,6 +52,8 @@ export interface StatementAnalysis extends StatementScan {
   outputs: OutputColumn[] | null;
   /** The columns that decide which rows come back and their order (WHERE, JOIN, GROUP BY, HAVING, ORDER BY). */
   predicates: { sources: ColumnSource[]; traced: boolean };
+  /** What its writes store, as columns (empty when it writes nothing): a value from a masked column must not land there. */
+  written: OutputColumn[];
   /** Which reader produced the description. */
   parser: 'pgsql-ast-parser' | 'node-sql-parser' | 'lexical';
 }
@@ -181,6 +183,7 @@ export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAna
     tableFunctions: lineage.tableFunctions,
     outputs: lineage.outputs,
     predicates: lineage.predicates,
+    written: lineage.written,
     parser,
   };
 }

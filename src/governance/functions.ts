@@ -95,13 +95,18 @@ export function toFunctionCatalog(rows: unknown[][]): FunctionCatalog {
  * function that does not exist (the database refuses it).
  */
 export function checkFunctions(calls: readonly string[], catalog: FunctionCatalog): void {
-  const refused = calls.filter((name) => !isSafe(name, catalog)).map((name) => `${name}()`);
+  const refused = unsafeCalls(calls, catalog);
   if (refused.length) {
     throw new GatewayError(
       'read_only',
       `${READ_ONLY_MESSAGE} - and only functions that cannot change anything (${refused.join(', ')} can). Set QUERYAPIGATE_ALLOW_WRITES=1 to lift this restriction.`,
     );
   }
+}
+
+/** The functions called that the catalog does not vouch for, as `name()`. */
+export function unsafeCalls(calls: readonly string[], catalog: FunctionCatalog): string[] {
+  return calls.filter((name) => !isSafe(name, catalog)).map((name) => `${name}()`);
 }
 
 /** True when every function called is one the catalog vouches for (or a keyword, which it does not know). */

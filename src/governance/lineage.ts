@@ -56,6 +56,8 @@ export type Query =
       targets: Array<{ name: string; schema: string | null; alias: string | null }>;
       from: FromItem[];
       extra: Ex[];
+      /** The values it stores besides its source's rows: SET, VALUES lists, ON CONFLICT / ON DUPLICATE KEY updates. */
+      values: Ex[];
       source: Query | null;
       returning: SelCol[] | null;
     }
@@ -101,6 +103,8 @@ export interface Lineage {
   outputs: OutputColumn[] | null;
   /** The columns read to decide which rows come back or in what order (WHERE, JOIN ON/USING, GROUP BY, HAVING, ORDER BY, ...). */
   predicates: { sources: ColumnSource[]; traced: boolean };
+  /** What the statement's writes store, as columns: each write's source rows' columns and each value it sets. */
+  written: OutputColumn[];
 }
 
 /** Row-source functions whose rows come only from their arguments. */
@@ -186,6 +190,7 @@ interface Acc {
   calls: Set<string>;
   selectInto: boolean;
   predicates: { sources: ColumnSource[]; traced: boolean };
+  written: OutputColumn[];
 }
 
 /** Reads a lowered statement: what it touches and where each output column comes from. */
@@ -199,6 +204,7 @@ export function describe(q: Query): Lineage {
     calls: new Set(),
     selectInto: false,
     predicates: { sources: [], traced: true },
+    written: [],
   };
   const outputs = query(q, null, acc);
   return {
@@ -210,6 +216,7 @@ export function describe(q: Query): Lineage {
     selectInto: acc.selectInto,
     outputs,
     predicates: acc.predicates,
+    written: acc.written,
   };
 }
 
@@ -254,9 +261,14 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
         acc.targets.add(ref);
         scope.items.push({ names: itemNames(t.alias, t.name), kind: 'table', table: ref });
       }
-      if (q.source) query(q.source, scope, acc);
+      if (q.source) acc.written.push(...(query(q.source, scope, acc) ?? [UNTRACED_WRITE]));
       for (const f of q.from) addFrom(f, scope, acc);
       for (const e of q.extra) mergeInto(acc.predicates, evalEx(e, scope, acc));
+      for (const e of q.values) {
+        const value: Col = { kind: 'column', name: '(a value it writes)', sources: [], traced: true };
+        mergeInto(value, evalEx(e, scope, acc));
+        acc.written.push(value);
+      }
       return q.returning ? selectList(q.returning, scope, acc) : [];
     }
     case 'other': {
@@ -271,6 +283,9 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
     }
   }
 }
+
+/** A write's source whose rows can't be described (SHOW, a DDL statement): what it stores is unknown. */
+const UNTRACED_WRITE: OutputColumn = { kind: 'column', name: '(its source rows)', sources: [], traced: false };
 
 function withCtes(ctes: Cte[], outer: Scope | null, acc: Acc): Scope {
   const scope: Scope = { items: [], ctes: new Map(), parent: outer };

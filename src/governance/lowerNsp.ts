@@ -201,17 +201,19 @@ function lowerWrite(st: Node): Query {
     }
   }
   if (targets.length === 0) throw new LoweringError('a write without a target table');
+  const stored = emptyEx();
   const values = st.values as Node | null | undefined;
   if (values && typeof values === 'object' && (values.type === 'select' || values.ast)) source = lowerNspStatement((values.ast ?? values) as Node);
-  else walk(values, extra);
-  for (const key of ['set', 'where', 'on_duplicate_update', 'orderby', 'limit', 'conflict']) walk(st[key], extra);
+  else walk(values, stored);
+  for (const key of ['set', 'on_duplicate_update', 'conflict']) walk(st[key], stored);
+  for (const key of ['where', 'orderby', 'limit']) walk(st[key], extra);
   let returning: SelCol[] | null = null;
   if (st.returning) {
     const ret = st.returning as Node;
     const cols = Array.isArray(ret.columns) ? ret.columns : Array.isArray(ret) ? ret : [];
     returning = cols.map(lowerSelCol);
   }
-  return { k: 'write', ctes, verb: String(st.type), targets, from, extra: [extra], source, returning };
+  return { k: 'write', ctes, verb: String(st.type), targets, from, extra: [extra], values: [stored], source, returning };
 }
 
 function emptyEx(): Ex {

@@ -169,9 +169,10 @@ function lowerFrom(f: pg.From): FromItem {
 
 function lowerWrite(w: pg.InsertStatement | pg.UpdateStatement | pg.DeleteStatement, ctes: Cte[]): Query {
   const extra = emptyEx();
+  const values = emptyEx();
   const returning = w.returning ? w.returning.map(lowerSelCol) : null;
   if (w.type === 'insert') {
-    walk(w.onConflict, extra);
+    walk(w.onConflict, values); // DO UPDATE SET's values, and its WHERE with them: counted as written, the stricter side
     return {
       k: 'write',
       ctes,
@@ -179,12 +180,13 @@ function lowerWrite(w: pg.InsertStatement | pg.UpdateStatement | pg.DeleteStatem
       targets: [{ name: lc(w.into.name), schema: w.into.schema ? lc(w.into.schema) : null, alias: w.into.alias ? lc(w.into.alias) : null }],
       from: [],
       extra: [extra],
+      values: [values],
       source: lowerQuery(w.insert),
       returning,
     };
   }
   if (w.type === 'update') {
-    walk(w.sets, extra);
+    walk(w.sets, values);
     walk(w.where, extra);
     const from: FromItem[] = [];
     if (w.from) {
@@ -198,6 +200,7 @@ function lowerWrite(w: pg.InsertStatement | pg.UpdateStatement | pg.DeleteStatem
       targets: [{ name: lc(w.table.name), schema: w.table.schema ? lc(w.table.schema) : null, alias: w.table.alias ? lc(w.table.alias) : null }],
       from,
       extra: [extra],
+      values: [values],
       source: null,
       returning,
     };
@@ -210,6 +213,7 @@ function lowerWrite(w: pg.InsertStatement | pg.UpdateStatement | pg.DeleteStatem
     targets: [{ name: lc(w.from.name), schema: w.from.schema ? lc(w.from.schema) : null, alias: w.from.alias ? lc(w.from.alias) : null }],
     from: [],
     extra: [extra],
+    values: [],
     source: null,
     returning,
   };

@@ -113,6 +113,26 @@ export function checkPredicates(a: StatementAnalysis | null, schema: Schema, rul
   }
 }
 
+/**
+ * A key that masks columns may not write a value computed from a masked one: where it lands (another table, another
+ * column) no rule masks it, and the key reads it back in clear (`INSERT INTO notes SELECT email FROM customers`,
+ * `UPDATE customers SET name = email`). What a write stores that cannot be traced is refused too.
+ */
+export function checkWrites(a: StatementAnalysis | null, schema: Schema, rules: MaskRule[]): void {
+  if (rules.length === 0 || a === null || a.written.length === 0) return;
+  const compiled = rules.map(compileRule);
+  for (const p of traceOutputs(a.written, schema)) {
+    if (p.untraced) throw writeError(`what it writes can't be traced (${p.untraced})`);
+    for (const s of p.sources) {
+      for (const r of compiled) if (matches(r, s)) throw writeError(`it writes a value computed from the masked column ${showRef(s.table)}.${s.column}`);
+    }
+  }
+}
+
+function writeError(why: string): Error {
+  return governanceError('mask_write', `This API key may not write values of masked columns: ${why}`);
+}
+
 function predicateError(why: string): Error {
   return governanceError('mask_predicate', `This API key may not filter or sort by masked columns: ${why}`);
 }

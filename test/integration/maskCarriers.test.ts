@@ -4,7 +4,8 @@
 // renamed column (a table's or a CTE's column list), a subquery, or an error that would quote it. Against real
 // databases in the three dialects, every shape asserts its concrete outcome: served with each value the hash mask's 16
 // hexadecimal characters (or null), or refused with its code, or failed with the generic query_failed; and the
-// address itself appears in no answer.
+// address itself appears in no answer. A key that may write must not store it where no rule masks it (another table,
+// another column, through a function) and read it back: such writes are refused (mask_write), other writes served.
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -63,6 +64,33 @@ async function adhocFails(s: TestServer, conn: string, keys: { hashing: string; 
   }
 }
 
+/**
+ * A writing key that hashes customers.email: each of `laundering` is refused (mask_write) and leaves nothing behind,
+ * each of `served` runs; then nothing the key reads from notes or customers holds the address in clear.
+ */
+async function writes(s: TestServer, conn: string, laundering: string[], served: string[]): Promise<void> {
+  const r = await s.call('POST', '/api/v1/api-keys', {
+    body: { name: `writer_${conn}_${n++}`, queries: [], connections: [conn], allow_writes: true, mask: [{ column: 'customers.email', action: 'hash' }] },
+  });
+  assert.equal(r.status, 201, r.text);
+  const run = (sql: string) => s.call('POST', '/execute_sql', { key: r.json.secret, body: { sql, connection_name: conn } });
+  for (const sql of laundering) {
+    const a = await run(sql);
+    assert.equal(a.status, 403, `${sql}: ${a.text}`);
+    assert.equal(a.json.code, 'mask_write', `${sql}: ${a.text}`);
+  }
+  for (const sql of served) {
+    const a = await run(sql);
+    assert.equal(a.status, 200, `${sql}: ${a.text}`);
+    assert.ok(!a.text.includes(EMAIL), `${sql}: the address in clear: ${a.text}`);
+  }
+  for (const sql of ['SELECT body FROM notes', 'SELECT name FROM customers']) {
+    const a = await run(sql);
+    assert.equal(a.status, 200, `${sql}: ${a.text}`);
+    assert.ok(!a.text.includes(EMAIL), `${sql}: the address in clear: ${a.text}`);
+  }
+}
+
 async function plainKey(s: TestServer, conn: string): Promise<string> {
   const r = await s.call('POST', '/api/v1/api-keys', { body: { name: `plain_${conn}_${n++}`, queries: [], connections: [conn] } });
   assert.equal(r.status, 201, r.text);
@@ -102,8 +130,11 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
   before(async () => {
     data = await scratchDatabase('qag_carriers');
     await data.sql.unsafe(`CREATE TABLE customers (id int, name text, email text);
-      INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');`);
-    s = await startTestServer({ QUERYAPIGATE_WORKERS: '0' });
+      INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');
+      CREATE TABLE notes (id serial PRIMARY KEY, body text);
+      CREATE FUNCTION copy_emails() RETURNS int LANGUAGE plpgsql AS
+        $$ BEGIN INSERT INTO notes (body) SELECT email FROM customers; RETURN 1; END $$;`);
+    s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
     const c = await s.call('POST', '/api/v1/connections', {
       body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres' },
     });
@@ -176,6 +207,38 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
     const plain = await s.call('POST', '/execute_sql', { key: keys.plain, body: { sql: statements[0], connection_name: 'pg' } });
     assert.ok(plain.json.detail.includes(EMAIL), plain.text); // the class: the database's text quotes the value
   });
+  test('writes: a masked value stored where no rule masks it is refused', async () => {
+    await writes(
+      s,
+      'pg',
+      [
+        'INSERT INTO notes (body) SELECT email FROM customers',
+        'INSERT INTO notes (body) SELECT lower(email) FROM customers',
+        'INSERT INTO notes (body) SELECT c.email FROM customers c',
+        'INSERT INTO notes (body) SELECT x FROM (SELECT email AS x FROM customers) s',
+        'INSERT INTO notes (body) SELECT name FROM customers UNION SELECT email FROM customers',
+        'INSERT INTO notes (body) VALUES ((SELECT email FROM customers LIMIT 1))',
+        'INSERT INTO notes (body) SELECT email FROM customers RETURNING body',
+        'INSERT INTO notes (body) SELECT c::text FROM customers c',
+        "INSERT INTO notes (id, body) VALUES (1, 'x') ON CONFLICT (id) DO UPDATE SET body = (SELECT email FROM customers LIMIT 1)",
+        'WITH x AS (INSERT INTO notes (body) SELECT email FROM customers RETURNING id) SELECT id FROM x',
+        'UPDATE notes SET body = (SELECT email FROM customers LIMIT 1)',
+        'UPDATE customers SET name = email',
+        'UPDATE customers SET name = upper(email) WHERE id = 1',
+        'UPDATE notes n SET body = c.email FROM customers c WHERE c.id = n.id',
+        'SELECT copy_emails() AS n',
+      ],
+      [
+        "INSERT INTO notes (body) VALUES ('plain')",
+        'INSERT INTO notes (body) SELECT name FROM customers',
+        "UPDATE customers SET name = 'Carrier' WHERE id = 1",
+        // a masked column deciding which rows change is a predicate (mask_predicates decides), not a value stored
+        "UPDATE customers SET name = 'Carrier' WHERE email IS NOT NULL",
+        "UPDATE notes SET body = 'again' WHERE body = 'plain'",
+        "DELETE FROM notes WHERE body = 'again'",
+      ],
+    );
+  });
 });
 
 describe('MariaDB: a hashed column leaves only hashed', () => {
@@ -185,9 +248,12 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
   before(async () => {
     admin = await mysql.createConnection({ host: '127.0.0.1', user: 'root', multipleStatements: true });
     await admin.query(`CREATE DATABASE ${db}; USE ${db};
-      CREATE TABLE customers (id INT, name VARCHAR(20), email VARCHAR(40));
-      INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');`);
-    s = await startTestServer({ QUERYAPIGATE_WORKERS: '0' });
+      CREATE TABLE customers (id INT, name VARCHAR(40), email VARCHAR(40));
+      INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');
+      CREATE TABLE notes (id INT AUTO_INCREMENT PRIMARY KEY, body VARCHAR(40));
+      CREATE FUNCTION copy_emails() RETURNS INT MODIFIES SQL DATA
+        BEGIN INSERT INTO notes (body) SELECT email FROM customers; RETURN 1; END;`);
+    s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
     const c = await s.call('POST', '/api/v1/connections', { body: { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: db, user: 'root' } });
     assert.equal(c.status, 201, c.text);
   });
@@ -228,6 +294,30 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
       'SELECT EXTRACTVALUE(1, CONCAT(0x7e, email)) AS e FROM customers',
       'SELECT UPDATEXML(1, CONCAT(0x7e, email), 1) AS e FROM customers',
     ]);
+  });
+  test('writes: a masked value stored where no rule masks it is refused', async () => {
+    await writes(
+      s,
+      'my',
+      [
+        'INSERT INTO notes (body) SELECT email FROM customers',
+        'INSERT INTO notes (body) SELECT LOWER(email) FROM customers',
+        'INSERT INTO notes (body) VALUES ((SELECT email FROM customers LIMIT 1))',
+        'REPLACE INTO notes (id, body) SELECT id, email FROM customers',
+        "INSERT INTO notes (id, body) VALUES (1, 'x') ON DUPLICATE KEY UPDATE body = (SELECT email FROM customers LIMIT 1)",
+        'UPDATE customers SET name = email',
+        "UPDATE customers SET name = CONCAT(email, '') WHERE id = 1",
+        'UPDATE notes n JOIN customers c ON c.id = n.id SET n.body = c.email',
+        'SELECT copy_emails() AS n',
+      ],
+      [
+        "INSERT INTO notes (body) VALUES ('plain')",
+        'INSERT INTO notes (body) SELECT name FROM customers',
+        "UPDATE customers SET name = 'Carrier' WHERE id = 1",
+        "UPDATE customers SET name = 'Carrier' WHERE email IS NOT NULL",
+        "DELETE FROM notes WHERE body = 'plain'",
+      ],
+    );
   });
 });
 
