@@ -230,7 +230,11 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
       scope.outputNames = new Set(q.cols.map((c) => c.alias ?? c.implicitName).filter((n): n is string => n !== null));
       for (const e of q.extra) mergeInto(acc.predicates, evalEx(e, scope, acc));
       scope.outputNames = undefined;
-      if (q.into) acc.selectInto = true;
+      if (q.into) {
+        // SELECT ... INTO a new table (PostgreSQL) stores its rows: what it writes is its output.
+        acc.selectInto = true;
+        acc.written.push(...(out ?? [UNTRACED_WRITE]));
+      }
       return out;
     }
     case 'setop': {
