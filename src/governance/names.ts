@@ -15,6 +15,8 @@ export interface Relation {
   columns: string[] | null;
   /** Each column's data type, as the schema query reads it (for the catalog). */
   types: string[];
+  /** A write to it runs code the gateway does not read: a trigger (PostgreSQL: or a rewrite rule). */
+  triggered?: true;
 }
 
 /** What a connection's names resolve to; read by the schema query (governance/schema.ts). */

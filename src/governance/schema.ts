@@ -25,6 +25,12 @@ FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
   AND (n.oid = pg_my_temp_schema() OR has_schema_privilege(n.oid, 'USAGE'))`;
 const POSTGRES_PATH = `SELECT s::text FROM unnest(current_schemas(true)) WITH ORDINALITY AS p(s, n) ORDER BY n`;
+// Rows: (schema, table) of each table a write to which runs code of the database's own: a trigger that is not a
+// constraint's (a foreign key's actions are internal ones), or a rewrite rule (pg_rules leaves out views' ON SELECT).
+const POSTGRES_TRIGGERED = `SELECT n.nspname::text, c.relname::text FROM pg_trigger t
+JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE NOT t.tgisinternal
+UNION SELECT schemaname::text, tablename::text FROM pg_rules`;
 
 // The join compares names exactly: information_schema's collation would pair Customers with customers.
 const MYSQL_COLUMNS = `SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, t.TABLE_TYPE
@@ -33,6 +39,8 @@ JOIN information_schema.TABLES t ON BINARY t.TABLE_SCHEMA = BINARY c.TABLE_SCHEM
 WHERE c.TABLE_SCHEMA NOT IN ('information_schema', 'performance_schema', 'mysql', 'sys')
 ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION`;
 const MYSQL_PATH = `SELECT DATABASE(), @@lower_case_table_names`;
+// information_schema.TRIGGERS lists the triggers of tables the user holds the TRIGGER privilege on, no others.
+const MYSQL_TRIGGERED = `SELECT DISTINCT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS`;
 
 const SQLITE_COLUMNS = `SELECT l.schema, l.name, p.name, p.type, l.type
 FROM pragma_database_list d
@@ -43,8 +51,8 @@ const SQLITE_PATH = `SELECT name FROM pragma_database_list ORDER BY CASE name WH
 
 /** The queries to run, in this order, and hand to toSchema. */
 export function schemaQueries(dialect: SqlDialect): string[] {
-  if (dialect === 'postgres') return [POSTGRES_COLUMNS, POSTGRES_RELATIONS, POSTGRES_PATH];
-  if (dialect === 'mysql') return [MYSQL_COLUMNS, MYSQL_PATH];
+  if (dialect === 'postgres') return [POSTGRES_COLUMNS, POSTGRES_RELATIONS, POSTGRES_PATH, POSTGRES_TRIGGERED];
+  if (dialect === 'mysql') return [MYSQL_COLUMNS, MYSQL_PATH, MYSQL_TRIGGERED];
   return [SQLITE_COLUMNS, SQLITE_PATH];
 }
 
@@ -52,7 +60,7 @@ const TRACEABLE = new Set(['BASE TABLE', 'FOREIGN', 'FOREIGN TABLE', 'table', 'v
 
 /** The rows of schemaQueries(dialect), each query's rows in turn, to a Schema. */
 export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
-  const [columns, second, third] = results;
+  const [columns, second, third, fourth] = results;
   let path: string[];
   let foldTables = dialect === 'sqlite';
   if (dialect === 'postgres') path = (third ?? []).map((r) => String(r[0]));
@@ -82,6 +90,11 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
       const key = `${String(row[0])}${SEP}${String(row[1])}`;
       if (!relations.has(key)) relations.set(key, { key, schema: String(row[0]), name: String(row[1]), columns: null, types: [] });
     }
+  }
+  const triggered = dialect === 'postgres' ? fourth : dialect === 'mysql' ? third : undefined;
+  for (const row of triggered ?? []) {
+    const r = relations.get(`${fold(String(row[0]))}${SEP}${fold(String(row[1]))}`);
+    if (r) r.triggered = true;
   }
   return { dialect, relations, path, foldTables, memo: new Map() };
 }

@@ -5,7 +5,8 @@
 // databases in the three dialects, every shape asserts its concrete outcome: served with each value the hash mask's 16
 // hexadecimal characters (or null), or refused with its code, or failed with the generic query_failed; and the
 // address itself appears in no answer. A key that may write must not store it where no rule masks it (another table,
-// another column, through a function) and read it back: such writes are refused (mask_write), other writes served.
+// another column, through a function, a trigger or a rule) and read it back: such writes are refused (mask_write),
+// other writes served.
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -135,7 +136,13 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
       INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');
       CREATE TABLE notes (id serial PRIMARY KEY, body text);
       CREATE FUNCTION copy_emails() RETURNS int LANGUAGE plpgsql AS
-        $$ BEGIN INSERT INTO notes (body) SELECT email FROM customers; RETURN 1; END $$;`);
+        $$ BEGIN INSERT INTO notes (body) SELECT email FROM customers; RETURN 1; END $$;
+      CREATE TABLE orders (id serial PRIMARY KEY, customer_id int);
+      CREATE FUNCTION order_note() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN INSERT INTO notes (body) SELECT email FROM customers WHERE id = NEW.customer_id; RETURN NEW; END $$;
+      CREATE TRIGGER order_note AFTER INSERT ON orders FOR EACH ROW EXECUTE FUNCTION order_note();
+      CREATE TABLE inbox (body text);
+      CREATE RULE inbox_copy AS ON INSERT TO inbox DO ALSO INSERT INTO notes (body) SELECT email FROM customers;`);
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
     const c = await s.call('POST', '/api/v1/connections', {
       body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres' },
@@ -230,6 +237,9 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
         'UPDATE notes n SET body = c.email FROM customers c WHERE c.id = n.id',
         'SELECT copy_emails() AS n',
         'SELECT email INTO leak FROM customers',
+        // the database's own code on a table written: a trigger, a rule
+        'INSERT INTO orders (customer_id) VALUES (1)',
+        "INSERT INTO inbox (body) VALUES ('x')",
         ['CREATE TABLE leak AS SELECT email FROM customers', 'table_check_failed'],
         ['CREATE VIEW leak AS SELECT email FROM customers', 'mask_unresolvable'],
         ['ALTER TABLE customers RENAME COLUMN email TO contact', 'mask_unresolvable'],
@@ -258,7 +268,10 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
       INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');
       CREATE TABLE notes (id INT AUTO_INCREMENT PRIMARY KEY, body VARCHAR(40));
       CREATE FUNCTION copy_emails() RETURNS INT MODIFIES SQL DATA
-        BEGIN INSERT INTO notes (body) SELECT email FROM customers; RETURN 1; END;`);
+        BEGIN INSERT INTO notes (body) SELECT email FROM customers; RETURN 1; END;
+      CREATE TABLE orders (id INT AUTO_INCREMENT PRIMARY KEY, customer_id INT);
+      CREATE TRIGGER order_note AFTER INSERT ON orders FOR EACH ROW
+        INSERT INTO notes (body) SELECT email FROM customers WHERE id = NEW.customer_id;`);
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
     const c = await s.call('POST', '/api/v1/connections', { body: { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: db, user: 'root' } });
     assert.equal(c.status, 201, c.text);
@@ -315,6 +328,7 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
         "UPDATE customers SET name = CONCAT(email, '') WHERE id = 1",
         'UPDATE notes n JOIN customers c ON c.id = n.id SET n.body = c.email',
         'SELECT copy_emails() AS n',
+        'INSERT INTO orders (customer_id) VALUES (1)',
       ],
       [
         "INSERT INTO notes (body) VALUES ('plain')",
