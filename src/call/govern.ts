@@ -7,7 +7,7 @@ import type { Caller } from '../auth/keys.js';
 import { GatewayError } from '../contract/errors.js';
 import { checkPredicates, checkWrites, compileMasker, planMasks, type MaskPlan, type MaskRule, type Masker } from '../governance/masking.js';
 import { allSafe, checkFunctions, unsafeCalls } from '../governance/functions.js';
-import { resolveTable, showRef } from '../governance/names.js';
+import { resolveTable } from '../governance/names.js';
 import { checkOutsideReads, checkStatement, checkTables, governanceError } from '../governance/policy.js';
 import type { Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
@@ -112,16 +112,6 @@ export function governCall(
     }
     if (!writer && source.dialect === 'postgres') checkFunctions(scan.calls, known.functions);
     else if (!reset && !allSafe(scan.calls, known.functions)) reset = true;
-  }
-  // So could a trigger or a rule on a table it writes: the database's own code, which the gateway does not read.
-  if (writer && rules && analysis) {
-    const fired = analysis.writeTargets.find((t) => resolveTable(known.schema, t)?.triggered);
-    if (fired) {
-      throw governanceError(
-        'mask_write',
-        `This API key masks columns, so it may not write to ${showRef(fired)}, whose triggers or rules run code the gateway cannot check`,
-      );
-    }
   }
   if (pooled && !reset && (analysis === null || analysis.tables.some((t) => !resolveTable(known.schema, t)?.columns))) reset = true;
   if (!rules && !tables) return reset ? UNMASKED_RESET : UNMASKED;

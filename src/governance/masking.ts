@@ -116,10 +116,18 @@ export function checkPredicates(a: StatementAnalysis | null, schema: Schema, rul
 /**
  * A key that masks columns may not write a value computed from a masked one: where it lands (another table, another
  * column) no rule masks it, and the key reads it back in clear (`INSERT INTO notes SELECT email FROM customers`,
- * `UPDATE customers SET name = email`). What a write stores that cannot be traced is refused too.
+ * `UPDATE customers SET name = email`). What a write stores that cannot be traced is refused too, and so is any write to
+ * a table with a trigger or a rule: the database's own code, which the gateway does not read, could copy one.
  */
 export function checkWrites(a: StatementAnalysis | null, schema: Schema, rules: MaskRule[]): void {
-  if (rules.length === 0 || a === null || a.written.length === 0) return;
+  if (rules.length === 0 || a === null) return;
+  const fired = a.writeTargets.find((t) => resolveTable(schema, t)?.triggered);
+  if (fired) {
+    throw governanceError(
+      'mask_write',
+      `This API key masks columns, so it may not write to ${showRef(fired)}, whose triggers or rules run code the gateway cannot check`,
+    );
+  }
   const compiled = rules.map(compileRule);
   for (const p of traceOutputs(a.written, schema)) {
     if (p.untraced) throw writeError(`what it writes can't be traced (${p.untraced})`);
