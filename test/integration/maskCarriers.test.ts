@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import { after, before, describe, test } from 'node:test';
-import { scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
+import { pgConnection, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
 
 const EMAIL = 'carrier@example.com';
 const HASH = /^[0-9a-f]{16}$/;
@@ -71,39 +71,26 @@ async function adhocFails(s: TestServer, conn: string, keys: { hashing: string; 
  * or customers holds the address in clear.
  */
 async function writes(s: TestServer, conn: string, laundering: Array<string | [string, string]>, served: string[]): Promise<void> {
-  const r = await s.call('POST', '/api/v1/api-keys', {
-    body: { name: `writer_${conn}_${n++}`, queries: [], connections: [conn], allow_writes: true, mask: [{ column: 'customers.email', action: 'hash' }] },
-  });
-  assert.equal(r.status, 201, r.text);
-  const run = (sql: string) => s.call('POST', '/execute_sql', { key: r.json.secret, body: { sql, connection_name: conn } });
+  const key = await newKey(s, conn, { ...HASH_EMAIL, allow_writes: true });
+  const run = (sql: string) => s.call('POST', '/execute_sql', { key, body: { sql, connection_name: conn } });
   for (const entry of laundering) {
     const [sql, code] = typeof entry === 'string' ? [entry, 'mask_write'] : entry;
     const a = await run(sql);
     assert.equal(a.status, 403, `${sql}: ${a.text}`);
     assert.equal(a.json.code, code, `${sql}: ${a.text}`);
   }
-  for (const sql of served) {
-    const a = await run(sql);
-    assert.equal(a.status, 200, `${sql}: ${a.text}`);
-    assert.ok(!a.text.includes(EMAIL), `${sql}: the address in clear: ${a.text}`);
-  }
-  for (const sql of ['SELECT body FROM notes', 'SELECT name FROM customers']) {
+  for (const sql of [...served, 'SELECT body FROM notes', 'SELECT name FROM customers']) {
     const a = await run(sql);
     assert.equal(a.status, 200, `${sql}: ${a.text}`);
     assert.ok(!a.text.includes(EMAIL), `${sql}: the address in clear: ${a.text}`);
   }
 }
 
-async function plainKey(s: TestServer, conn: string): Promise<string> {
-  const r = await s.call('POST', '/api/v1/api-keys', { body: { name: `plain_${conn}_${n++}`, queries: [], connections: [conn] } });
-  assert.equal(r.status, 201, r.text);
-  return r.json.secret;
-}
+const HASH_EMAIL = { mask: [{ column: 'customers.email', action: 'hash' }] };
 
-async function hashingKey(s: TestServer, conn: string): Promise<string> {
-  const r = await s.call('POST', '/api/v1/api-keys', {
-    body: { name: `hash_${conn}_${n++}`, queries: [], connections: [conn], mask: [{ column: 'customers.email', action: 'hash' }] },
-  });
+/** A new key reaching connection `conn` with `grants` (say HASH_EMAIL); its secret. */
+async function newKey(s: TestServer, conn: string, grants: object = {}): Promise<string> {
+  const r = await s.call('POST', '/api/v1/api-keys', { body: { name: `key_${conn}_${n++}`, queries: [], connections: [conn], ...grants } });
   assert.equal(r.status, 201, r.text);
   return r.json.secret;
 }
@@ -144,9 +131,7 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
       CREATE TABLE inbox (body text);
       CREATE RULE inbox_copy AS ON INSERT TO inbox DO ALSO INSERT INTO notes (body) SELECT email FROM customers;`);
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
-    const c = await s.call('POST', '/api/v1/connections', {
-      body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres' },
-    });
+    const c = await s.call('POST', '/api/v1/connections', { body: { ...pgConnection('pg'), database: data.name } });
     assert.equal(c.status, 201, c.text);
   });
   after(async () => {
@@ -155,7 +140,7 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
   });
 
   test('expressions, encodings, whole rows, column lists, errors', async () => {
-    const k = await hashingKey(s, 'pg');
+    const k = await newKey(s, 'pg', HASH_EMAIL);
     await holds(s, 'pg', k, [
       ...COMMON,
       // encodings and digests of it
@@ -205,7 +190,7 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
     ]);
   });
   test('ad-hoc SQL: an error that quotes the value reaches only a key that masks nothing', async () => {
-    const keys = { hashing: await hashingKey(s, 'pg'), plain: await plainKey(s, 'pg') };
+    const keys = { hashing: await newKey(s, 'pg', HASH_EMAIL), plain: await newKey(s, 'pg') };
     const statements = [
       'SELECT email::int AS e FROM customers',
       'SELECT id FROM customers WHERE email::uuid IS NOT NULL',
@@ -283,7 +268,7 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
   });
 
   test('expressions, encodings, JSON, column lists, errors', async () => {
-    const k = await hashingKey(s, 'my');
+    const k = await newKey(s, 'my', HASH_EMAIL);
     await holds(s, 'my', k, [
       ...COMMON,
       ['SELECT TO_BASE64(email) AS e FROM customers', 'hashed'],
@@ -306,7 +291,7 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
     ]);
   });
   test('ad-hoc SQL: an error that quotes the value reaches only a key that masks nothing', async () => {
-    const keys = { hashing: await hashingKey(s, 'my'), plain: await plainKey(s, 'my') };
+    const keys = { hashing: await newKey(s, 'my', HASH_EMAIL), plain: await newKey(s, 'my') };
     // MySQL's EXTRACTVALUE and UPDATEXML quote a value in their XPATH error; MariaDB evaluates only constant XPATH
     // and says so instead. Either way a hashing key gets none of the database's text.
     await adhocFails(s, 'my', keys, [
@@ -356,7 +341,7 @@ describe('SQLite: a hashed column leaves only hashed', () => {
   after(() => s.stop());
 
   test('expressions, encodings, JSON, column lists', async () => {
-    const k = await hashingKey(s, 'lite');
+    const k = await newKey(s, 'lite', HASH_EMAIL);
     await holds(s, 'lite', k, [
       ...COMMON,
       ['SELECT hex(email) AS e FROM customers', 'hashed'],
@@ -375,7 +360,7 @@ describe('SQLite: a hashed column leaves only hashed', () => {
     ]);
   });
   test('ad-hoc SQL: the database text reaches only a key that masks nothing', async () => {
-    const keys = { hashing: await hashingKey(s, 'lite'), plain: await plainKey(s, 'lite') };
+    const keys = { hashing: await newKey(s, 'lite', HASH_EMAIL), plain: await newKey(s, 'lite') };
     await adhocFails(s, 'lite', keys, ["SELECT json_extract(email, '$') AS e FROM customers"]);
   });
 });
