@@ -15,23 +15,8 @@ import { lex } from './scan.js';
 /** Every function name the connection can see, and whether a read-only call may run it. */
 export type FunctionCatalog = ReadonlyMap<string, boolean>;
 
-/**
- * One row per overload: its name, whether it is non-volatile and a superuser's, whether it is native
- * (an initdb object, oid below FirstNormalObjectId, or internal/C), and an SQL function's body.
- */
-export const POSTGRES_FUNCTIONS = `SELECT p.proname::text, p.provolatile <> 'v' AND r.rolsuper,
-  p.oid < 16384 OR l.lanname IN ('internal', 'c'), CASE WHEN l.lanname = 'sql' THEN p.prosrc END
-FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner JOIN pg_language l ON l.oid = p.prolang`;
-
-/**
- * MySQL/MariaDB: the stored functions the connection can see, none vouched for (a stored function
- * may set user variables or take locks that stay on the session). Built-in functions are not listed,
- * so the catalog does not know them. Names compare case-insensitively there, so lower case.
- */
-export const MYSQL_FUNCTIONS = `SELECT DISTINCT LOWER(ROUTINE_NAME), 0 FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION'`;
-
 /** Volatile only because their answer changes from call to call: they change nothing. */
-const HARMLESS_VOLATILE = new Set([
+const HARMLESS_VOLATILE: readonly string[] = [
   'random',
   'random_normal',
   'clock_timestamp',
@@ -41,7 +26,28 @@ const HARMLESS_VOLATILE = new Set([
   'pg_sleep',
   'pg_sleep_for',
   'pg_sleep_until',
-]);
+];
+
+// SQL on p (pg_proc), r (its owner's pg_roles row) and l (its pg_language row).
+const NATIVE = `(p.oid < 16384 OR l.lanname IN ('internal', 'c'))`;
+const CHANGES_NOTHING = `(p.provolatile <> 'v' OR ${NATIVE} AND p.proname IN (${HARMLESS_VOLATILE.map((n) => `'${n}'`).join(', ')})) AND r.rolsuper`;
+/** SQL, true for a function vouched for without reading a body: a superuser's native function that changes nothing. */
+export const VOUCHED_NATIVE = `${CHANGES_NOTHING} AND ${NATIVE}`;
+
+/**
+ * One row per overload: its name, whether it is a superuser's and changes nothing (non-volatile, or a native function
+ * of HARMLESS_VOLATILE's names: not a user's namesake, whose body could write), whether it is native (an initdb
+ * object, oid below FirstNormalObjectId, or internal/C), and an SQL function's body.
+ */
+export const POSTGRES_FUNCTIONS = `SELECT p.proname::text, ${CHANGES_NOTHING}, ${NATIVE}, CASE WHEN l.lanname = 'sql' THEN p.prosrc END
+FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner JOIN pg_language l ON l.oid = p.prolang`;
+
+/**
+ * MySQL/MariaDB: the stored functions the connection can see, none vouched for (a stored function
+ * may set user variables or take locks that stay on the session). Built-in functions are not listed,
+ * so the catalog does not know them. Names compare case-insensitively there, so lower case.
+ */
+export const MYSQL_FUNCTIONS = `SELECT DISTINCT LOWER(ROUTINE_NAME), 0 FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION'`;
 
 const truthy = (v: unknown) => v === true || v === 't' || v === 1;
 
@@ -115,5 +121,5 @@ export function allSafe(calls: readonly string[], catalog: FunctionCatalog): boo
 }
 
 function isSafe(name: string, catalog: FunctionCatalog): boolean {
-  return catalog.get(name) !== false || HARMLESS_VOLATILE.has(name);
+  return catalog.get(name) !== false;
 }

@@ -125,7 +125,7 @@ export function checkWrites(a: StatementAnalysis | null, schema: Schema, rules: 
   if (fired) {
     throw governanceError(
       'mask_write',
-      `This API key masks columns, so it may not write to ${showRef(fired)}, whose triggers or rules run code the gateway cannot check`,
+      `This API key masks columns, so it may not write to ${showRef(fired)}, where a write runs code the gateway cannot check (a trigger or rule, or a default, constraint or policy calling a function)`,
     );
   }
   const compiled = rules.map(compileRule);

@@ -15,7 +15,10 @@ export interface Relation {
   columns: string[] | null;
   /** Each column's data type, as the schema query reads it (for the catalog). */
   types: string[];
-  /** A write to it runs code the gateway does not read: a trigger (PostgreSQL: or a rewrite rule). */
+  /**
+   * A write to it can run code the gateway does not read: a trigger; PostgreSQL: also a rewrite rule, or a default,
+   * CHECK, policy or domain that calls an unvouched function, here or in a table the write reaches (schema.ts).
+   */
   triggered?: true;
 }
 

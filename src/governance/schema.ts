@@ -8,6 +8,7 @@
 // refused (fail closed). Knowing the view still matters: an unqualified name that a view (or a
 // catalog table) answers on the search path must not be taken for a table of that name further on.
 import type { SqlDialect } from './analysis.js';
+import { VOUCHED_NATIVE } from './functions.js';
 import { type Relation, type Schema, SEP } from './names.js';
 
 // Rows: (schema, table, column, data_type, table_type). information_schema lists only what the user
@@ -25,12 +26,42 @@ FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
   AND (n.oid = pg_my_temp_schema() OR has_schema_privilege(n.oid, 'USAGE'))`;
 const POSTGRES_PATH = `SELECT s::text FROM unnest(current_schemas(true)) WITH ORDINALITY AS p(s, n) ORDER BY n`;
-// Rows: (schema, table) of each table a write to which runs code of the database's own: a trigger that is not a
-// constraint's (a foreign key's actions are internal ones), or a rewrite rule (pg_rules leaves out views' ON SELECT).
-const POSTGRES_TRIGGERED = `SELECT n.nspname::text, c.relname::text FROM pg_trigger t
-JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE NOT t.tgisinternal
-UNION SELECT schemaname::text, tablename::text FROM pg_rules`;
+// Rows: (schema, table) of each table a write to which can run code of the database's own that the gateway does not
+// read: a trigger that is not a constraint's (a foreign key's actions are internal ones); a rewrite rule (not a view's
+// ON SELECT); a column default or generated column, a CHECK, a row-level security policy, or a domain's CHECK or
+// default (through arrays, composite types and domains over domains) that calls a function not vouched for (a
+// superuser's native function that changes nothing: VOUCHED_NATIVE; built-in functions leave no pg_depend row, so only
+// the others are looked at); and every table a write to which reaches such a table: a parent (inheritance, partitions)
+// or the table a cascading foreign key (ON UPDATE/DELETE CASCADE, SET NULL, SET DEFAULT) refers to.
+const POSTGRES_TRIGGERED = `WITH RECURSIVE
+unvouched AS (SELECT p.oid FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner JOIN pg_language l ON l.oid = p.prolang
+  WHERE NOT (${VOUCHED_NATIVE})),
+types(rel, typ) AS (
+  SELECT a.attrelid, a.atttypid FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+  WHERE c.relkind IN ('r', 'p', 'f', 'v') AND c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
+    AND a.attnum > 0 AND NOT a.attisdropped
+  UNION SELECT t.rel, x.typ FROM types t JOIN pg_type y ON y.oid = t.typ
+  CROSS JOIN LATERAL (SELECT y.typbasetype UNION ALL SELECT y.typelem
+    UNION ALL SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = y.typrelid AND y.typtype = 'c' AND a.attnum > 0) x(typ)
+  WHERE x.typ <> 0),
+code(rel, classid, objid) AS (
+  SELECT adrelid, 'pg_attrdef'::regclass, oid FROM pg_attrdef
+  UNION ALL SELECT conrelid, 'pg_constraint'::regclass, oid FROM pg_constraint WHERE conrelid <> 0
+  UNION ALL SELECT polrelid, 'pg_policy'::regclass, oid FROM pg_policy
+  UNION ALL SELECT t.rel, 'pg_constraint'::regclass, k.oid FROM types t JOIN pg_constraint k ON k.contypid = t.typ
+  UNION ALL SELECT t.rel, 'pg_type'::regclass, t.typ FROM types t),
+runs(rel) AS (
+  SELECT tgrelid FROM pg_trigger WHERE NOT tgisinternal
+  UNION SELECT ev_class FROM pg_rewrite WHERE rulename <> '_RETURN'
+  UNION SELECT c.rel FROM code c JOIN pg_depend d ON d.classid = c.classid AND d.objid = c.objid
+  WHERE d.refclassid = 'pg_proc'::regclass AND d.refobjid IN (SELECT oid FROM unvouched)),
+reached(rel) AS (
+  SELECT rel FROM runs
+  UNION SELECT e.up FROM reached r JOIN (
+    SELECT inhparent, inhrelid FROM pg_inherits
+    UNION ALL SELECT confrelid, conrelid FROM pg_constraint
+    WHERE contype = 'f' AND (confupdtype NOT IN ('a', 'r') OR confdeltype NOT IN ('a', 'r'))) e(up, down) ON e.down = r.rel)
+SELECT n.nspname::text, c.relname::text FROM reached r JOIN pg_class c ON c.oid = r.rel JOIN pg_namespace n ON n.oid = c.relnamespace`;
 
 // The join compares names exactly: information_schema's collation would pair Customers with customers.
 const MYSQL_COLUMNS = `SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, t.TABLE_TYPE
@@ -39,7 +70,9 @@ JOIN information_schema.TABLES t ON BINARY t.TABLE_SCHEMA = BINARY c.TABLE_SCHEM
 WHERE c.TABLE_SCHEMA NOT IN ('information_schema', 'performance_schema', 'mysql', 'sys')
 ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION`;
 const MYSQL_PATH = `SELECT DATABASE(), @@lower_case_table_names`;
-// information_schema.TRIGGERS lists the triggers of tables the user holds the TRIGGER privilege on, no others.
+// MariaDB's information_schema.TRIGGERS lists the triggers of every table the user holds some privilege on (their
+// text only with the TRIGGER privilege); MySQL's manual says it lists only those of tables the user holds TRIGGER on.
+// Neither lets a default, generated column or CHECK call a stored function.
 const MYSQL_TRIGGERED = `SELECT DISTINCT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS`;
 
 const SQLITE_COLUMNS = `SELECT l.schema, l.name, p.name, p.type, l.type

@@ -5,7 +5,8 @@
 // databases in the three dialects, every shape asserts its concrete outcome: served with each value the hash mask's 16
 // hexadecimal characters (or null), or refused with its code, or failed with the generic query_failed; and the
 // address itself appears in no answer. A key that may write must not store it where no rule masks it (another table,
-// another column, through a function, a trigger or a rule) and read it back: such writes are refused (mask_write),
+// another column, through a function, a trigger, a rule, or a default, CHECK, policy or domain that calls a function,
+// in the table written or one the write reaches) and read it back: such writes are refused (mask_write),
 // other writes served.
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
@@ -129,7 +130,36 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
         $$ BEGIN INSERT INTO notes (body) SELECT email FROM customers WHERE id = NEW.customer_id; RETURN NEW; END $$;
       CREATE TRIGGER order_note AFTER INSERT ON orders FOR EACH ROW EXECUTE FUNCTION order_note();
       CREATE TABLE inbox (body text);
-      CREATE RULE inbox_copy AS ON INSERT TO inbox DO ALSO INSERT INTO notes (body) SELECT email FROM customers;`);
+      CREATE RULE inbox_copy AS ON INSERT TO inbox DO ALSO INSERT INTO notes (body) SELECT email FROM customers;
+      -- the same function reached through what a write evaluates: a default, a CHECK, a domain, a policy
+      CREATE TABLE defaulted (id int, n int DEFAULT copy_emails());
+      CREATE TABLE checked (id int, n int CHECK (copy_emails() > 0));
+      CREATE DOMAIN copying AS int CHECK (copy_emails() > 0);
+      CREATE DOMAIN copying_too AS copying;
+      CREATE TYPE pair AS (a int, b copying);
+      CREATE TABLE in_domain (id int, n copying);
+      CREATE TABLE in_array (id int, n copying_too[]);
+      CREATE TABLE in_composite (id int, p pair);
+      CREATE TABLE policed (id int);
+      ALTER TABLE policed ENABLE ROW LEVEL SECURITY;
+      ALTER TABLE policed FORCE ROW LEVEL SECURITY;
+      CREATE POLICY copy_on_write ON policed WITH CHECK (copy_emails() > 0);
+      CREATE POLICY read_all ON policed FOR SELECT USING (true);
+      -- and through the tables a write reaches: a partition, an inheriting table, a cascading foreign key
+      CREATE TABLE parted (id int, n int) PARTITION BY RANGE (id);
+      CREATE TABLE parted_low PARTITION OF parted FOR VALUES FROM (0) TO (10);
+      CREATE TABLE parted_high PARTITION OF parted (CHECK (copy_emails() > 0)) FOR VALUES FROM (10) TO (20);
+      CREATE TABLE parent (id int);
+      CREATE TABLE child (n int DEFAULT copy_emails()) INHERITS (parent);
+      CREATE TABLE referred (id int PRIMARY KEY);
+      INSERT INTO referred VALUES (1);
+      CREATE TABLE referring (id int REFERENCES referred ON UPDATE CASCADE, n int CHECK (copy_emails() > 0));
+      -- what vouched functions evaluate is served: built-in defaults and checks, a foreign key that does not cascade
+      CREATE TABLE stamped (id serial PRIMARY KEY, at timestamptz DEFAULT now(), tag uuid DEFAULT gen_random_uuid(),
+        body text CHECK (length(body) < 100), ref int REFERENCES referred);
+      -- a user's namesake of a function vouched for by name (random) is not that function
+      CREATE FUNCTION random(t text) RETURNS int LANGUAGE plpgsql AS
+        $$ BEGIN INSERT INTO notes (body) SELECT email FROM customers; RETURN 1; END $$;`);
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
     const c = await s.call('POST', '/api/v1/connections', { body: { ...pgConnection('pg'), database: data.name } });
     assert.equal(c.status, 201, c.text);
@@ -225,6 +255,21 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
         // the database's own code on a table written: a trigger, a rule
         'INSERT INTO orders (customer_id) VALUES (1)',
         "INSERT INTO inbox (body) VALUES ('x')",
+        'INSERT INTO defaulted (id) VALUES (1)',
+        'INSERT INTO checked (id, n) VALUES (1, 1)',
+        'INSERT INTO in_domain (id, n) VALUES (1, 1)',
+        "INSERT INTO in_array (id, n) VALUES (1, '{1}')",
+        'INSERT INTO in_composite (id) VALUES (1)',
+        'INSERT INTO policed (id) VALUES (1)',
+        'INSERT INTO parted (id, n) VALUES (15, 1)',
+        'INSERT INTO parted (id, n) VALUES (5, 1)',
+        'INSERT INTO parent (id) VALUES (1)',
+        'INSERT INTO child (id, n) VALUES (1, 1)',
+        'UPDATE parent SET id = 2',
+        'UPDATE referred SET id = 2',
+        // calls are judged by name, so once a user's overload exists, random() is refused too
+        "SELECT random('x') AS n",
+        'SELECT random() AS n',
         ['CREATE TABLE leak AS SELECT email FROM customers', 'table_check_failed'],
         ['CREATE VIEW leak AS SELECT email FROM customers', 'mask_unresolvable'],
         ['ALTER TABLE customers RENAME COLUMN email TO contact', 'mask_unresolvable'],
@@ -237,6 +282,8 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
         "UPDATE customers SET name = 'Carrier' WHERE email IS NOT NULL",
         "UPDATE notes SET body = 'again' WHERE body = 'plain'",
         "DELETE FROM notes WHERE body = 'again'",
+        "INSERT INTO stamped (body, ref) VALUES ('plain', 1)",
+        'INSERT INTO parted_low (id, n) VALUES (5, 1)',
       ],
     );
   });
