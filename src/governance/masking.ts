@@ -121,12 +121,18 @@ export function checkPredicates(a: StatementAnalysis | null, schema: Schema, rul
  */
 export function checkWrites(a: StatementAnalysis | null, schema: Schema, rules: MaskRule[]): void {
   if (rules.length === 0 || a === null) return;
-  const fired = a.writeTargets.find((t) => resolveTable(schema, t)?.triggered);
-  if (fired) {
-    throw governanceError(
-      'mask_write',
-      `This API key masks columns, so it may not write to ${showRef(fired)}, where a write runs code the gateway cannot check (a trigger or rule, or a default, constraint or policy calling a function)`,
-    );
+  for (const t of a.writeTargets) {
+    const r = resolveTable(schema, t);
+    // A view passes the write to tables it does not name here (with their triggers); a name the schema does not
+    // hold may be a table made since it was read. Neither can be checked, so neither is written to.
+    const why = !r
+      ? 'which the gateway does not know as a table'
+      : r.columns === null
+        ? 'which is not a table (a view writes to tables the gateway does not follow)'
+        : r.triggered
+          ? 'where a write runs code the gateway cannot check (a trigger or rule, or a default, constraint or policy calling a function)'
+          : null;
+    if (why) throw governanceError('mask_write', `This API key masks columns, so it may not write to ${showRef(t)}, ${why}`);
   }
   const compiled = rules.map(compileRule);
   for (const p of traceOutputs(a.written, schema)) {
