@@ -31,6 +31,11 @@ export interface SelCol {
   implicitName: string | null;
   /** A bare column reference (no cast, call or operator): its values are the referenced column's. */
   bare?: boolean;
+  /**
+   * Its values are its column references' own or constants, picked by conditions (a bare reference, a CASE's
+   * results, COALESCE, NULLIF's first argument, IF/IIF, GREATEST/LEAST), never computed from them.
+   */
+  picks?: boolean;
 }
 
 export interface Cte {
@@ -47,7 +52,8 @@ export type FromItem =
 
 export type Query =
   | { k: 'select'; ctes: Cte[]; from: FromItem[]; cols: SelCol[]; extra: Ex[]; into: boolean }
-  | { k: 'setop'; ctes: Cte[]; parts: Query[]; extra: Ex[] }
+  /** `compares`: some operator matches rows across branches (UNION, INTERSECT, EXCEPT; not UNION ALL). */
+  | { k: 'setop'; ctes: Cte[]; parts: Query[]; extra: Ex[]; compares: boolean }
   | { k: 'values'; rows: Ex[][] }
   | {
       k: 'write';
@@ -84,12 +90,13 @@ export interface ColumnSource {
 
 /**
  * One entry of a statement's output list. `direct` marks a column whose values are one source column's,
- * passed through unchanged (bare references all the way down), so it has that column's type. `star` stands for every column of a base table (expanded by
+ * passed through unchanged (bare references all the way down), so it has that column's type; `picked` (which
+ * `direct` implies) one whose values are its sources' unchanged or constants, chosen by conditions (SelCol.picks). `star` stands for every column of a base table (expanded by
  * the mask planner from the schema); `setop` for a UNION/INTERSECT/EXCEPT whose branches hold stars, so
  * columns line up only after expansion. `traced: false` means part of the column's lineage is unknown.
  */
 export type OutputColumn =
-  | { kind: 'column'; name: string; sources: ColumnSource[]; traced: boolean; direct?: boolean }
+  | { kind: 'column'; name: string; sources: ColumnSource[]; traced: boolean; direct?: boolean; picked?: boolean }
   | { kind: 'star'; table: string }
   | { kind: 'setop'; parts: OutputColumn[][] };
 
@@ -159,7 +166,7 @@ const GENERATOR_COLUMNS: Record<string, string[]> = {
   jsonb_path_query: ['jsonb_path_query'],
 };
 
-type Col = { kind: 'column'; name: string; sources: ColumnSource[]; traced: boolean; direct?: boolean };
+type Col = { kind: 'column'; name: string; sources: ColumnSource[]; traced: boolean; direct?: boolean; picked?: boolean };
 
 interface Item {
   names: string[];
@@ -241,6 +248,9 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
       const scope = withCtes(q.ctes, outer, acc);
       const shapes = q.parts.map((p) => query(p, scope, acc));
       for (const e of q.extra) mergeInto(acc.predicates, evalEx(e, scope, acc));
+      // Matching rows across branches compares their values: `SELECT email ... INTERSECT SELECT name ...` is empty
+      // unless some email is a name, as a WHERE would tell.
+      if (q.compares) for (const s of shapes) mergeInto(acc.predicates, s ? flattenSources(s) : { sources: [], traced: false });
       if (shapes.some((s) => s === null)) return null;
       return combine(shapes as OutputColumn[][]);
     }
@@ -378,7 +388,8 @@ function selectList(cols: SelCol[], scope: Scope, acc: Acc): OutputColumn[] {
     }
     const r = evalEx(c.ex, scope, acc);
     const col: Col = { kind: 'column', name: c.alias ?? c.implicitName ?? '?column?', sources: r.sources, traced: r.traced };
-    if (c.bare && c.ex.refs.length === 1 && passesThrough(c.ex.refs[0], scope)) col.direct = true;
+    if (c.bare && c.ex.refs.length === 1 && passesThrough(c.ex.refs[0], scope, 'direct')) col.direct = col.picked = true;
+    else if (c.picks && c.ex.subs.length === 0 && c.ex.refs.every((ref) => passesThrough(ref, scope, 'picked'))) col.picked = true;
     out.push(col);
   }
   return out;
@@ -388,11 +399,11 @@ function selectList(cols: SelCol[], scope: Scope, acc: Acc): OutputColumn[] {
  * Whether a bare reference hands on one column unchanged: every FROM item it may name (the innermost
  * scope that settles it, as `resolve` reads it) is a base table or a derived table whose column does.
  */
-function passesThrough(ref: Ref, scope: Scope): boolean {
+function passesThrough(ref: Ref, scope: Scope, how: 'direct' | 'picked'): boolean {
   if (ref.name === '*') return false;
   if (ref.q !== null) {
     const item = findItem(ref.q, scope);
-    return item !== null && itemPassesThrough(item, ref.name);
+    return item !== null && itemPassesThrough(item, ref.name, how);
   }
   for (let s: Scope | null = scope; s; s = s.parent) {
     let definite = false;
@@ -400,7 +411,7 @@ function passesThrough(ref: Ref, scope: Scope): boolean {
       if (item.names.includes(ref.name)) return false; // a whole row, not a column
       const l = lookup(item, ref.name, { ref: -2, tier: 0 });
       if (!l.found) continue;
-      if (!itemPassesThrough(item, ref.name)) return false;
+      if (!itemPassesThrough(item, ref.name, how)) return false;
       if (l.definite) definite = true;
     }
     if (definite) break;
@@ -408,12 +419,12 @@ function passesThrough(ref: Ref, scope: Scope): boolean {
   return true;
 }
 
-function itemPassesThrough(item: Item, name: string): boolean {
+function itemPassesThrough(item: Item, name: string, how: 'direct' | 'picked'): boolean {
   if (item.kind === 'table') return !item.renamed;
   if (item.kind === 'func') return false;
   for (const c of item.shape!) {
     if (c.kind === 'setop') return false;
-    if (c.kind === 'column' && c.name === name && !c.direct) return false;
+    if (c.kind === 'column' && c.name === name && !c[how]) return false;
   }
   return true;
 }
@@ -448,6 +459,7 @@ function combine(shapes: OutputColumn[][]): OutputColumn[] {
     const col: Col = { kind: 'column', name: (c0 as Col).name, sources: [], traced: true };
     for (const s of shapes) mergeInto(col, s[i] as Col);
     if (shapes.every((s) => (s[i] as Col).direct)) col.direct = true;
+    if (shapes.every((s) => (s[i] as Col).picked)) col.picked = true;
     return col;
   });
 }

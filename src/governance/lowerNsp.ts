@@ -76,8 +76,19 @@ function lowerSelectChain(st: Node): Query {
   const ctes = lowerCtes(st.with);
   if (!st._next) return lowerSelect(st, ctes);
   const parts: Query[] = [];
-  for (let n: Node | null = st; n; n = (n._next as Node | undefined) ?? null) parts.push(lowerSelect(n, []));
-  return { k: 'setop', ctes, parts, extra: [] };
+  let compares = false;
+  for (let n: Node | null = st; n; n = (n._next as Node | undefined) ?? null) {
+    parts.push(lowerSelect(n, []));
+    // set_op joins this part to the next: UNION [DISTINCT], INTERSECT, EXCEPT, MINUS compare rows; UNION ALL does not
+    if (
+      n._next &&
+      String(n.set_op ?? 'union')
+        .toLowerCase()
+        .replace(/\s+/g, ' ') !== 'union all'
+    )
+      compares = true;
+  }
+  return { k: 'setop', ctes, parts, extra: [], compares };
 }
 
 function lowerSelect(s: Node, ctes: Cte[]): Query {
@@ -111,7 +122,26 @@ function lowerSelCol(c: Node): SelCol {
   }
   const col: SelCol = { ex: lowerEx(e), alias: lcIdent(c.as), implicitName: implicitName(e) };
   if (e.type === 'column_ref') col.bare = true;
+  if (picks(e)) col.picks = true;
   return col;
+}
+
+/** Functions whose answer is one of their arguments (NULLIF: its first, or null; IF, IIF: the second or third). */
+const PICKING_CALLS = new Set(['coalesce', 'greatest', 'least', 'nullif', 'ifnull', 'if', 'iif']);
+const CONSTANTS = new Set(['single_quote_string', 'double_quote_string', 'string', 'number', 'bool', 'null', 'origin']);
+
+/** SelCol.picks: the value is a column's or a constant, chosen by conditions; never computed. */
+function picks(e: Node): boolean {
+  if (e.type === 'column_ref') return ident(e.column) !== '*';
+  if (CONSTANTS.has(String(e.type))) return e.type !== 'origin' || e.value === '?';
+  if (e.type === 'case') return ((e.args ?? []) as Node[]).every((arm) => picks((arm.result ?? {}) as Node));
+  const qualified = (e.name as Node | null)?.name;
+  if (e.type !== 'function' || (Array.isArray(qualified) && qualified.length !== 1)) return false;
+  const name = funcName(e);
+  if (!PICKING_CALLS.has(name)) return false;
+  const args = ((e.args as Node | undefined)?.value ?? []) as Node[];
+  const values = name === 'nullif' ? args.slice(0, 1) : name === 'if' || name === 'iif' ? args.slice(1) : args;
+  return values.every(picks);
 }
 
 function implicitName(e: Node): string | null {

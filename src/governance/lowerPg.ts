@@ -61,7 +61,7 @@ function lowerQuery(q: pg.SelectStatement | pg.WithStatementBinding): Query {
       return lowerSelect(q, []);
     case 'union':
     case 'union all':
-      return { k: 'setop', ctes: [], parts: flattenUnion(q), extra: [] };
+      return { k: 'setop', ctes: [], parts: flattenUnion(q), extra: [], compares: deduplicates(q) };
     case 'values':
       return { k: 'values', rows: q.values.map((row) => row.map((e) => lowerEx(e))) };
     case 'with': {
@@ -103,6 +103,11 @@ function flattenUnion(q: pg.SelectFromUnion): Query[] {
   return parts;
 }
 
+/** Whether some UNION in the chain (not UNION ALL) removes duplicates, which compares rows. */
+function deduplicates(q: pg.SelectFromUnion): boolean {
+  return q.type === 'union' || [q.left, q.right].some((side) => (side.type === 'union' || side.type === 'union all') && deduplicates(side));
+}
+
 function lowerSelect(s: pg.SelectFromStatement, ctes: Cte[]): Query {
   const from: FromItem[] = [];
   const extra: Ex[] = [];
@@ -131,7 +136,36 @@ function lowerSelCol(c: pg.SelectedColumn): SelCol {
   }
   const col: SelCol = { ex: lowerEx(e), alias: c.alias ? lc(c.alias.name) : null, implicitName: implicitName(e) };
   if (e.type === 'ref') col.bare = true;
+  if (picks(e)) col.picks = true;
   return col;
+}
+
+/** Functions whose answer is one of their arguments (NULLIF: its first, or null), unchanged. */
+const PICKING_CALLS = new Set(['coalesce', 'greatest', 'least', 'nullif', 'iif', 'ifnull']);
+
+/** SelCol.picks: the value is a column's or a constant, chosen by conditions; never computed. */
+function picks(e: pg.Expr): boolean {
+  switch (e.type) {
+    case 'ref':
+      return e.name !== '*';
+    case 'string':
+    case 'integer':
+    case 'numeric':
+    case 'boolean':
+    case 'null':
+    case 'parameter':
+      return true;
+    case 'case':
+      return e.whens.every((w) => picks(w.value)) && (!e.else || picks(e.else));
+    case 'call': {
+      const name = e.function.schema ? null : lc(e.function.name);
+      if (name === null || !PICKING_CALLS.has(name)) return false;
+      const values = name === 'nullif' ? e.args.slice(0, 1) : name === 'iif' ? e.args.slice(1) : e.args;
+      return values.every(picks);
+    }
+    default:
+      return false;
+  }
 }
 
 function implicitName(e: pg.Expr): string | null {

@@ -49,6 +49,8 @@ export interface TracedColumn {
   expected?: string;
   /** Its values are one of its sources', unchanged (a bare reference or a `*` column), so it has that column's type. */
   direct?: boolean;
+  /** Its values are its sources' unchanged or constants, chosen by conditions (lineage.ts SelCol.picks); `direct` implies it. */
+  picked?: boolean;
 }
 
 type Planned = TracedColumn;
@@ -78,12 +80,10 @@ export function planMasks(a: StatementAnalysis | null, schema: Schema, rules: Ma
     const p = planned[i];
     const name = resultColumns?.[i] ?? p.name;
     if (p.untraced) throw unresolvable(name, p.untraced);
-    let best: MaskAction | null = null;
-    for (const s of p.sources) {
-      for (const r of compiled) {
-        if (matches(r, s) && (best === null || STRICTNESS[r.action] > STRICTNESS[best])) best = r.action;
-      }
-    }
+    let best = strictest(compiled, p);
+    // `mask` keeps a value's first character and an email's domain: of a computed value those are other characters
+    // (`reverse(email)` would keep the local part, `substr(email, k)` its k-th character), so it keeps nothing.
+    if (best === 'mask' && !p.picked) best = 'null';
     actions.push(best);
     if (best) {
       any = true;
@@ -111,6 +111,26 @@ export function checkPredicates(a: StatementAnalysis | null, schema: Schema, rul
       if (matches(r, s)) throw predicateError(`it filters, joins, groups or sorts by the masked column ${showRef(s.table)}.${s.column}`);
     }
   }
+  // A hashed or masked value computed from a masked column, or picked by a condition, answers a predicate too: rows
+  // whose values match share the property computed (`CASE WHEN email LIKE 'c%' THEN email END` is null exactly where
+  // the LIKE fails; `substr(email, 1, 1)` groups rows by first letter). Only the column's own values are shown.
+  for (const c of a.outputs === null ? [] : traceOutputs(a.outputs, schema)) {
+    const action = c.direct || c.untraced ? null : strictest(compiled, c);
+    if (action === 'hash' || action === 'mask') {
+      throw predicateError(`its column '${c.name}' is a value computed from a masked column, which shows which rows share a property of it`);
+    }
+  }
+}
+
+/** The strictest action the rules give a traced column, or null when none matches. */
+function strictest(compiled: CompiledRule[], p: TracedColumn): MaskAction | null {
+  let best: MaskAction | null = null;
+  for (const s of p.sources) {
+    for (const r of compiled) {
+      if (matches(r, s) && (best === null || STRICTNESS[r.action] > STRICTNESS[best])) best = r.action;
+    }
+  }
+  return best;
 }
 
 /**
@@ -189,6 +209,7 @@ export function traceOutputs(outputs: OutputColumn[], schema: Schema): TracedCol
     if (c.kind === 'column') {
       const p = planColumn(c.name, c.sources, c.traced, schema);
       if (c.direct) p.direct = true;
+      if (c.picked) p.picked = true;
       out.push(p);
     } else if (c.kind === 'star') {
       const rel = resolveTable(schema, c.table);
@@ -196,7 +217,8 @@ export function traceOutputs(outputs: OutputColumn[], schema: Schema): TracedCol
         out.push({ name: `${showRef(c.table)}.*`, sources: [], untraced: `${notTable(c.table, rel !== null)}, so * can't be expanded` });
         continue;
       }
-      for (const col of rel.columns) out.push({ name: col, sources: [{ table: rel.key, column: col }], untraced: null, expected: col, direct: true });
+      for (const col of rel.columns)
+        out.push({ name: col, sources: [{ table: rel.key, column: col }], untraced: null, expected: col, direct: true, picked: true });
     } else {
       const parts = c.parts.map((p) => traceOutputs(p, schema));
       const width = parts[0].length;
@@ -211,6 +233,7 @@ export function traceOutputs(outputs: OutputColumn[], schema: Schema): TracedCol
           if (p[i].untraced && !merged.untraced) merged.untraced = p[i].untraced;
         }
         if (parts.every((p) => p[i].direct)) merged.direct = true;
+        if (parts.every((p) => p[i].picked)) merged.picked = true;
         out.push(merged);
       }
     }

@@ -18,9 +18,15 @@ import { pgConnection, scratchDatabase, startTestServer, type TestServer } from 
 
 const EMAIL = 'carrier@example.com';
 const HASH = /^[0-9a-f]{16}$/;
+/** What the mask action shows of EMAIL: its first character and its domain. */
+const MASKED = /^c\*+@example\.com$/;
 
-/** [statement, 'hashed' (served, every value hashed or null), 'failed' (query_failed) or a refusal's code]. */
+/**
+ * [statement, outcome]: 'hashed', 'masked' or 'nulled' (served, every value hashed, masked or null; null allowed in
+ * the first two), 'failed' (query_failed) or a refusal's code.
+ */
 type Shape = [string, string];
+const SERVED: Record<string, RegExp | null> = { hashed: HASH, masked: MASKED, nulled: null };
 
 let n = 0;
 async function holds(s: TestServer, conn: string, key: string, shapes: Shape[]): Promise<void> {
@@ -30,13 +36,14 @@ async function holds(s: TestServer, conn: string, key: string, shapes: Shape[]):
     assert.equal(saved.status, 201, `${sql}: ${saved.text}`);
     const r = await s.call('GET', `/q/${name}`, { key });
     assert.ok(!r.text.includes(EMAIL), `${sql}: the address in clear: ${r.text}`);
-    if (want === 'hashed') {
+    if (want in SERVED) {
       assert.equal(r.status, 200, `${sql}: ${r.text}`);
       const rows = r.json as Record<string, unknown>[];
       assert.ok(rows.length > 0, `${sql}: no rows`);
+      const shown = SERVED[want];
       for (const row of rows) {
         for (const [column, v] of Object.entries(row)) {
-          assert.ok(v === null || (typeof v === 'string' && HASH.test(v)), `${sql}: ${column} is ${JSON.stringify(v)}, not a hash`);
+          assert.ok(v === null || (shown !== null && typeof v === 'string' && shown.test(v)), `${sql}: ${column} is ${JSON.stringify(v)}, not ${want}`);
         }
       }
     } else if (want === 'failed') {
@@ -88,6 +95,8 @@ async function writes(s: TestServer, conn: string, laundering: Array<string | [s
 }
 
 const HASH_EMAIL = { mask: [{ column: 'customers.email', action: 'hash' }] };
+const MASK_EMAIL = { mask: [{ column: 'customers.email', action: 'mask' }] };
+const HASH_REFUSING = { ...HASH_EMAIL, mask_predicates: 'refuse' };
 
 /** A new key reaching connection `conn` with `grants` (say HASH_EMAIL); its secret. */
 async function newKey(s: TestServer, conn: string, grants: object = {}): Promise<string> {
@@ -114,6 +123,67 @@ const COMMON: Shape[] = [
   ['WITH t(x) AS (SELECT email FROM customers) SELECT x FROM t', 'hashed'],
   ['SELECT email FROM customers UNION SELECT email FROM customers', 'hashed'],
 ];
+
+/**
+ * The mask action keeps a value's first character and an email's domain. Of a value picked unchanged (a CASE's result,
+ * COALESCE, NULLIF) that is what it keeps of the column; of a computed one those are other characters (`reverse(email)`
+ * kept the local part, `substr(email, k)` the k-th character), so a computed value shows nothing.
+ */
+const MASK_COMMON: Shape[] = [
+  ['SELECT email FROM customers', 'masked'],
+  ['SELECT x.e FROM (SELECT email AS e FROM customers) x', 'masked'],
+  ['SELECT CASE WHEN id > 0 THEN email END AS e FROM customers', 'masked'],
+  ["SELECT CASE WHEN id > 0 THEN email ELSE 'none' END AS e FROM customers", 'masked'],
+  ["SELECT COALESCE(email, 'none') AS e FROM customers", 'masked'],
+  ["SELECT NULLIF(email, 'x') AS e FROM customers", 'masked'],
+  ['SELECT email FROM customers UNION ALL SELECT email FROM customers', 'masked'],
+  ['SELECT substr(email, 3) AS e FROM customers', 'nulled'],
+  ['SELECT lower(email) AS e FROM customers', 'nulled'],
+  ["SELECT replace(email, 'c', 'x') AS e FROM customers", 'nulled'],
+  ['SELECT x.e FROM (SELECT substr(email, 2) AS e FROM customers) x', 'nulled'],
+  ['SELECT COALESCE(substr(email, 2), email) AS e FROM customers', 'nulled'],
+  ['SELECT (SELECT email FROM customers LIMIT 1) AS e', 'nulled'],
+];
+
+/**
+ * A key that refuses inference through predicates sees a masked column's own values only: a value computed from it or
+ * picked by a condition on it answers a predicate (rows whose hashes match share the property; `CASE WHEN email LIKE
+ * 'c%' THEN email END` is null where the LIKE fails), and so does a set operation that matches rows (INTERSECT is empty
+ * unless an email is some name).
+ */
+const REFUSING_COMMON: Shape[] = [
+  ['SELECT email FROM customers', 'hashed'],
+  ['SELECT x.e FROM (SELECT email AS e FROM customers) x', 'hashed'],
+  ['SELECT email FROM customers UNION ALL SELECT email FROM customers', 'hashed'],
+  ['SELECT DISTINCT email FROM customers', 'hashed'],
+  ["SELECT CASE WHEN email LIKE 'c%' THEN email END AS e FROM customers", 'mask_predicate'],
+  ["SELECT CASE WHEN email LIKE 'c%' THEN 'yes' ELSE name END AS e FROM customers", 'mask_predicate'],
+  ["SELECT NULLIF(email, 'guess@example.com') AS e FROM customers", 'mask_predicate'],
+  ['SELECT COALESCE(email, name) AS e FROM customers', 'mask_predicate'],
+  ['SELECT substr(email, 1, 1) AS e FROM customers', 'mask_predicate'],
+  ['SELECT length(email) AS e FROM customers', 'mask_predicate'],
+  ['SELECT min(email) AS e FROM customers', 'mask_predicate'],
+  ['SELECT count(DISTINCT email) AS e FROM customers', 'mask_predicate'],
+  ['SELECT x.e FROM (SELECT lower(email) AS e FROM customers) x', 'mask_predicate'],
+  ['SELECT email FROM customers UNION SELECT name FROM customers', 'mask_predicate'],
+  ["SELECT email FROM customers UNION SELECT 'guess@example.com'", 'mask_predicate'],
+];
+/** INTERSECT and EXCEPT as PostgreSQL and MariaDB read them (SQLite's are not analysed here: mask_unresolvable). */
+const INTERSECT_EXCEPT: Shape[] = [
+  ['SELECT email FROM customers INTERSECT SELECT name FROM customers', 'mask_predicate'],
+  ['SELECT email FROM customers EXCEPT SELECT name FROM customers', 'mask_predicate'],
+];
+
+/** The two lists above for one connection, each with the dialect's own shapes added. */
+async function masksAndRefusals(s: TestServer, conn: string, masks: Shape[], refusing: Shape[]): Promise<void> {
+  await holds(s, conn, await newKey(s, conn, MASK_EMAIL), [...MASK_COMMON, ...masks]);
+  await holds(s, conn, await newKey(s, conn, HASH_REFUSING), [...REFUSING_COMMON, ...refusing]);
+  const maskRefusing = await newKey(s, conn, { ...MASK_EMAIL, mask_predicates: 'refuse' });
+  await holds(s, conn, maskRefusing, [
+    ['SELECT email FROM customers', 'masked'],
+    ['SELECT CASE WHEN id > 0 THEN email END AS e FROM customers', 'mask_predicate'],
+  ]);
+}
 
 describe('PostgreSQL: a hashed column leaves only hashed', () => {
   let s: TestServer;
@@ -219,6 +289,24 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
       ['SELECT id FROM customers WHERE email::numeric > 0', 'failed'],
       ['SELECT id FROM customers ORDER BY email::date', 'failed'],
     ]);
+  });
+  test('mask shows only values picked unchanged; a key refusing predicates sees only the column itself', async () => {
+    await masksAndRefusals(
+      s,
+      'pg',
+      [
+        ['SELECT reverse(email) AS e FROM customers', 'nulled'],
+        ["SELECT email || '' AS e FROM customers", 'nulled'],
+        ['SELECT email::text AS e FROM customers', 'nulled'],
+        ['SELECT greatest(email, name) AS e FROM customers', 'masked'],
+        ['SELECT c FROM customers c', 'nulled'],
+      ],
+      [
+        ...INTERSECT_EXCEPT,
+        ['SELECT c FROM customers c', 'mask_predicate'],
+        ["SELECT email FROM customers INTERSECT ALL SELECT 'guess@example.com'", 'mask_unresolvable'],
+      ],
+    );
   });
   test('ad-hoc SQL: an error that quotes the value reaches only a key that masks nothing', async () => {
     const keys = { hashing: await newKey(s, 'pg', HASH_EMAIL), plain: await newKey(s, 'pg') };
@@ -342,6 +430,24 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
       ["SELECT LPAD(email, 30, ' ') AS e FROM customers", 'hashed'],
     ]);
   });
+  test('mask shows only values picked unchanged; a key refusing predicates sees only the column itself', async () => {
+    await masksAndRefusals(
+      s,
+      'my',
+      [
+        ['SELECT REVERSE(email) AS e FROM customers', 'nulled'],
+        ["SELECT CONCAT(email, '') AS e FROM customers", 'nulled'],
+        ["SELECT IF(id > 0, email, 'none') AS e FROM customers", 'masked'],
+        ["SELECT IFNULL(email, 'none') AS e FROM customers", 'masked'],
+        ['SELECT IF(id > 0, REVERSE(email), NULL) AS e FROM customers', 'nulled'],
+      ],
+      [
+        ["SELECT IF(email LIKE 'c%', email, NULL) AS e FROM customers", 'mask_predicate'],
+        ...INTERSECT_EXCEPT,
+        ['SELECT email FROM customers UNION DISTINCT SELECT name FROM customers', 'mask_predicate'],
+      ],
+    );
+  });
   test('ad-hoc SQL: an error that quotes the value reaches only a key that masks nothing', async () => {
     const keys = { hashing: await newKey(s, 'my', HASH_EMAIL), plain: await newKey(s, 'my') };
     // MySQL's EXTRACTVALUE and UPDATEXML quote a value in their XPATH error; MariaDB evaluates only constant XPATH
@@ -412,6 +518,23 @@ describe('SQLite: a hashed column leaves only hashed', () => {
       ['SELECT iif(id > 0, email, NULL) AS e FROM customers', 'hashed'],
       ['SELECT x FROM (SELECT email AS x FROM customers)', 'hashed'],
     ]);
+  });
+  test('mask shows only values picked unchanged; a key refusing predicates sees only the column itself', async () => {
+    await masksAndRefusals(
+      s,
+      'lite',
+      [
+        ["SELECT email || '' AS e FROM customers", 'nulled'],
+        ["SELECT iif(id > 0, email, 'none') AS e FROM customers", 'masked'],
+        ["SELECT ifnull(email, 'none') AS e FROM customers", 'masked'],
+        ['SELECT hex(email) AS e FROM customers', 'nulled'],
+      ],
+      [
+        ['SELECT email FROM customers INTERSECT SELECT name FROM customers', 'mask_unresolvable'],
+        ['SELECT email FROM customers EXCEPT SELECT name FROM customers', 'mask_unresolvable'],
+        ["SELECT iif(email LIKE 'c%', email, NULL) AS e FROM customers", 'mask_predicate'],
+      ],
+    );
   });
   test('ad-hoc SQL: the database text reaches only a key that masks nothing', async () => {
     const keys = { hashing: await newKey(s, 'lite', HASH_EMAIL), plain: await newKey(s, 'lite') };

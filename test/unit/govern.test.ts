@@ -336,9 +336,17 @@ describe('masking over a real SQLite connection', () => {
       [1, null, 'a**@example.com'],
       [2, null, 'g****@navy.mil'],
     ]);
-    const alias = await run(g, 'SELECT upper(c.email) AS contact, o.total FROM customers c JOIN orders o ON o.customer_id = c.id', caller);
-    assert.deepEqual(alias.governed.masked, [{ column: 'contact', action: 'mask' }]);
-    assert.deepEqual(alias.rows, [['A**@EXAMPLE.COM', 9.5]]);
+    const alias = await run(
+      g,
+      "SELECT COALESCE(c.email, 'none') AS contact, upper(c.email) AS shouted, o.total FROM customers c JOIN orders o ON o.customer_id = c.id",
+      caller,
+    );
+    // a value picked unchanged is masked; a computed one shows nothing (mask would keep other characters of it)
+    assert.deepEqual(alias.governed.masked, [
+      { column: 'contact', action: 'mask' },
+      { column: 'shouted', action: 'null' },
+    ]);
+    assert.deepEqual(alias.rows, [['a**@example.com', null, 9.5]]);
   });
 
   test('the trace is cached: the same Governed object for the same plan, rules and schema', async () => {
