@@ -6,7 +6,7 @@ import type { LRUCache } from 'lru-cache';
 import type { Caller } from '../auth/keys.js';
 import { GatewayError } from '../contract/errors.js';
 import { checkPredicates, checkWrites, compileMasker, planMasks, type MaskPlan, type MaskRule, type Masker } from '../governance/masking.js';
-import { allSafe, checkFunctions, unsafeCalls } from '../governance/functions.js';
+import { allSafe, checkFunctions, opaqueCalls, unsafeCalls } from '../governance/functions.js';
 import { resolveTable } from '../governance/names.js';
 import { checkOutsideReads, checkStatement, checkTables, governanceError } from '../governance/policy.js';
 import type { Source } from '../sources/types.js';
@@ -112,6 +112,16 @@ export function governCall(
     }
     if (!writer && source.dialect === 'postgres') checkFunctions(scan.calls, known.functions);
     else if (!reset && !allSafe(scan.calls, known.functions)) reset = true;
+    // Rules that follow columns or tables can't follow them into a function's body, which may read any table.
+    const opaque = rules || tables ? opaqueCalls(scan.calls, known.functions) : [];
+    if (opaque.length) {
+      throw tables
+        ? governanceError('table_not_allowed', `This API key may only query the tables it names; ${opaque.join(', ')} may read others.`)
+        : governanceError(
+            'mask_unresolvable',
+            `What ${opaque.join(', ')} answers can't be traced to its source columns (a function's body, which the gateway does not follow, may read any table), so masking rules can't be enforced`,
+          );
+    }
   }
   if (pooled && !reset && (analysis === null || analysis.tables.some((t) => !resolveTable(known.schema, t)?.columns))) reset = true;
   if (!rules && !tables) return reset ? UNMASKED_RESET : UNMASKED;

@@ -10,10 +10,15 @@
 // Must not import HTTP/uWS or sources: the caller runs the query through its source.
 import { GatewayError } from '../contract/errors.js';
 import { READ_ONLY_MESSAGE } from './policy.js';
-import { lex } from './scan.js';
+import { lex, type Token } from './scan.js';
 
-/** Every function name the connection can see, and whether a read-only call may run it. */
-export type FunctionCatalog = ReadonlyMap<string, boolean>;
+/**
+ * Every function name the connection can see, and whether a read-only call may run it: `true`, `false`, or `'reads'`
+ * for an SQL function vouched for whose body reads relations (FROM, TABLE): it changes nothing, but what it answers
+ * comes from tables the statement does not name, so no mask rule or allowed_tables entry reaches it.
+ */
+export type FunctionCatalog = ReadonlyMap<string, FunctionTrust>;
+export type FunctionTrust = boolean | 'reads';
 
 /** Volatile only because their answer changes from call to call: they change nothing. */
 const HARMLESS_VOLATILE: readonly string[] = [
@@ -61,23 +66,35 @@ export function toPostgresFunctionCatalog(rows: unknown[][]): FunctionCatalog {
   // What an SQL function's body calls is judged against native functions only: one that calls
   // another user function (whose body this does not follow) is not vouched for, nor is a BEGIN
   // ATOMIC body (kept parsed, prosrc empty).
-  const out = new Map<string, boolean>();
+  const out = new Map<string, FunctionTrust>();
   for (const [name, vouched, isNative, body] of rows) {
     const n = String(name);
-    const ok = truthy(vouched) && (truthy(isNative) || (typeof body === 'string' && body.trim() !== '' && callsOnly(body, native)));
-    out.set(n, (out.get(n) ?? true) && ok);
+    let trust: FunctionTrust = truthy(vouched);
+    if (trust && !truthy(isNative)) {
+      const tokens = typeof body === 'string' && body.trim() !== '' ? tokensOf(body) : null;
+      trust = tokens !== null && callsOnly(tokens, native) && (readsRelations(tokens) ? 'reads' : true);
+    }
+    const before = out.get(n) ?? true;
+    out.set(n, before === false || trust === false ? false : before === 'reads' || trust === 'reads' ? 'reads' : true);
   }
   return out;
 }
 
-/** Whether every function an SQL body calls is safe by `known` (names it does not know are keywords). */
-function callsOnly(body: string, known: ReadonlyMap<string, boolean>): boolean {
-  let tokens: ReturnType<typeof lex>['tokens'];
+function tokensOf(body: string): Token[] | null {
   try {
-    tokens = lex(body, 'postgres').tokens;
+    return lex(body, 'postgres').tokens;
   } catch {
-    return false;
+    return null;
   }
+}
+
+/** Whether an SQL body names a relation to read: a FROM (or JOIN, which needs one), or PostgreSQL's `TABLE t`. */
+function readsRelations(tokens: Token[]): boolean {
+  return tokens.some((t) => t.kind === 'word' && (t.text === 'from' || t.text === 'table'));
+}
+
+/** Whether every function an SQL body calls is safe by `known` (names it does not know are keywords). */
+function callsOnly(tokens: Token[], known: ReadonlyMap<string, boolean>): boolean {
   for (let k = 0; k + 1 < tokens.length; k++) {
     const t = tokens[k];
     if ((t.kind === 'word' || t.kind === 'name') && tokens[k + 1].kind === 'punct' && tokens[k + 1].text === '(') {
@@ -88,7 +105,7 @@ function callsOnly(body: string, known: ReadonlyMap<string, boolean>): boolean {
 }
 
 export function toFunctionCatalog(rows: unknown[][]): FunctionCatalog {
-  const out = new Map<string, boolean>();
+  const out = new Map<string, FunctionTrust>();
   for (const [name, safe] of rows) out.set(String(name), safe === true || safe === 't' || safe === 1);
   return out;
 }
@@ -120,6 +137,15 @@ export function allSafe(calls: readonly string[], catalog: FunctionCatalog): boo
   return calls.every((name) => isSafe(name, catalog));
 }
 
-function isSafe(name: string, catalog: FunctionCatalog): boolean {
+function isSafe(name: string, catalog: ReadonlyMap<string, FunctionTrust>): boolean {
   return catalog.get(name) !== false;
+}
+
+/**
+ * The functions called whose answer the gateway cannot trace, as `name()`: a body it does not read (not vouched for:
+ * PL/pgSQL, a MySQL stored function) or one that reads relations ('reads'). A key whose rules follow columns or tables
+ * (mask, allowed_tables) calls none: `email_of(1)` answered the address in clear to a key hashing customers.email.
+ */
+export function opaqueCalls(calls: readonly string[], catalog: FunctionCatalog): string[] {
+  return calls.filter((name) => catalog.get(name) === false || catalog.get(name) === 'reads').map((name) => `${name}()`);
 }

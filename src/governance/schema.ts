@@ -91,6 +91,14 @@ export function schemaQueries(dialect: SqlDialect): string[] {
 
 const TRACEABLE = new Set(['BASE TABLE', 'FOREIGN', 'FOREIGN TABLE', 'table', 'virtual', 'shadow']);
 
+/**
+ * SQLite's own tables (sqlite_schema, sqlite_sequence, sqlite_stat1..4) are untraced, as PostgreSQL's and MySQL's
+ * catalogs are (their queries leave them out): sqlite_stat4 keeps sample rows of indexed columns, masked ones too.
+ */
+function isSqliteOwn(dialect: SqlDialect, name: string): boolean {
+  return dialect === 'sqlite' && name.toLowerCase().startsWith('sqlite_');
+}
+
 /** The rows of schemaQueries(dialect), each query's rows in turn, to a Schema. */
 export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
   const [columns, second, third, fourth] = results;
@@ -110,7 +118,7 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
     const key = `${fold(schema)}${SEP}${fold(name)}`;
     let r = relations.get(key);
     if (!r) {
-      r = { key, schema, name, columns: TRACEABLE.has(String(row[4])) ? [] : null, types: [] };
+      r = { key, schema, name, columns: TRACEABLE.has(String(row[4])) && !isSqliteOwn(dialect, name) ? [] : null, types: [] };
       relations.set(key, r);
     }
     if (r.columns && row[2] !== null && row[2] !== undefined) {

@@ -23,7 +23,7 @@ const MASKED = /^c\*+@example\.com$/;
 
 /**
  * [statement, outcome]: 'hashed', 'masked' or 'nulled' (served, every value hashed, masked or null; null allowed in
- * the first two), 'failed' (query_failed) or a refusal's code.
+ * the first two), 'served' (whatever it shows, not the address), 'failed' (query_failed) or a refusal's code.
  */
 type Shape = [string, string];
 const SERVED: Record<string, RegExp | null> = { hashed: HASH, masked: MASKED, nulled: null };
@@ -36,7 +36,8 @@ async function holds(s: TestServer, conn: string, key: string, shapes: Shape[]):
     assert.equal(saved.status, 201, `${sql}: ${saved.text}`);
     const r = await s.call('GET', `/q/${name}`, { key });
     assert.ok(!r.text.includes(EMAIL), `${sql}: the address in clear: ${r.text}`);
-    if (want in SERVED) {
+    if (want === 'served') assert.equal(r.status, 200, `${sql}: ${r.text}`);
+    else if (want in SERVED) {
       assert.equal(r.status, 200, `${sql}: ${r.text}`);
       const rows = r.json as Record<string, unknown>[];
       assert.ok(rows.length > 0, `${sql}: no rows`);
@@ -185,6 +186,22 @@ async function masksAndRefusals(s: TestServer, conn: string, masks: Shape[], ref
   ]);
 }
 
+/**
+ * A function's body reads tables the statement does not name (the gateway does not follow it), so what it answers
+ * carries no trace: a key hashing customers.email is refused it (mask_unresolvable), a key allowed only the notes table
+ * too (table_not_allowed); a function whose body reads no table is served to both.
+ */
+async function functionBodies(s: TestServer, conn: string, reading: string, pure: string): Promise<void> {
+  await holds(s, conn, await newKey(s, conn, HASH_EMAIL), [
+    [reading, 'mask_unresolvable'],
+    [pure, 'served'],
+  ]);
+  await holds(s, conn, await newKey(s, conn, { allowed_tables: ['notes'] }), [
+    [reading, 'table_not_allowed'],
+    [pure, 'served'],
+  ]);
+}
+
 describe('PostgreSQL: a hashed column leaves only hashed', () => {
   let s: TestServer;
   let data: Awaited<ReturnType<typeof scratchDatabase>>;
@@ -193,6 +210,8 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
     await data.sql.unsafe(`CREATE TABLE customers (id int, name text, email text);
       INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');
       CREATE TABLE notes (id serial PRIMARY KEY, body text);
+      CREATE FUNCTION email_of(i int) RETURNS text LANGUAGE sql STABLE AS 'SELECT email FROM customers WHERE id = i';
+      CREATE FUNCTION plus_one(i int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT i + 1';
       CREATE FUNCTION copy_emails() RETURNS int LANGUAGE plpgsql AS
         $$ BEGIN INSERT INTO notes (body) SELECT email FROM customers; RETURN 1; END $$;
       CREATE TABLE orders (id serial PRIMARY KEY, customer_id int);
@@ -308,6 +327,10 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
       ],
     );
   });
+  test("a function's body reading a table: refused to keys whose rules follow columns or tables", async () => {
+    await functionBodies(s, 'pg', 'SELECT email_of(1) AS e', 'SELECT plus_one(1) AS n');
+    await holds(s, 'pg', await newKey(s, 'pg', HASH_EMAIL), [['SELECT * FROM email_of(1) AS e', 'mask_unresolvable']]);
+  });
   test('ad-hoc SQL: an error that quotes the value reaches only a key that masks nothing', async () => {
     const keys = { hashing: await newKey(s, 'pg', HASH_EMAIL), plain: await newKey(s, 'pg') };
     const statements = [
@@ -391,6 +414,7 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
       CREATE TABLE customers (id INT, name VARCHAR(40), email VARCHAR(40));
       INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');
       CREATE TABLE notes (id INT AUTO_INCREMENT PRIMARY KEY, body VARCHAR(40));
+      CREATE FUNCTION email_of(i INT) RETURNS VARCHAR(40) READS SQL DATA RETURN (SELECT email FROM customers WHERE id = i);
       CREATE FUNCTION copy_emails() RETURNS INT MODIFIES SQL DATA
         BEGIN INSERT INTO notes (body) SELECT email FROM customers; RETURN 1; END;
       CREATE TABLE orders (id INT AUTO_INCREMENT PRIMARY KEY, customer_id INT);
@@ -448,6 +472,9 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
       ],
     );
   });
+  test("a function's body reading a table: refused to keys whose rules follow columns or tables", async () => {
+    await functionBodies(s, 'my', 'SELECT email_of(1) AS e', 'SELECT ABS(-1) AS n');
+  });
   test('ad-hoc SQL: an error that quotes the value reaches only a key that masks nothing', async () => {
     const keys = { hashing: await newKey(s, 'my', HASH_EMAIL), plain: await newKey(s, 'my') };
     // MySQL's EXTRACTVALUE and UPDATEXML quote a value in their XPATH error; MariaDB evaluates only constant XPATH
@@ -493,7 +520,10 @@ describe('SQLite: a hashed column leaves only hashed', () => {
     mkdirSync(join(s.home, 'data'), { recursive: true });
     const db = new Database(join(s.home, 'data', 'carriers.db'));
     db.exec(`CREATE TABLE customers (id INTEGER, name TEXT, email TEXT);
-      INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');`);
+      INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');
+      CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);
+      CREATE INDEX customers_email ON customers (email);
+      ANALYZE;`);
     db.close();
     const c = await s.call('POST', '/api/v1/connections', { body: { name: 'lite', db: 'sqlite', database: 'data/carriers.db' } });
     assert.equal(c.status, 201, c.text);
@@ -535,6 +565,15 @@ describe('SQLite: a hashed column leaves only hashed', () => {
         ["SELECT iif(email LIKE 'c%', email, NULL) AS e FROM customers", 'mask_predicate'],
       ],
     );
+  });
+  test("the database's own tables (sqlite_stat4 keeps sample values of indexed columns) are not traced", async () => {
+    await holds(s, 'lite', await newKey(s, 'lite', HASH_EMAIL), [
+      ['SELECT sample FROM sqlite_stat4', 'mask_unresolvable'],
+      ['SELECT quote(sample) AS s FROM sqlite_stat4', 'mask_unresolvable'],
+      ['SELECT * FROM sqlite_stat1', 'mask_unresolvable'],
+      ['SELECT sql FROM sqlite_schema', 'mask_unresolvable'],
+      ['SELECT id FROM customers', 'served'],
+    ]);
   });
   test('ad-hoc SQL: the database text reaches only a key that masks nothing', async () => {
     const keys = { hashing: await newKey(s, 'lite', HASH_EMAIL), plain: await newKey(s, 'lite') };
