@@ -166,6 +166,9 @@ const REFUSING_COMMON: Shape[] = [
   ['SELECT min(email) AS e FROM customers', 'mask_predicate'],
   ['SELECT count(DISTINCT email) AS e FROM customers', 'mask_predicate'],
   ['SELECT x.e FROM (SELECT lower(email) AS e FROM customers) x', 'mask_predicate'],
+  ['SELECT id, row_number() OVER (ORDER BY email) AS r FROM customers', 'mask_predicate'],
+  ['SELECT id, count(*) OVER (PARTITION BY email) AS r FROM customers', 'mask_predicate'],
+  ['SELECT id, (SELECT count(*) FROM customers d WHERE d.email < c.email) AS r FROM customers c', 'mask_predicate'],
   ['SELECT email FROM customers UNION SELECT name FROM customers', 'mask_predicate'],
   ["SELECT email FROM customers UNION SELECT 'guess@example.com'", 'mask_predicate'],
 ];
