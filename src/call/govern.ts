@@ -113,8 +113,8 @@ export function governCall(
     if (!writer && source.dialect === 'postgres') checkFunctions(scan.calls, known.functions);
     else if (!reset && !allSafe(scan.calls, known.functions)) reset = true;
     // Rules that follow columns or tables can't follow them into a function's body, which may read any table.
-    const opaque = rules || tables ? opaqueCalls(scan.calls, known.functions) : [];
-    if (opaque.length) {
+    const opaque = rules || tables ? opaqueCalls(scan.calls, known.functions) : null;
+    if (opaque) {
       throw tables
         ? governanceError('table_not_allowed', `This API key may only query the tables it names; ${opaque.join(', ')} may read others.`)
         : governanceError(

@@ -146,6 +146,8 @@ function isSafe(name: string, catalog: ReadonlyMap<string, FunctionTrust>): bool
  * PL/pgSQL, a MySQL stored function) or one that reads relations ('reads'). A key whose rules follow columns or tables
  * (mask, allowed_tables) calls none: `email_of(1)` answered the address in clear to a key hashing customers.email.
  */
-export function opaqueCalls(calls: readonly string[], catalog: FunctionCatalog): string[] {
-  return calls.filter((name) => catalog.get(name) === false || catalog.get(name) === 'reads').map((name) => `${name}()`);
+export function opaqueCalls(calls: readonly string[], catalog: FunctionCatalog): string[] | null {
+  const opaque = (name: string) => catalog.get(name) === false || catalog.get(name) === 'reads';
+  // checked on every governed call that calls a function: no array unless there is something to refuse
+  return calls.some(opaque) ? calls.filter(opaque).map((name) => `${name}()`) : null;
 }
