@@ -386,8 +386,10 @@ describe('history ring on PostgreSQL: size and concurrent instances', () => {
         if (b === 1) assert.ok((await size()) > 0);
       }
       const pages = (await size()) / 8192;
-      // 200 rows of ~400 bytes is 10 pages at fill factor 50; a table that kept every run would need ~500.
-      assert.ok(pages <= 40, `run_history is ${pages} pages after 10,000 runs`);
+      // 200 rows of ~400 bytes is 10 pages at fill factor 50; a table that kept every run would need ~500. Pruning
+      // reclaims a dead row only once no snapshot can see it, so a busy server (another session's transaction) leaves
+      // some for a while: 47 pages once in a CI run beside other work, 12 alone.
+      assert.ok(pages <= 100, `run_history is ${pages} pages after 10,000 runs`);
       const [{ n }] = await db.all<{ n: string }>('SELECT count(*) AS n FROM run_history');
       assert.equal(Number(n), 200);
     } finally {
