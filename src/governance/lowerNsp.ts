@@ -80,13 +80,8 @@ function lowerSelectChain(st: Node): Query {
   for (let n: Node | null = st; n; n = (n._next as Node | undefined) ?? null) {
     parts.push(lowerSelect(n, []));
     // set_op joins this part to the next: UNION [DISTINCT], INTERSECT, EXCEPT, MINUS compare rows; UNION ALL does not
-    if (
-      n._next &&
-      String(n.set_op ?? 'union')
-        .toLowerCase()
-        .replace(/\s+/g, ' ') !== 'union all'
-    )
-      compares = true;
+    const op = String(n.set_op ?? 'union').toLowerCase();
+    if (n._next && op.replace(/\s+/g, ' ') !== 'union all') compares = true;
   }
   return { k: 'setop', ctes, parts, extra: [], compares };
 }
