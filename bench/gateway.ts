@@ -27,6 +27,8 @@ export interface Listening {
   stop(): Promise<void>;
 }
 
+const OUTPUT_KEPT = 32 * 1024 * 1024;
+
 /**
  * Starts `node args...` and waits for its "listening on <url>" line (on stdout or stderr). Its output
  * is kept as it comes (chunks, joined when asked) and searched only until that line: a gateway logs
@@ -35,13 +37,18 @@ export interface Listening {
  */
 export async function spawnListening(args: string[], env: Record<string, string> = {}, command = process.execPath): Promise<Listening> {
   const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // The first chunk (the start-up lines) and the newest ones, OUTPUT_KEPT bytes at most: a fast machine logs more
+  // access lines in a long bench than a string can hold (keys.js's 40 pairs came to over 512 MB).
   const chunks: Buffer[] = [];
+  let kept = 0;
   const output = () => Buffer.concat(chunks).toString();
   const exited = new Promise<void>((r) => child.on('exit', () => r()));
   const url = await new Promise<string>((resolve, reject) => {
     let head: string | null = '';
     const on = (d: Buffer) => {
       chunks.push(d);
+      kept += d.length;
+      while (kept > OUTPUT_KEPT && chunks.length > 2) kept -= chunks.splice(1, 1)[0].length;
       if (head === null) return;
       head += d;
       const m = head.match(/listening on (http:\/\/[^\s"]+)/);
@@ -52,7 +59,7 @@ export async function spawnListening(args: string[], env: Record<string, string>
     };
     child.stdout.on('data', on);
     child.stderr.on('data', on);
-    void exited.then(() => reject(new Error(`${args.join(' ')} exited:\n${output()}`)));
+    void exited.then(() => head !== null && reject(new Error(`${args.join(' ')} exited:\n${output()}`)));
   });
   return {
     url,
