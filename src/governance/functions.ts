@@ -33,8 +33,9 @@ const HARMLESS_VOLATILE: readonly string[] = [
   'pg_sleep_until',
 ];
 
-// SQL on p (pg_proc), r (its owner's pg_roles row) and l (its pg_language row).
-const NATIVE = `(p.oid < 16384 OR l.lanname IN ('internal', 'c'))`;
+// SQL on p (pg_proc), r (its owner's pg_roles row) and l (its pg_language row). A user's aggregate is `internal` in
+// pg_proc whatever its transition function is written in (PL/pgSQL, which could write), so it is not native.
+const NATIVE = `(p.oid < 16384 OR l.lanname IN ('internal', 'c') AND p.prokind <> 'a')`;
 const CHANGES_NOTHING = `(p.provolatile <> 'v' OR ${NATIVE} AND p.proname IN (${HARMLESS_VOLATILE.map((n) => `'${n}'`).join(', ')})) AND r.rolsuper`;
 /** SQL, true for a function vouched for without reading a body: a superuser's native function that changes nothing. */
 export const VOUCHED_NATIVE = `${CHANGES_NOTHING} AND ${NATIVE}`;

@@ -215,6 +215,9 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
       CREATE TABLE notes (id serial PRIMARY KEY, body text);
       CREATE FUNCTION email_of(i int) RETURNS text LANGUAGE sql STABLE AS 'SELECT email FROM customers WHERE id = i';
       CREATE FUNCTION plus_one(i int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT i + 1';
+      CREATE FUNCTION gather(s text, v text) RETURNS text LANGUAGE plpgsql AS
+        $$ BEGIN INSERT INTO notes (body) SELECT email FROM customers; RETURN v; END $$;
+      CREATE AGGREGATE gathered(text) (SFUNC = gather, STYPE = text);
       CREATE FUNCTION copy_emails() RETURNS int LANGUAGE plpgsql AS
         $$ BEGIN INSERT INTO notes (body) SELECT email FROM customers; RETURN 1; END $$;
       CREATE TABLE orders (id serial PRIMARY KEY, customer_id int);
@@ -333,6 +336,8 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
   test("a function's body reading a table: refused to keys whose rules follow columns or tables", async () => {
     await functionBodies(s, 'pg', 'SELECT email_of(1) AS e', 'SELECT plus_one(1) AS n');
     await holds(s, 'pg', await newKey(s, 'pg', HASH_EMAIL), [['SELECT * FROM email_of(1) AS e', 'mask_unresolvable']]);
+    // a user's aggregate runs its transition function (PL/pgSQL here), whatever pg_proc says of the aggregate itself
+    await holds(s, 'pg', await newKey(s, 'pg'), [['SELECT gathered(name) AS n FROM customers', 'read_only']]);
   });
   test('ad-hoc SQL: an error that quotes the value reaches only a key that masks nothing', async () => {
     const keys = { hashing: await newKey(s, 'pg', HASH_EMAIL), plain: await newKey(s, 'pg') };
@@ -366,6 +371,7 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
         'UPDATE customers SET name = upper(email) WHERE id = 1',
         'UPDATE notes n SET body = c.email FROM customers c WHERE c.id = n.id',
         'SELECT copy_emails() AS n',
+        'SELECT gathered(name) AS n FROM customers',
         'SELECT email INTO leak FROM customers',
         // the database's own code on a table written: a trigger, a rule
         'INSERT INTO orders (customer_id) VALUES (1)',
