@@ -19,49 +19,67 @@ JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_
 WHERE c.table_schema NOT IN ('pg_catalog', 'information_schema')
 ORDER BY c.table_schema, c.table_name, c.ordinal_position`;
 
-// Rows: (schema, relation) for every relation a FROM can name in a schema the user may use, the
+// Rows: (schema, relation, oid) for every relation a FROM can name in a schema the user may use, the
 // catalogs included (pg_catalog is searched first); then one row: the effective search path.
-const POSTGRES_RELATIONS = `SELECT n.nspname::text, c.relname::text
+const POSTGRES_RELATIONS = `SELECT n.nspname::text, c.relname::text, c.oid::int8
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
   AND (n.oid = pg_my_temp_schema() OR has_schema_privilege(n.oid, 'USAGE'))`;
 const POSTGRES_PATH = `SELECT s::text FROM unnest(current_schemas(true)) WITH ORDINALITY AS p(s, n) ORDER BY n`;
-// Rows: (schema, table) of each table a write to which can run code of the database's own that the gateway does not
-// read: a trigger that is not a constraint's (a foreign key's actions are internal ones); a rewrite rule (not a view's
-// ON SELECT); a column default or generated column, a CHECK, a row-level security policy, or a domain's CHECK or
-// default (through arrays, composite types and domains over domains) that calls a function not vouched for (a
-// superuser's native function that changes nothing: VOUCHED_NATIVE; built-in functions leave no pg_depend row, so only
-// the others are looked at); and every table a write to which reaches such a table: a parent (inheritance, partitions)
-// or the table a cascading foreign key (ON UPDATE/DELETE CASCADE, SET NULL, SET DEFAULT) refers to.
-const POSTGRES_TRIGGERED = `WITH RECURSIVE
-unvouched AS (SELECT p.oid FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner JOIN pg_language l ON l.oid = p.prolang
-  WHERE NOT (${VOUCHED_NATIVE})),
-types(rel, typ) AS (
-  SELECT a.attrelid, a.atttypid FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
-  WHERE c.relkind IN ('r', 'p', 'f', 'v') AND c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
-    AND a.attnum > 0 AND NOT a.attisdropped
-  UNION SELECT t.rel, x.typ FROM types t JOIN pg_type y ON y.oid = t.typ
-  CROSS JOIN LATERAL (SELECT y.typbasetype UNION ALL SELECT y.typelem
-    UNION ALL SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = y.typrelid AND y.typtype = 'c' AND a.attnum > 0) x(typ)
-  WHERE x.typ <> 0),
-code(rel, classid, objid) AS (
-  SELECT adrelid, 'pg_attrdef'::regclass, oid FROM pg_attrdef
-  UNION ALL SELECT conrelid, 'pg_constraint'::regclass, oid FROM pg_constraint WHERE conrelid <> 0
-  UNION ALL SELECT polrelid, 'pg_policy'::regclass, oid FROM pg_policy
-  UNION ALL SELECT t.rel, 'pg_constraint'::regclass, k.oid FROM types t JOIN pg_constraint k ON k.contypid = t.typ
-  UNION ALL SELECT t.rel, 'pg_type'::regclass, t.typ FROM types t),
-runs(rel) AS (
-  SELECT tgrelid FROM pg_trigger WHERE NOT tgisinternal
-  UNION SELECT ev_class FROM pg_rewrite WHERE rulename <> '_RETURN'
-  UNION SELECT c.rel FROM code c JOIN pg_depend d ON d.classid = c.classid AND d.objid = c.objid
-  WHERE d.refclassid = 'pg_proc'::regclass AND d.refobjid IN (SELECT oid FROM unvouched)),
-reached(rel) AS (
-  SELECT rel FROM runs
-  UNION SELECT e.up FROM reached r JOIN (
-    SELECT inhparent, inhrelid FROM pg_inherits
-    UNION ALL SELECT confrelid, conrelid FROM pg_constraint
-    WHERE contype = 'f' AND (confupdtype NOT IN ('a', 'r') OR confdeltype NOT IN ('a', 'r'))) e(up, down) ON e.down = r.rel)
-SELECT n.nspname::text, c.relname::text FROM reached r JOIN pg_class c ON c.oid = r.rel JOIN pg_namespace n ON n.oid = c.relnamespace`;
+// What a write can run of the database's own code that the gateway does not read, as two queries whose rows
+// triggeredOids follows (in JS: PostgreSQL plans a recursive query over the catalogs at millions of rows, and its JIT
+// then spent 0.5 s compiling one for a schema of 2,000 tables). Seeds, as (kind, oid): 'rel' for a table with a
+// trigger that is not a constraint's (a foreign key's actions are internal ones), a rewrite rule (not a view's ON
+// SELECT), or a column default or generated column, CHECK or row-level security policy that calls a function not
+// vouched for (a superuser's native function that changes nothing: VOUCHED_NATIVE; built-in functions leave no
+// pg_depend row, so only the others are found); 'type' for a domain whose CHECK or default calls one.
+const POSTGRES_TRIGGERED = `WITH unvouched AS (SELECT p.oid FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner
+  JOIN pg_language l ON l.oid = p.prolang WHERE NOT (${VOUCHED_NATIVE})),
+uses AS (SELECT classid, objid FROM pg_depend WHERE refclassid = 'pg_proc'::regclass AND refobjid IN (SELECT oid FROM unvouched))
+SELECT 'rel', tgrelid::int8 FROM pg_trigger WHERE NOT tgisinternal
+UNION SELECT 'rel', ev_class::int8 FROM pg_rewrite WHERE rulename <> '_RETURN'
+UNION SELECT 'rel', a.adrelid::int8 FROM uses u JOIN pg_attrdef a ON u.classid = 'pg_attrdef'::regclass AND a.oid = u.objid
+UNION SELECT CASE WHEN k.conrelid <> 0 THEN 'rel' ELSE 'type' END, CASE WHEN k.conrelid <> 0 THEN k.conrelid ELSE k.contypid END::int8
+  FROM uses u JOIN pg_constraint k ON u.classid = 'pg_constraint'::regclass AND k.oid = u.objid
+UNION SELECT 'rel', p.polrelid::int8 FROM uses u JOIN pg_policy p ON u.classid = 'pg_policy'::regclass AND p.oid = u.objid
+UNION SELECT 'type', objid::int8 FROM uses WHERE classid = 'pg_type'::regclass`;
+// Edges, as (kind, from, to), along which that code reaches further: 'type' from a user type to a domain over it or an
+// array of it; 'col' from a user type to a relation with a column of it; 'row' from such a relation to its row type;
+// 'rel' from a table to the one a write to which reaches it (an inheritance or partition parent, the table a
+// cascading foreign key, ON UPDATE/DELETE CASCADE, SET NULL or SET DEFAULT, refers to).
+const POSTGRES_REACH = `SELECT 'type', y.typbasetype::int8, y.oid::int8 FROM pg_type y WHERE y.oid >= 16384 AND y.typbasetype <> 0
+UNION ALL SELECT 'type', y.typelem::int8, y.oid::int8 FROM pg_type y WHERE y.oid >= 16384 AND y.typelem <> 0
+UNION ALL SELECT 'col', a.atttypid::int8, a.attrelid::int8 FROM pg_attribute a WHERE a.atttypid >= 16384 AND a.attnum > 0 AND NOT a.attisdropped
+UNION ALL SELECT 'row', c.oid::int8, c.reltype::int8 FROM pg_class c
+  WHERE c.reltype <> 0 AND c.oid IN (SELECT attrelid FROM pg_attribute WHERE atttypid >= 16384 AND attnum > 0)
+UNION ALL SELECT 'rel', inhrelid::int8, inhparent::int8 FROM pg_inherits
+UNION ALL SELECT 'rel', conrelid::int8, confrelid::int8 FROM pg_constraint
+  WHERE contype = 'f' AND (confupdtype NOT IN ('a', 'r') OR confdeltype NOT IN ('a', 'r'))`;
+
+/** The relations (their oids) the seeds and everything the edges lead to from them: POSTGRES_TRIGGERED, POSTGRES_REACH. */
+function triggeredOids(seeds: unknown[][], edges: unknown[][]): Set<string> {
+  const node = (kind: unknown, id: unknown) => `${kind === 'rel' || kind === 'r' ? 'r' : 't'}${String(id)}`;
+  const ends: Record<string, [string, string]> = { type: ['t', 't'], col: ['t', 'r'], row: ['r', 't'], rel: ['r', 'r'] };
+  const next = new Map<string, string[]>();
+  for (const [kind, from, to] of edges) {
+    const [a, b] = ends[String(kind)] ?? ['t', 't'];
+    const key = node(a, from);
+    const list = next.get(key);
+    if (list) list.push(node(b, to));
+    else next.set(key, [node(b, to)]);
+  }
+  const seen = new Set(seeds.map(([kind, id]) => node(kind, id)));
+  const stack = [...seen];
+  for (let at = stack.pop(); at !== undefined; at = stack.pop()) {
+    for (const n of next.get(at) ?? []) {
+      if (!seen.has(n)) {
+        seen.add(n);
+        stack.push(n);
+      }
+    }
+  }
+  return seen;
+}
 
 // The join compares names exactly: information_schema's collation would pair Customers with customers.
 const MYSQL_COLUMNS = `SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, t.TABLE_TYPE
@@ -84,7 +102,7 @@ const SQLITE_PATH = `SELECT name FROM pragma_database_list ORDER BY CASE name WH
 
 /** The queries to run, in this order, and hand to toSchema. */
 export function schemaQueries(dialect: SqlDialect): string[] {
-  if (dialect === 'postgres') return [POSTGRES_COLUMNS, POSTGRES_RELATIONS, POSTGRES_PATH, POSTGRES_TRIGGERED];
+  if (dialect === 'postgres') return [POSTGRES_COLUMNS, POSTGRES_RELATIONS, POSTGRES_PATH, POSTGRES_TRIGGERED, POSTGRES_REACH];
   if (dialect === 'mysql') return [MYSQL_COLUMNS, MYSQL_PATH, MYSQL_TRIGGERED];
   return [SQLITE_COLUMNS, SQLITE_PATH];
 }
@@ -101,7 +119,7 @@ function isSqliteOwn(dialect: SqlDialect, name: string): boolean {
 
 /** The rows of schemaQueries(dialect), each query's rows in turn, to a Schema. */
 export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
-  const [columns, second, third, fourth] = results;
+  const [columns, second, third, fourth, fifth] = results;
   let path: string[];
   let foldTables = dialect === 'sqlite';
   if (dialect === 'postgres') path = (third ?? []).map((r) => String(r[0]));
@@ -127,13 +145,15 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
     }
   }
   if (dialect === 'postgres') {
+    const fired = triggeredOids(fourth ?? [], fifth ?? []);
     for (const row of second ?? []) {
       const key = `${String(row[0])}${SEP}${String(row[1])}`;
-      if (!relations.has(key)) relations.set(key, { key, schema: String(row[0]), name: String(row[1]), columns: null, types: [] });
+      let r = relations.get(key);
+      if (!r) relations.set(key, (r = { key, schema: String(row[0]), name: String(row[1]), columns: null, types: [] }));
+      if (fired.has(`r${String(row[2])}`)) r.triggered = true;
     }
   }
-  const triggered = dialect === 'postgres' ? fourth : dialect === 'mysql' ? third : undefined;
-  for (const row of triggered ?? []) {
+  for (const row of dialect === 'mysql' ? (third ?? []) : []) {
     const r = relations.get(`${fold(String(row[0]))}${SEP}${fold(String(row[1]))}`);
     if (r) r.triggered = true;
   }
