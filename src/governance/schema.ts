@@ -149,7 +149,10 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
     for (const row of second ?? []) {
       const key = `${String(row[0])}${SEP}${String(row[1])}`;
       let r = relations.get(key);
-      if (!r) relations.set(key, (r = { key, schema: String(row[0]), name: String(row[1]), columns: null, types: [] }));
+      if (!r) {
+        r = { key, schema: String(row[0]), name: String(row[1]), columns: null, types: [] };
+        relations.set(key, r);
+      }
       if (fired.has(`r${String(row[2])}`)) r.triggered = true;
     }
   }
