@@ -106,7 +106,7 @@ export function governCall(
     // A writer's function could copy a masked value anywhere (an INSERT in its body): a key that masks calls none.
     if (writer && rules) {
       const unsafe = unsafeCalls(scan.calls, known.functions);
-      if (unsafe.length) {
+      if (unsafe) {
         throw governanceError('mask_write', `This API key masks columns, so it may call only functions that cannot change anything (${unsafe.join(', ')} can)`);
       }
     }

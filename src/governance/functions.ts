@@ -120,7 +120,7 @@ export function toFunctionCatalog(rows: unknown[][]): FunctionCatalog {
  */
 export function checkFunctions(calls: readonly string[], catalog: FunctionCatalog): void {
   const refused = unsafeCalls(calls, catalog);
-  if (refused.length) {
+  if (refused) {
     throw new GatewayError(
       'read_only',
       `${READ_ONLY_MESSAGE} - and only functions that cannot change anything (${refused.join(', ')} can). Set QUERYAPIGATE_ALLOW_WRITES=1 to lift this restriction.`,
@@ -128,9 +128,9 @@ export function checkFunctions(calls: readonly string[], catalog: FunctionCatalo
   }
 }
 
-/** The functions called that the catalog does not vouch for, as `name()`. */
-export function unsafeCalls(calls: readonly string[], catalog: FunctionCatalog): string[] {
-  return calls.filter((name) => !isSafe(name, catalog)).map((name) => `${name}()`);
+/** The functions called that the catalog does not vouch for, as `name()`; null when there are none. */
+export function unsafeCalls(calls: readonly string[], catalog: FunctionCatalog): string[] | null {
+  return named(calls, (name) => !isSafe(name, catalog));
 }
 
 /** True when every function called is one the catalog vouches for (or a keyword, which it does not know). */
@@ -148,7 +148,10 @@ function isSafe(name: string, catalog: ReadonlyMap<string, FunctionTrust>): bool
  * (mask, allowed_tables) calls none: `email_of(1)` answered the address in clear to a key hashing customers.email.
  */
 export function opaqueCalls(calls: readonly string[], catalog: FunctionCatalog): string[] | null {
-  const opaque = (name: string) => catalog.get(name) === false || catalog.get(name) === 'reads';
-  // checked on every governed call that calls a function: no array unless there is something to refuse
-  return calls.some(opaque) ? calls.filter(opaque).map((name) => `${name}()`) : null;
+  return named(calls, (name) => catalog.get(name) === false || catalog.get(name) === 'reads');
+}
+
+/** The calls `refused` picks, as `name()` for a message, or null. Run on governed calls: no array unless one is picked. */
+function named(calls: readonly string[], refused: (name: string) => boolean): string[] | null {
+  return calls.some(refused) ? calls.filter(refused).map((name) => `${name}()`) : null;
 }
