@@ -114,6 +114,17 @@ export interface Lineage {
   written: OutputColumn[];
 }
 
+const PICKING_CALLS = new Set(['coalesce', 'greatest', 'least', 'nullif', 'ifnull', 'if', 'iif']);
+
+/**
+ * For SelCol.picks: the arguments whose value a call answers unchanged (COALESCE, IFNULL, GREATEST, LEAST: any; NULLIF:
+ * its first, or null; IF, IIF: the two after the condition), or null for a call that computes its answer.
+ */
+export function pickedArgs<T>(name: string, args: T[]): T[] | null {
+  if (!PICKING_CALLS.has(name)) return null;
+  return name === 'nullif' ? args.slice(0, 1) : name === 'if' || name === 'iif' ? args.slice(1) : args;
+}
+
 /** Row-source functions whose rows come only from their arguments. */
 export const PURE_GENERATORS = new Set([
   'generate_series',

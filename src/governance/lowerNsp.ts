@@ -1,7 +1,7 @@
 // In charge of lowering a node-sql-parser statement (MySQL/MariaDB, and PostgreSQL or SQLite text that
 // pgsql-ast-parser can't read) to the governance IR in lineage.ts. Statement kinds it does not know are
 // refused, never guessed. Must not import HTTP/uWS or sources.
-import type { Cte, Ex, FromItem, Query, SelCol } from './lineage.js';
+import { type Cte, type Ex, type FromItem, pickedArgs, type Query, type SelCol } from './lineage.js';
 import { LoweringError } from './lowerPg.js';
 import { tableRef } from './names.js';
 
@@ -121,8 +121,6 @@ function lowerSelCol(c: Node): SelCol {
   return col;
 }
 
-/** Functions whose answer is one of their arguments (NULLIF: its first, or null; IF, IIF: the second or third). */
-const PICKING_CALLS = new Set(['coalesce', 'greatest', 'least', 'nullif', 'ifnull', 'if', 'iif']);
 const CONSTANTS = new Set(['single_quote_string', 'double_quote_string', 'string', 'number', 'bool', 'null', 'origin']);
 
 /** SelCol.picks: the value is a column's or a constant, chosen by conditions; never computed. */
@@ -132,11 +130,8 @@ function picks(e: Node): boolean {
   if (e.type === 'case') return ((e.args ?? []) as Node[]).every((arm) => picks((arm.result ?? {}) as Node));
   const qualified = (e.name as Node | null)?.name;
   if (e.type !== 'function' || (Array.isArray(qualified) && qualified.length !== 1)) return false;
-  const name = funcName(e);
-  if (!PICKING_CALLS.has(name)) return false;
-  const args = ((e.args as Node | undefined)?.value ?? []) as Node[];
-  const values = name === 'nullif' ? args.slice(0, 1) : name === 'if' || name === 'iif' ? args.slice(1) : args;
-  return values.every(picks);
+  const values = pickedArgs(funcName(e), ((e.args as Node | undefined)?.value ?? []) as Node[]);
+  return values?.every(picks) === true;
 }
 
 function implicitName(e: Node): string | null {

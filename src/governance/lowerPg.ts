@@ -2,7 +2,7 @@
 // lineage.ts. Statement kinds it does not know are refused, never guessed. Must not import HTTP/uWS or
 // sources.
 import type * as pg from 'pgsql-ast-parser';
-import type { Cte, Ex, FromItem, Query, SelCol } from './lineage.js';
+import { type Cte, type Ex, type FromItem, pickedArgs, type Query, type SelCol } from './lineage.js';
 import { tableRef } from './names.js';
 
 export class LoweringError extends Error {}
@@ -140,9 +140,6 @@ function lowerSelCol(c: pg.SelectedColumn): SelCol {
   return col;
 }
 
-/** Functions whose answer is one of their arguments (NULLIF: its first, or null), unchanged. */
-const PICKING_CALLS = new Set(['coalesce', 'greatest', 'least', 'nullif', 'iif', 'ifnull']);
-
 /** SelCol.picks: the value is a column's or a constant, chosen by conditions; never computed. */
 function picks(e: pg.Expr): boolean {
   switch (e.type) {
@@ -158,10 +155,8 @@ function picks(e: pg.Expr): boolean {
     case 'case':
       return e.whens.every((w) => picks(w.value)) && (!e.else || picks(e.else));
     case 'call': {
-      const name = e.function.schema ? null : lc(e.function.name);
-      if (name === null || !PICKING_CALLS.has(name)) return false;
-      const values = name === 'nullif' ? e.args.slice(0, 1) : name === 'iif' ? e.args.slice(1) : e.args;
-      return values.every(picks);
+      const values = e.function.schema ? null : pickedArgs(lc(e.function.name), e.args);
+      return values?.every(picks) === true;
     }
     default:
       return false;
