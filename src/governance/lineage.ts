@@ -114,14 +114,22 @@ export interface Lineage {
   written: OutputColumn[];
 }
 
-const PICKING_CALLS = new Set(['coalesce', 'greatest', 'least', 'nullif', 'ifnull', 'if', 'iif']);
+/**
+ * Built-in calls whose answer is one of their arguments unchanged, by dialect. PostgreSQL's are keywords, so no user
+ * function takes their place; IFNULL, IF and IIF are not built in there, and a user's function of that name computes.
+ */
+const PICKING_CALLS: Record<'postgres' | 'sqlite' | 'mysql', ReadonlySet<string>> = {
+  postgres: new Set(['coalesce', 'greatest', 'least', 'nullif']),
+  sqlite: new Set(['coalesce', 'nullif', 'ifnull', 'iif']),
+  mysql: new Set(['coalesce', 'greatest', 'least', 'nullif', 'ifnull', 'if']),
+};
 
 /**
  * For SelCol.picks: the arguments whose value a call answers unchanged (COALESCE, IFNULL, GREATEST, LEAST: any; NULLIF:
  * its first, or null; IF, IIF: the two after the condition), or null for a call that computes its answer.
  */
-export function pickedArgs<T>(name: string, args: T[]): T[] | null {
-  if (!PICKING_CALLS.has(name)) return null;
+export function pickedArgs<T>(dialect: keyof typeof PICKING_CALLS, name: string, args: T[]): T[] | null {
+  if (!PICKING_CALLS[dialect].has(name)) return null;
   return name === 'nullif' ? args.slice(0, 1) : name === 'if' || name === 'iif' ? args.slice(1) : args;
 }
 

@@ -12,6 +12,8 @@ import { tableRef } from './names.js';
  * PostgreSQL text (which analysis.ts only hands over without mixed-case quoted names), fold to lower case.
  */
 let tableCase = false;
+/** The dialect lowerNspTop is lowering (set for its one synchronous pass, as tableCase is). */
+let lowering: 'postgres' | 'sqlite' | 'mysql' = 'mysql';
 
 /**
  * A node of node-sql-parser's AST. Its published types don't describe what every dialect build emits,
@@ -46,6 +48,7 @@ function tblIdent(x: unknown): string | null {
 
 export function lowerNspTop(st: Node, dialect: 'postgres' | 'sqlite' | 'mysql'): Query {
   tableCase = dialect === 'mysql';
+  lowering = dialect;
   return lowerNspStatement(st);
 }
 
@@ -130,7 +133,7 @@ function picks(e: Node): boolean {
   if (e.type === 'case') return ((e.args ?? []) as Node[]).every((arm) => picks((arm.result ?? {}) as Node));
   const qualified = (e.name as Node | null)?.name;
   if (e.type !== 'function' || (Array.isArray(qualified) && qualified.length !== 1)) return false;
-  const values = pickedArgs(funcName(e), ((e.args as Node | undefined)?.value ?? []) as Node[]);
+  const values = pickedArgs(lowering, funcName(e), ((e.args as Node | undefined)?.value ?? []) as Node[]);
   return values?.every(picks) === true;
 }
 

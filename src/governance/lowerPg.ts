@@ -155,7 +155,7 @@ function picks(e: pg.Expr): boolean {
     case 'case':
       return e.whens.every((w) => picks(w.value)) && (!e.else || picks(e.else));
     case 'call': {
-      const values = e.function.schema ? null : pickedArgs(lc(e.function.name), e.args);
+      const values = e.function.schema ? null : pickedArgs(caseless ? 'sqlite' : 'postgres', lc(e.function.name), e.args);
       return values?.every(picks) === true;
     }
     default:

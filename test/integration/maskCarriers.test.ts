@@ -215,6 +215,8 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
       CREATE TABLE notes (id serial PRIMARY KEY, body text);
       CREATE FUNCTION email_of(i int) RETURNS text LANGUAGE sql STABLE AS 'SELECT email FROM customers WHERE id = i';
       CREATE FUNCTION plus_one(i int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT i + 1';
+      -- not built in on PostgreSQL: a user's ifnull computes, whatever MySQL's and SQLite's do
+      CREATE FUNCTION ifnull(a text, b text) RETURNS text LANGUAGE sql IMMUTABLE AS 'SELECT reverse(a)';
       CREATE FUNCTION gather(s text, v text) RETURNS text LANGUAGE plpgsql AS
         $$ BEGIN INSERT INTO notes (body) SELECT email FROM customers; RETURN v; END $$;
       CREATE AGGREGATE gathered(text) (SFUNC = gather, STYPE = text);
@@ -324,6 +326,7 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
         ["SELECT email || '' AS e FROM customers", 'nulled'],
         ['SELECT email::text AS e FROM customers', 'nulled'],
         ['SELECT greatest(email, name) AS e FROM customers', 'masked'],
+        ["SELECT ifnull(email, 'none') AS e FROM customers", 'nulled'],
         ['SELECT c FROM customers c', 'nulled'],
       ],
       [
