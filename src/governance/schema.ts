@@ -58,17 +58,17 @@ UNION ALL SELECT 'rel', conrelid::int8, confrelid::int8 FROM pg_constraint
 
 /** The relations (their oids) the seeds and everything the edges lead to from them: POSTGRES_TRIGGERED, POSTGRES_REACH. */
 function triggeredOids(seeds: unknown[][], edges: unknown[][]): Set<string> {
-  const node = (kind: unknown, id: unknown) => `${kind === 'rel' || kind === 'r' ? 'r' : 't'}${String(id)}`;
-  const ends: Record<string, [string, string]> = { type: ['t', 't'], col: ['t', 'r'], row: ['r', 't'], rel: ['r', 'r'] };
+  // Nodes are `rel:<oid>` and `type:<oid>`, as the seeds name their kinds; an edge's kind says what it joins.
+  const ends: Record<string, [string, string]> = { type: ['type', 'type'], col: ['type', 'rel'], row: ['rel', 'type'], rel: ['rel', 'rel'] };
   const next = new Map<string, string[]>();
   for (const [kind, from, to] of edges) {
-    const [a, b] = ends[String(kind)] ?? ['t', 't'];
-    const key = node(a, from);
-    const list = next.get(key);
-    if (list) list.push(node(b, to));
-    else next.set(key, [node(b, to)]);
+    const [a, b] = ends[String(kind)];
+    const key = `${a}:${String(from)}`;
+    const list = next.get(key) ?? [];
+    if (list.length === 0) next.set(key, list);
+    list.push(`${b}:${String(to)}`);
   }
-  const seen = new Set(seeds.map(([kind, id]) => node(kind, id)));
+  const seen = new Set(seeds.map(([kind, id]) => `${String(kind)}:${String(id)}`));
   const stack = [...seen];
   for (let at = stack.pop(); at !== undefined; at = stack.pop()) {
     for (const n of next.get(at) ?? []) {
@@ -153,7 +153,7 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
         r = { key, schema: String(row[0]), name: String(row[1]), columns: null, types: [] };
         relations.set(key, r);
       }
-      if (fired.has(`r${String(row[2])}`)) r.triggered = true;
+      if (fired.has(`rel:${String(row[2])}`)) r.triggered = true;
     }
   }
   for (const row of dialect === 'mysql' ? (third ?? []) : []) {
