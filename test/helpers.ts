@@ -2,10 +2,11 @@
 // and scratch PostgreSQL databases that tests create and drop themselves.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { GatewayError } from '../src/contract/errors.js';
 import { loadConfig } from '../src/config.js';
@@ -33,6 +34,18 @@ export function pgConnection(name: string): Record<string, unknown> {
     database: pg.pathname.slice(1) || 'postgres',
     user: decodeURIComponent(pg.username) || 'postgres',
   };
+}
+
+/**
+ * A SQLite database file `data/<file>` in the server's home, made by running `sql`, and a connection `name` to it
+ * created through the management API; its answer.
+ */
+export async function sqliteConnection(s: TestServer, name: string, file: string, sql: string): Promise<Reply> {
+  mkdirSync(join(s.home, 'data'), { recursive: true });
+  const db = new Database(join(s.home, 'data', file));
+  db.exec(sql);
+  db.close();
+  return s.call('POST', '/api/v1/connections', { body: { name, db: 'sqlite', database: `data/${file}` } });
 }
 
 /** An administrator token for `name`, issued straight in a SQLite store (for a server no longer open). */

@@ -9,12 +9,9 @@
 // in the table written or one the write reaches) and read it back: such writes are refused (mask_write),
 // other writes served.
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import { after, before, describe, test } from 'node:test';
-import { pgConnection, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
+import { pgConnection, scratchDatabase, sqliteConnection, startTestServer, type TestServer } from '../helpers.js';
 
 const EMAIL = 'carrier@example.com';
 const HASH = /^[0-9a-f]{16}$/;
@@ -529,15 +526,16 @@ describe('SQLite: a hashed column leaves only hashed', () => {
   let s: TestServer;
   before(async () => {
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '0' });
-    mkdirSync(join(s.home, 'data'), { recursive: true });
-    const db = new Database(join(s.home, 'data', 'carriers.db'));
-    db.exec(`CREATE TABLE customers (id INTEGER, name TEXT, email TEXT);
+    const c = await sqliteConnection(
+      s,
+      'lite',
+      'carriers.db',
+      `CREATE TABLE customers (id INTEGER, name TEXT, email TEXT);
       INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');
       CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);
       CREATE INDEX customers_email ON customers (email);
-      ANALYZE;`);
-    db.close();
-    const c = await s.call('POST', '/api/v1/connections', { body: { name: 'lite', db: 'sqlite', database: 'data/carriers.db' } });
+      ANALYZE;`,
+    );
     assert.equal(c.status, 201, c.text);
   });
   after(() => s.stop());

@@ -6,12 +6,9 @@
 // appears nowhere in the answer), or refused with its code. allowed_tables entries are compared as
 // the connection resolves them.
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import { after, before, describe, test } from 'node:test';
-import { type Reply, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
+import { type Reply, scratchDatabase, sqliteConnection, startTestServer, type TestServer } from '../helpers.js';
 import { type PrivateMariadb, startPrivateMariadb } from '../privateMariadb.js';
 
 /** Every email in the fixtures: none may come back in clear to a key that masks it. */
@@ -415,13 +412,14 @@ describe('SQLite: names are case-insensitive, main and temp are schemas', () => 
   let s: TestServer;
   before(async () => {
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '0' });
-    mkdirSync(join(s.home, 'data'), { recursive: true });
-    const db = new Database(join(s.home, 'data', 'names.db'));
-    db.exec(`CREATE TABLE customers (id INTEGER, name TEXT, email TEXT);
+    const c = await sqliteConnection(
+      s,
+      'lite',
+      'names.db',
+      `CREATE TABLE customers (id INTEGER, name TEXT, email TEXT);
       INSERT INTO customers VALUES (1, 'Lite', 'lite@example.com');
-      CREATE VIEW customer_view AS SELECT id, email FROM customers;`);
-    db.close();
-    const c = await s.call('POST', '/api/v1/connections', { body: { name: 'lite', db: 'sqlite', database: 'data/names.db' } });
+      CREATE VIEW customer_view AS SELECT id, email FROM customers;`,
+    );
     assert.equal(c.status, 201, c.text);
   });
   after(() => s.stop());

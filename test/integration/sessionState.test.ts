@@ -5,14 +5,11 @@
 // (a volatile function, a trigger, a view calling a function, a stored function) run, and their
 // session is put back afterwards. After every shape, the sessions still hold the gateway's settings.
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import { after, before, describe, test } from 'node:test';
 import { openSource } from '../../src/sources/index.js';
-import { ADMIN_KEY, type Reply, rejectsWith, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
+import { ADMIN_KEY, type Reply, rejectsWith, scratchDatabase, sqliteConnection, startTestServer, type TestServer } from '../helpers.js';
 
 let n = 0;
 async function call(s: TestServer, conn: string, sql: string, key: string): Promise<Reply> {
@@ -270,11 +267,7 @@ describe('SQLite: the connection stays as the gateway opened it', () => {
   let k: { reader: string; writer: string };
   before(async () => {
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
-    mkdirSync(join(s.home, 'data'), { recursive: true });
-    const db = new Database(join(s.home, 'data', 'session.db'));
-    db.exec("CREATE TABLE customers (id INTEGER, name TEXT); INSERT INTO customers VALUES (1, 'Ann');");
-    db.close();
-    await s.call('POST', '/api/v1/connections', { body: { name: 'lite', db: 'sqlite', database: 'data/session.db' } });
+    await sqliteConnection(s, 'lite', 'session.db', "CREATE TABLE customers (id INTEGER, name TEXT); INSERT INTO customers VALUES (1, 'Ann');");
     k = await keys(s, 'lite');
   });
   after(() => s.stop());
