@@ -278,6 +278,7 @@ function nspUnsafe(risks: LexicalRisks, dialect: SqlDialect): string | null {
   if (risks.hashOutsideComment && dialect !== 'mysql') return "a '#' outside a comment";
   if (risks.dollarQuote) return 'a dollar-quoted string';
   if (risks.quotedUpper && dialect === 'postgres') return 'a quoted name with capital letters';
+  if (risks.onlyKeyword) return 'ONLY';
   return null;
 }
 

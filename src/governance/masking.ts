@@ -4,7 +4,7 @@
 // Must not import HTTP/uWS or sources.
 import type { ColumnSource, OutputColumn, StatementAnalysis } from './analysis.js';
 import { hmacSha256Hex } from './hmac.js';
-import { findColumn, resolveTable, type Schema, SEP, showRef } from './names.js';
+import { findColumn, type Relation, resolveTable, type Schema, SEP, showRef } from './names.js';
 import { governanceError } from './policy.js';
 
 export type { Schema } from './names.js';
@@ -51,6 +51,13 @@ export interface TracedColumn {
   direct?: boolean;
   /** Its values are its sources' unchanged or constants, chosen by conditions (lineage.ts SelCol.picks); `direct` implies it. */
   picked?: boolean;
+  /**
+   * Columns whose values it shows though the statement does not name them (Relation.family, Relation.generated): the
+   * same column of an inheritance parent or child, the columns a generated one is computed from. Rules on them cover it.
+   */
+  carried?: Array<{ table: string; column: string }>;
+  /** A source is a generated column: its values are computed, whatever the statement does with them. */
+  computed?: true;
 }
 
 type Planned = TracedColumn;
@@ -83,7 +90,7 @@ export function planMasks(a: StatementAnalysis | null, schema: Schema, rules: Ma
     let best = strictest(compiled, p);
     // `mask` keeps a value's first character and an email's domain: of a computed value those are other characters
     // (`reverse(email)` would keep the local part, `substr(email, k)` its k-th character), so it keeps nothing.
-    if (best === 'mask' && !p.picked) best = 'null';
+    if (best === 'mask' && (!p.picked || p.computed)) best = 'null';
     actions.push(best);
     if (best) {
       any = true;
@@ -106,7 +113,7 @@ export function checkPredicates(a: StatementAnalysis | null, schema: Schema, rul
   const p = planColumn('(predicate)', a.predicates.sources, a.predicates.traced, schema);
   if (p.untraced) throw predicateError(`a column it filters or sorts by can't be traced: ${p.untraced}`);
   const compiled = rules.map(compileRule);
-  for (const s of p.sources) {
+  for (const s of ruled(p)) {
     for (const r of compiled) {
       if (matches(r, s)) throw predicateError(`it filters, joins, groups or sorts by the masked column ${showRef(s.table)}.${s.column}`);
     }
@@ -115,17 +122,22 @@ export function checkPredicates(a: StatementAnalysis | null, schema: Schema, rul
   // whose values match share the property computed (`CASE WHEN email LIKE 'c%' THEN email END` is null exactly where
   // the LIKE fails; `substr(email, 1, 1)` groups rows by first letter). Only the column's own values are shown.
   for (const c of a.outputs === null ? [] : traceOutputs(a.outputs, schema)) {
-    const action = c.direct || c.untraced ? null : strictest(compiled, c);
+    const action = (c.direct && !c.computed) || c.untraced ? null : strictest(compiled, c);
     if (action === 'hash' || action === 'mask') {
       throw predicateError(`its column '${c.name}' is a value computed from a masked column, which shows which rows share a property of it`);
     }
   }
 }
 
+/** The columns whose rules cover a traced column: its sources and what they carry. */
+function ruled(p: TracedColumn): TracedColumn['sources'] {
+  return p.carried ? [...p.sources, ...p.carried] : p.sources;
+}
+
 /** The strictest action the rules give a traced column, or null when none matches. */
 function strictest(compiled: CompiledRule[], p: TracedColumn): MaskAction | null {
   let best: MaskAction | null = null;
-  for (const s of p.sources) {
+  for (const s of ruled(p)) {
     for (const r of compiled) {
       if (matches(r, s) && (best === null || STRICTNESS[r.action] > STRICTNESS[best])) best = r.action;
     }
@@ -157,7 +169,7 @@ export function checkWrites(a: StatementAnalysis | null, schema: Schema, rules: 
   const compiled = rules.map(compileRule);
   for (const p of traceOutputs(a.written, schema)) {
     if (p.untraced) throw writeError(`what it writes can't be traced (${p.untraced})`);
-    for (const s of p.sources) {
+    for (const s of ruled(p)) {
       for (const r of compiled) if (matches(r, s)) throw writeError(`it writes a value computed from the masked column ${showRef(s.table)}.${s.column}`);
     }
   }
@@ -217,8 +229,11 @@ export function traceOutputs(outputs: OutputColumn[], schema: Schema): TracedCol
         out.push({ name: `${showRef(c.table)}.*`, sources: [], untraced: `${notTable(c.table, rel !== null)}, so * can't be expanded` });
         continue;
       }
-      for (const col of rel.columns)
-        out.push({ name: col, sources: [{ table: rel.key, column: col }], untraced: null, expected: col, direct: true, picked: true });
+      for (const col of rel.columns) {
+        const p: Planned = { name: col, sources: [], untraced: null, expected: col, direct: true, picked: true };
+        addSource(p, schema, rel, col);
+        out.push(p);
+      }
     } else {
       const parts = c.parts.map((p) => traceOutputs(p, schema));
       const width = parts[0].length;
@@ -230,6 +245,8 @@ export function traceOutputs(outputs: OutputColumn[], schema: Schema): TracedCol
         const merged: Planned = { name: parts[0][i].name, sources: [], untraced: null, expected: parts[0][i].expected };
         for (const p of parts) {
           merged.sources.push(...p[i].sources);
+          for (const k of p[i].carried ?? []) carriedOf(merged).push(k);
+          if (p[i].computed) merged.computed = true;
           if (p[i].untraced && !merged.untraced) merged.untraced = p[i].untraced;
         }
         if (parts.every((p) => p[i].direct)) merged.direct = true;
@@ -243,7 +260,7 @@ export function traceOutputs(outputs: OutputColumn[], schema: Schema): TracedCol
 
 function planColumn(name: string, sources: ColumnSource[], traced: boolean, schema: Schema): Planned {
   if (!traced) return { name, sources: [], untraced: 'part of its lineage is unknown' };
-  const kept: Planned['sources'] = [];
+  const p: Planned = { name, sources: [], untraced: null };
   const groups = new Map<number, ColumnSource[]>();
   for (const s of sources) {
     if (!s.exact && s.ref !== undefined) {
@@ -255,12 +272,12 @@ function planColumn(name: string, sources: ColumnSource[], traced: boolean, sche
     const rel = resolveTable(schema, s.table);
     if (!rel?.columns) return { name, sources: [], untraced: notTable(s.table, rel !== null) };
     if (s.column === '*') {
-      for (const col of rel.columns) kept.push({ table: rel.key, column: col });
+      for (const col of rel.columns) addSource(p, schema, rel, col);
       continue;
     }
     const col = findColumn(schema, rel.columns, s.column);
     if (col === null) return { name, sources: [], untraced: `'${showRef(s.table)}' has no column '${s.column}'` };
-    kept.push({ table: rel.key, column: col });
+    addSource(p, schema, rel, col);
   }
   // An unqualified name comes from the innermost tier whose table has it; a relation the schema can't
   // trace (a view, a table it does not know) at or inside that tier might be the one, so the column is
@@ -268,7 +285,7 @@ function planColumn(name: string, sources: ColumnSource[], traced: boolean, sche
   for (const g of groups.values()) {
     let best = Infinity;
     let unknown: string | null = null;
-    const found: Array<{ tier: number; table: string; column: string }> = [];
+    const found: Array<{ tier: number; rel: Relation; column: string }> = [];
     for (const s of g) {
       const rel = resolveTable(schema, s.table);
       const tier = s.tier ?? 0;
@@ -280,7 +297,7 @@ function planColumn(name: string, sources: ColumnSource[], traced: boolean, sche
       const col = findColumn(schema, rel.columns, s.column);
       if (col !== null) {
         best = Math.min(best, tier);
-        found.push({ tier, table: rel.key, column: col });
+        found.push({ tier, rel, column: col });
       }
     }
     if (unknown !== null && g.some((s) => !resolveTable(schema, s.table)?.columns && (s.tier ?? 0) <= best)) {
@@ -289,9 +306,39 @@ function planColumn(name: string, sources: ColumnSource[], traced: boolean, sche
     if (best === Infinity && !g.every((s) => s.optional)) {
       return { name, sources: [], untraced: `no table it reads has a column '${g[0].column}'` };
     }
-    for (const f of found) if (f.tier === best) kept.push({ table: f.table, column: f.column });
+    for (const f of found) if (f.tier === best) addSource(p, schema, f.rel, f.column);
   }
-  return { name, sources: kept, untraced: null };
+  return p.untraced ? { name, sources: [], untraced: p.untraced } : p;
+}
+
+/**
+ * Adds column `column` of `rel` to `p`'s sources, and to what it carries: the same column of the tables in its family,
+ * and for a generated column the columns it is computed from (with theirs), marking it computed; untraced where a
+ * generated column reads what the gateway does not.
+ */
+function addSource(p: Planned, schema: Schema, rel: Relation, column: string): void {
+  p.sources.push({ table: rel.key, column });
+  carry(p, schema, rel, column, false);
+}
+
+function carriedOf(p: Planned): NonNullable<Planned['carried']> {
+  if (!p.carried) p.carried = [];
+  return p.carried;
+}
+
+function carry(p: Planned, schema: Schema, rel: Relation, column: string, self: boolean): void {
+  if (self) carriedOf(p).push({ table: rel.key, column });
+  for (const key of rel.family ?? []) {
+    const kin = schema.relations.get(key);
+    const col = kin?.columns ? findColumn(schema, kin.columns, column) : null;
+    if (col !== null) carriedOf(p).push({ table: key, column: col });
+  }
+  const from = rel.generated?.get(column);
+  if (from === undefined) return;
+  p.computed = true;
+  if (from === null) p.untraced ??= `'${showRef(rel.key)}.${column}' is generated by an expression that calls a function the gateway does not read`;
+  // MySQL's may read another generated column; a name met again is not followed twice.
+  else for (const c of from) if (!p.carried?.some((k) => k.table === rel.key && k.column === c)) carry(p, schema, rel, c, true);
 }
 
 function notTable(ref: string, known: boolean): string {

@@ -20,6 +20,17 @@ export interface Relation {
    * CHECK, policy or domain that calls an unvouched function, here or in a table the write reaches (schema.ts).
    */
   triggered?: true;
+  /**
+   * Its generated columns, each with the columns of this table its expression reads (a rule on one covers it: a stored
+   * `lower(email)` is the email), or null where it depends on what the gateway does not read (a user's function).
+   */
+  generated?: Map<string, string[] | null>;
+  /**
+   * PostgreSQL: the tables it inherits from and those that inherit from it (partitions too), at any depth, by key. A
+   * parent's scan reads its children's rows and a child's rows are its parents', so a rule on one's column covers the
+   * same column of the others.
+   */
+  family?: string[];
 }
 
 /** What a connection's names resolve to; read by the schema query (governance/schema.ts). */

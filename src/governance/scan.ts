@@ -53,6 +53,8 @@ export interface LexicalRisks {
    * only ASCII letters, the parsers fold every letter, so the name they give is not the database's.
    */
   unicodeFold: boolean;
+  /** postgres: ONLY, which node-sql-parser's PostgreSQL grammar reads as a table's name (`FROM ONLY t`: table `only`, alias t). */
+  onlyKeyword: boolean;
 }
 
 export interface Lexed {
@@ -246,6 +248,7 @@ export function lex(sql: string, dialect: ScanDialect): Lexed {
     doubledBacktick: false,
     quotedUpper: false,
     unicodeFold: false,
+    onlyKeyword: false,
   };
   const len = sql.length;
   let i = 0;
@@ -340,7 +343,9 @@ export function lex(sql: string, dialect: ScanDialect): Lexed {
       const word = sql.slice(i, end);
       const beyondAscii = word.replace(/[A-Z]/g, ''); // a capital left is a non-ASCII one
       if (beyondAscii !== beyondAscii.toLowerCase()) risks.unicodeFold = true;
-      tokens.push({ kind: 'word', text: word.toLowerCase(), at: i });
+      const text = word.toLowerCase();
+      if (text === 'only' && dialect === 'postgres') risks.onlyKeyword = true;
+      tokens.push({ kind: 'word', text, at: i });
       i = end;
       continue;
     }

@@ -7,6 +7,8 @@
 // tables they come from, so a column read through a view is untraceable and a key with mask rules is
 // refused (fail closed). Knowing the view still matters: an unqualified name that a view (or a
 // catalog table) answers on the search path must not be taken for a table of that name further on.
+// A table also says which of its columns the database computes from others (generated columns) and,
+// on PostgreSQL, which tables share its rows (inheritance, partitions): masking carries rules along both.
 import type { SqlDialect } from './analysis.js';
 import { VOUCHED_NATIVE } from './functions.js';
 import { type Relation, type Schema, SEP } from './names.js';
@@ -56,6 +58,56 @@ UNION ALL SELECT 'rel', inhrelid::int8, inhparent::int8 FROM pg_inherits
 UNION ALL SELECT 'rel', conrelid::int8, confrelid::int8 FROM pg_constraint
   WHERE contype = 'f' AND (confupdtype NOT IN ('a', 'r') OR confdeltype NOT IN ('a', 'r'))`;
 
+// Generated columns, as (schema, table, column, source): a row for each column of its own table its expression reads
+// (the pg_depend rows of its pg_attrdef), and one with source null for anything else it depends on that is not vouched
+// for (a user's function, which could read another table whatever volatility it claims; a user's operator or type).
+const POSTGRES_GENERATED = `SELECT n.nspname::text, c.relname::text, a.attname::text,
+  CASE WHEN dep.refclassid = 'pg_class'::regclass AND dep.refobjid = a.attrelid THEN s.attname::text END
+FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+JOIN pg_depend dep ON dep.classid = 'pg_attrdef'::regclass AND dep.objid = d.oid
+LEFT JOIN pg_attribute s ON s.attrelid = a.attrelid AND s.attnum = dep.refobjsubid AND dep.refobjsubid > 0
+WHERE a.attgenerated <> '' AND NOT a.attisdropped AND (n.oid = pg_my_temp_schema() OR has_schema_privilege(n.oid, 'USAGE'))
+  AND NOT (dep.refclassid = 'pg_class'::regclass AND dep.refobjid = a.attrelid AND dep.refobjsubid = a.attnum)
+  AND NOT (dep.refclassid = 'pg_proc'::regclass AND dep.refobjid IN (SELECT p.oid FROM pg_proc p
+    JOIN pg_roles r ON r.oid = p.proowner JOIN pg_language l ON l.oid = p.prolang WHERE ${VOUCHED_NATIVE}))`;
+// Inheritance and partitions, as (child, parent) oids.
+const POSTGRES_INHERITS = `SELECT inhrelid::int8, inhparent::int8 FROM pg_inherits`;
+
+/** For each table in an inheritance tree (POSTGRES_INHERITS), its ancestors and descendants, by oid. */
+function families(inherits: unknown[][]): Map<string, string[]> {
+  const up = new Map<string, string[]>();
+  const down = new Map<string, string[]>();
+  const add = (m: Map<string, string[]>, from: string, to: string) => {
+    const list = m.get(from);
+    if (list) list.push(to);
+    else m.set(from, [to]);
+  };
+  for (const [child, parent] of inherits) {
+    add(up, String(child), String(parent));
+    add(down, String(parent), String(child));
+  }
+  const reach = (from: string, m: Map<string, string[]>, seen: Set<string>) => {
+    for (const next of m.get(from) ?? []) {
+      if (!seen.has(next)) {
+        seen.add(next);
+        reach(next, m, seen);
+      }
+    }
+  };
+  const out = new Map<string, string[]>();
+  for (const oid of new Set([...up.keys(), ...down.keys()])) {
+    const seen = new Set<string>();
+    reach(oid, up, seen);
+    reach(oid, down, seen);
+    seen.delete(oid);
+    out.set(oid, [...seen]);
+  }
+  return out;
+}
+
 /** The relations (their oids) the seeds and everything the edges lead to from them: POSTGRES_TRIGGERED, POSTGRES_REACH. */
 function triggeredOids(seeds: unknown[][], edges: unknown[][]): Set<string> {
   // Nodes are `rel:<oid>` and `type:<oid>`, as the seeds name their kinds; an edge's kind says what it joins.
@@ -82,7 +134,8 @@ function triggeredOids(seeds: unknown[][], edges: unknown[][]): Set<string> {
 }
 
 // The join compares names exactly: information_schema's collation would pair Customers with customers.
-const MYSQL_COLUMNS = `SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, t.TABLE_TYPE
+// The sixth: a generated column's expression (NULL or '' for others; neither lets one call a stored function).
+const MYSQL_COLUMNS = `SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, t.TABLE_TYPE, c.GENERATION_EXPRESSION
 FROM information_schema.COLUMNS c
 JOIN information_schema.TABLES t ON BINARY t.TABLE_SCHEMA = BINARY c.TABLE_SCHEMA AND BINARY t.TABLE_NAME = BINARY c.TABLE_NAME
 WHERE c.TABLE_SCHEMA NOT IN ('information_schema', 'performance_schema', 'mysql', 'sys')
@@ -102,9 +155,29 @@ const SQLITE_PATH = `SELECT name FROM pragma_database_list ORDER BY CASE name WH
 
 /** The queries to run, in this order, and hand to toSchema. */
 export function schemaQueries(dialect: SqlDialect): string[] {
-  if (dialect === 'postgres') return [POSTGRES_COLUMNS, POSTGRES_RELATIONS, POSTGRES_PATH, POSTGRES_TRIGGERED, POSTGRES_REACH];
+  if (dialect === 'postgres') {
+    return [POSTGRES_COLUMNS, POSTGRES_RELATIONS, POSTGRES_PATH, POSTGRES_TRIGGERED, POSTGRES_REACH, POSTGRES_GENERATED, POSTGRES_INHERITS];
+  }
   if (dialect === 'mysql') return [MYSQL_COLUMNS, MYSQL_PATH, MYSQL_TRIGGERED];
   return [SQLITE_COLUMNS, SQLITE_PATH];
+}
+
+/** Records that generated column `column` of `r` reads column `source` of it; null: it reads what is not traced. */
+function readsColumn(r: Relation, column: string, source: string | null): void {
+  if (!r.generated) r.generated = new Map();
+  const sources = r.generated.get(column);
+  if (sources === null) return;
+  if (source === null) r.generated.set(column, null);
+  else if (sources) sources.push(source);
+  else r.generated.set(column, [source]);
+}
+
+/**
+ * The names a MySQL/MariaDB generation expression may refer to, lower case: every word and backquoted name in it (a
+ * string or function name that happens to be a column's only adds that column to what the generated one carries).
+ */
+function wordsOf(expression: string): string[] {
+  return (expression.match(/`(?:[^`]|``)*`|[\p{L}\p{N}_$]+/gu) ?? []).map((w) => (w.startsWith('`') ? w.slice(1, -1).replaceAll('``', '`') : w).toLowerCase());
 }
 
 const TRACEABLE = new Set(['BASE TABLE', 'FOREIGN', 'FOREIGN TABLE', 'table', 'virtual', 'shadow']);
@@ -119,7 +192,7 @@ function isSqliteOwn(dialect: SqlDialect, name: string): boolean {
 
 /** The rows of schemaQueries(dialect), each query's rows in turn, to a Schema. */
 export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
-  const [columns, second, third, fourth, fifth] = results;
+  const [columns, second, third, fourth, fifth, sixth, seventh] = results;
   let path: string[];
   let foldTables = dialect === 'sqlite';
   if (dialect === 'postgres') path = (third ?? []).map((r) => String(r[0]));
@@ -146,6 +219,7 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
   }
   if (dialect === 'postgres') {
     const fired = triggeredOids(fourth ?? [], fifth ?? []);
+    const byOid = new Map<string, Relation>();
     for (const row of second ?? []) {
       const key = `${String(row[0])}${SEP}${String(row[1])}`;
       let r = relations.get(key);
@@ -153,7 +227,29 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
         r = { key, schema: String(row[0]), name: String(row[1]), columns: null, types: [] };
         relations.set(key, r);
       }
+      byOid.set(String(row[2]), r);
       if (fired.has(`rel:${String(row[2])}`)) r.triggered = true;
+    }
+    for (const row of sixth ?? []) {
+      const r = relations.get(`${String(row[0])}${SEP}${String(row[1])}`);
+      if (r) readsColumn(r, String(row[2]), row[3] === null || row[3] === undefined ? null : String(row[3]));
+    }
+    for (const [oid, kin] of families(seventh ?? [])) {
+      const r = byOid.get(oid);
+      if (r) r.family = kin.flatMap((k) => byOid.get(k)?.key ?? []);
+    }
+  }
+  if (dialect === 'mysql') {
+    for (const row of columns ?? []) {
+      if (!row[5]) continue;
+      const r = relations.get(`${fold(String(row[0]))}${SEP}${fold(String(row[1]))}`);
+      if (!r?.columns) continue;
+      const words = new Set(wordsOf(String(row[5])));
+      if (!r.generated) r.generated = new Map();
+      r.generated.set(
+        String(row[2]),
+        r.columns.filter((c) => c !== row[2] && words.has(c.toLowerCase())),
+      );
     }
   }
   for (const row of dialect === 'mysql' ? (third ?? []) : []) {

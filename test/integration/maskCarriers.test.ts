@@ -202,6 +202,59 @@ async function functionBodies(s: TestServer, conn: string, reading: string, pure
   ]);
 }
 
+/** Rules on the tables of derivedColumns' shapes. */
+const MEMBERS = (action: string) => ({
+  mask: [
+    { column: 'members.email', action },
+    { column: 'events.email', action },
+  ],
+});
+
+/**
+ * Columns the database fills from a masked one carry its rules though no statement names it: a generated column
+ * computed from members.email (`lower(email)` stored is the address), and on PostgreSQL the same column of a table
+ * inheriting from it or of a partition, whose rows are the parent's. Each list is a key's: hashing, masking, hashing and
+ * refusing predicates; `laundering` a hashing writer's, each refused (mask_write).
+ */
+async function derivedColumns(
+  s: TestServer,
+  conn: string,
+  lists: { hashed: Shape[]; masked: Shape[]; refusing: Shape[]; laundering: string[] },
+): Promise<void> {
+  await holds(s, conn, await newKey(s, conn, MEMBERS('hash')), lists.hashed);
+  await holds(s, conn, await newKey(s, conn, MEMBERS('mask')), lists.masked);
+  await holds(s, conn, await newKey(s, conn, { ...MEMBERS('hash'), mask_predicates: 'refuse' }), lists.refusing);
+  const writer = await newKey(s, conn, { ...MEMBERS('hash'), allow_writes: true });
+  for (const sql of lists.laundering) {
+    const a = await s.call('POST', '/execute_sql', { key: writer, body: { sql, connection_name: conn } });
+    assert.equal(a.status, 403, `${sql}: ${a.text}`);
+    assert.equal(a.json.code, 'mask_write', `${sql}: ${a.text}`);
+  }
+}
+
+/** The shapes every dialect with generated columns reads alike (members: id, email, email_lower, domain, id2). */
+const DERIVED_HASHED: Shape[] = [
+  ['SELECT email_lower FROM members', 'hashed'],
+  ['SELECT domain FROM members', 'hashed'],
+  ['SELECT email, email_lower, domain FROM members', 'hashed'],
+  ['SELECT upper(email_lower) AS e FROM members', 'hashed'],
+  ['SELECT x.d FROM (SELECT domain AS d FROM members) x', 'hashed'],
+  ['SELECT id2 FROM members', 'served'],
+];
+const DERIVED_MASKED: Shape[] = [
+  ['SELECT email FROM members', 'masked'],
+  ['SELECT email_lower FROM members', 'nulled'],
+  ['SELECT domain FROM members', 'nulled'],
+];
+const DERIVED_REFUSING: Shape[] = [
+  ['SELECT email FROM members', 'hashed'],
+  ['SELECT email_lower FROM members', 'mask_predicate'],
+  ["SELECT id FROM members WHERE domain = 'example.com'", 'mask_predicate'],
+  ['SELECT id FROM members ORDER BY email_lower', 'mask_predicate'],
+  ['SELECT id2 FROM members WHERE id2 > 0', 'served'],
+];
+const DERIVED_LAUNDERING = ['INSERT INTO notes (body) SELECT email_lower FROM members', 'INSERT INTO notes (body) SELECT domain FROM members'];
+
 describe('PostgreSQL: a hashed column leaves only hashed', () => {
   let s: TestServer;
   let data: Awaited<ReturnType<typeof scratchDatabase>>;
@@ -254,7 +307,25 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
         body text CHECK (length(body) < 100), ref int REFERENCES referred);
       -- a user's namesake of a function vouched for by name (random) is not that function
       CREATE FUNCTION random(t text) RETURNS int LANGUAGE plpgsql AS
-        $$ BEGIN INSERT INTO notes (body) SELECT email FROM customers; RETURN 1; END $$;`);
+        $$ BEGIN INSERT INTO notes (body) SELECT email FROM customers; RETURN 1; END $$;
+      -- columns the database fills from members.email and events.email (derivedColumns)
+      CREATE TABLE members (id int, email text, email_lower text GENERATED ALWAYS AS (lower(email)) STORED,
+        domain text GENERATED ALWAYS AS (split_part(email, '@', 2)) STORED, id2 int GENERATED ALWAYS AS (id * 2) STORED);
+      INSERT INTO members (id, email) VALUES (1, '${EMAIL}');
+      CREATE TABLE vip_members (tier int) INHERITS (members);
+      INSERT INTO vip_members (id, email, tier) VALUES (2, '${EMAIL}', 1);
+      CREATE TABLE events (id int, email text) PARTITION BY RANGE (id);
+      CREATE TABLE events_low PARTITION OF events FOR VALUES FROM (0) TO (10);
+      CREATE TABLE events_high PARTITION OF events FOR VALUES FROM (10) TO (20) PARTITION BY RANGE (id);
+      CREATE TABLE events_high_a PARTITION OF events_high FOR VALUES FROM (10) TO (15);
+      INSERT INTO events VALUES (1, '${EMAIL}'), (11, '${EMAIL}');
+      CREATE FUNCTION shout(t text) RETURNS text LANGUAGE sql IMMUTABLE AS 'SELECT upper(t)';
+      CREATE TABLE shouted (id int, loud text GENERATED ALWAYS AS (shout(name)) STORED, name text);
+      INSERT INTO shouted (id, name) VALUES (1, 'x');
+      CREATE TABLE vip_only (id int, email text);
+      CREATE TABLE vip_only_child () INHERITS (vip_only);
+      INSERT INTO vip_only VALUES (1, 'plain@example.net');
+      INSERT INTO vip_only_child VALUES (2, '${EMAIL}');`);
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
     const c = await s.call('POST', '/api/v1/connections', { body: { ...pgConnection('pg'), database: data.name } });
     assert.equal(c.status, 201, c.text);
@@ -338,6 +409,32 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
     await holds(s, 'pg', await newKey(s, 'pg', HASH_EMAIL), [['SELECT * FROM email_of(1) AS e', 'mask_unresolvable']]);
     // a user's aggregate runs its transition function (PL/pgSQL here), whatever pg_proc says of the aggregate itself
     await holds(s, 'pg', await newKey(s, 'pg'), [['SELECT gathered(name) AS n FROM customers', 'read_only']]);
+  });
+  test('a generated column, an inheriting table, a partition: each carries the rules of the column it is filled from', async () => {
+    await derivedColumns(s, 'pg', {
+      hashed: [
+        ...DERIVED_HASHED,
+        ['SELECT email, email_lower FROM vip_members', 'hashed'],
+        // ONLY, which the fallback parser took for a table's name (a table "only" would have been traced instead): unread
+        ['SELECT email FROM ONLY members', 'mask_unresolvable'],
+        ['SELECT email FROM events_low', 'hashed'],
+        ['SELECT email FROM events_high', 'hashed'],
+        ['SELECT email FROM events_high_a', 'hashed'],
+        ['SELECT e.email FROM events_high_a e JOIN members m ON m.id = e.id', 'served'],
+        // an expression calling a user's function, which could read any table: untraced
+        ['SELECT loud FROM shouted', 'mask_unresolvable'],
+        ['SELECT * FROM shouted', 'mask_unresolvable'],
+        ['SELECT id FROM shouted', 'served'],
+      ],
+      masked: [...DERIVED_MASKED, ['SELECT email FROM vip_members', 'masked'], ['SELECT email FROM events_high_a', 'masked']],
+      refusing: [...DERIVED_REFUSING, ["SELECT id FROM events_low WHERE email LIKE 'c%'", 'mask_predicate']],
+      laundering: [...DERIVED_LAUNDERING, 'INSERT INTO notes (body) SELECT email FROM vip_members', 'INSERT INTO notes (body) SELECT email FROM events_low'],
+    });
+    // a rule on a child covers its parent's scan, which reads the child's rows
+    await holds(s, 'pg', await newKey(s, 'pg', { mask: [{ column: 'vip_only_child.email', action: 'hash' }] }), [
+      ['SELECT email FROM vip_only', 'hashed'],
+      ['SELECT email FROM vip_only_child', 'hashed'],
+    ]);
   });
   test('ad-hoc SQL: an error that quotes the value reaches only a key that masks nothing', async () => {
     const keys = { hashing: await newKey(s, 'pg', HASH_EMAIL), plain: await newKey(s, 'pg') };
@@ -429,7 +526,10 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
       CREATE TABLE orders (id INT AUTO_INCREMENT PRIMARY KEY, customer_id INT);
       CREATE TRIGGER order_note AFTER INSERT ON orders FOR EACH ROW
         INSERT INTO notes (body) SELECT email FROM customers WHERE id = NEW.customer_id;
-      CREATE VIEW orders_view AS SELECT id, customer_id FROM orders;`);
+      CREATE VIEW orders_view AS SELECT id, customer_id FROM orders;
+      CREATE TABLE members (id INT, email VARCHAR(40), email_lower VARCHAR(40) AS (lower(email)) VIRTUAL,
+        domain VARCHAR(40) AS (substring_index(email, '@', -1)) PERSISTENT, id2 INT AS (id * 2) VIRTUAL);
+      INSERT INTO members (id, email) VALUES (1, '${EMAIL}');`);
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
     const c = await s.call('POST', '/api/v1/connections', { body: { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: db, user: 'root' } });
     assert.equal(c.status, 201, c.text);
@@ -480,6 +580,9 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
         ['SELECT email FROM customers UNION DISTINCT SELECT name FROM customers', 'mask_predicate'],
       ],
     );
+  });
+  test('a generated column carries the rules of the columns it is computed from', async () => {
+    await derivedColumns(s, 'my', { hashed: DERIVED_HASHED, masked: DERIVED_MASKED, refusing: DERIVED_REFUSING, laundering: DERIVED_LAUNDERING });
   });
   test("a function's body reading a table: refused to keys whose rules follow columns or tables", async () => {
     await functionBodies(s, 'my', 'SELECT email_of(1) AS e', 'SELECT ABS(-1) AS n');
@@ -534,7 +637,9 @@ describe('SQLite: a hashed column leaves only hashed', () => {
       INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');
       CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);
       CREATE INDEX customers_email ON customers (email);
-      ANALYZE;`,
+      ANALYZE;
+      CREATE TABLE members (id INTEGER, email TEXT, email_lower TEXT GENERATED ALWAYS AS (lower(email)));
+      INSERT INTO members (id, email) VALUES (1, '${EMAIL}');`,
     );
     assert.equal(c.status, 201, c.text);
   });
@@ -575,6 +680,13 @@ describe('SQLite: a hashed column leaves only hashed', () => {
         ["SELECT iif(email LIKE 'c%', email, NULL) AS e FROM customers", 'mask_predicate'],
       ],
     );
+  });
+  test('a generated column, which the schema read does not list, is untraced', async () => {
+    await holds(s, 'lite', await newKey(s, 'lite', MEMBERS('hash')), [
+      ['SELECT email FROM members', 'hashed'],
+      ['SELECT email_lower FROM members', 'mask_unresolvable'],
+      ['SELECT * FROM members', 'mask_unresolvable'],
+    ]);
   });
   test("the database's own tables (sqlite_stat4 keeps sample values of indexed columns) are not traced", async () => {
     await holds(s, 'lite', await newKey(s, 'lite', HASH_EMAIL), [

@@ -267,6 +267,9 @@ test('an inspection says whether the parsers rejected the text or the gateway de
     ['postgres', "SELECT U&'d\\0061t'", 'declined'],
     ['mysql', 'SELECT `a``b` FROM t', 'declined'],
     ['postgres', 'SELECT 1; SELECT 2', 'declined'],
+    // node-sql-parser reads `FROM ONLY t` as a table `only` named t
+    ['postgres', 'SELECT email FROM ONLY customers', 'declined'],
+    ['postgres', 'SELECT * FROM ONLY customers c', 'declined'],
   ];
   for (const [dialect, sql, want] of cases) {
     await t.test(`${dialect}: ${sql}`, () => {
