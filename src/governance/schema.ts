@@ -5,7 +5,7 @@
 //
 // Views are known by name but carry no columns on purpose: a view's columns can't be traced to the
 // tables they come from, so a column read through a view is untraceable and a key with mask rules is
-// refused (fail closed). Knowing the view still matters: an unqualified name that a view (or a
+// refused (fail closed); so are the other relations that read rows another holds (TRACEABLE). Knowing the view still matters: an unqualified name that a view (or a
 // catalog table) answers on the search path must not be taken for a table of that name further on.
 // A table also says which of its columns the database computes from others (generated columns) and,
 // on PostgreSQL, which tables share its rows (inheritance, partitions): masking carries rules along both.
@@ -134,8 +134,9 @@ function triggeredOids(seeds: unknown[][], edges: unknown[][]): Set<string> {
 }
 
 // The join compares names exactly: information_schema's collation would pair Customers with customers.
-// The sixth: a generated column's expression (NULL or '' for others; neither lets one call a stored function).
-const MYSQL_COLUMNS = `SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, t.TABLE_TYPE, c.GENERATION_EXPRESSION
+// The sixth: a generated column's expression (NULL or '' for others; neither lets one call a stored function); the
+// seventh, the table's storage engine (OWN_STORAGE).
+const MYSQL_COLUMNS = `SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, t.TABLE_TYPE, c.GENERATION_EXPRESSION, t.ENGINE
 FROM information_schema.COLUMNS c
 JOIN information_schema.TABLES t ON BINARY t.TABLE_SCHEMA = BINARY c.TABLE_SCHEMA AND BINARY t.TABLE_NAME = BINARY c.TABLE_NAME
 WHERE c.TABLE_SCHEMA NOT IN ('information_schema', 'performance_schema', 'mysql', 'sys')
@@ -180,7 +181,29 @@ function wordsOf(expression: string): string[] {
   return (expression.match(/`(?:[^`]|``)*`|[\p{L}\p{N}_$]+/gu) ?? []).map((w) => (w.startsWith('`') ? w.slice(1, -1).replaceAll('``', '`') : w).toLowerCase());
 }
 
-const TRACEABLE = new Set(['BASE TABLE', 'FOREIGN', 'FOREIGN TABLE', 'table', 'virtual', 'shadow']);
+/**
+ * The relations whose columns are their own: base tables. Like a view, these read rows another relation holds, so they
+ * are untraced: PostgreSQL's foreign tables (postgres_fdw can name a local table), SQLite's virtual tables (an FTS5
+ * table with `content=` reads its content table; fts5vocab lists the words of another's) and their shadow tables (an
+ * FTS5 table's copy of its text, its index); MySQL/MariaDB tables of an engine not in OWN_STORAGE (MERGE unions
+ * MyISAM tables; FEDERATED, CONNECT and SPIDER read other servers' or tables').
+ */
+const TRACEABLE = new Set(['BASE TABLE', 'table']);
+const OWN_STORAGE = new Set([
+  'innodb',
+  'myisam',
+  'aria',
+  'memory',
+  'heap',
+  'archive',
+  'csv',
+  'rocksdb',
+  'tokudb',
+  'columnstore',
+  's3',
+  'blackhole',
+  'ndbcluster',
+]);
 
 /**
  * SQLite's own tables (sqlite_schema, sqlite_sequence, sqlite_stat1..4) are untraced, as PostgreSQL's and MySQL's
@@ -209,7 +232,8 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
     const key = `${fold(schema)}${SEP}${fold(name)}`;
     let r = relations.get(key);
     if (!r) {
-      r = { key, schema, name, columns: TRACEABLE.has(String(row[4])) && !isSqliteOwn(dialect, name) ? [] : null, types: [] };
+      const own = TRACEABLE.has(String(row[4])) && !isSqliteOwn(dialect, name) && (dialect !== 'mysql' || OWN_STORAGE.has(String(row[6]).toLowerCase()));
+      r = { key, schema, name, columns: own ? [] : null, types: [] };
       relations.set(key, r);
     }
     if (r.columns && row[2] !== null && row[2] !== undefined) {

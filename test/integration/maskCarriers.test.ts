@@ -325,7 +325,12 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
       CREATE TABLE vip_only (id int, email text);
       CREATE TABLE vip_only_child () INHERITS (vip_only);
       INSERT INTO vip_only VALUES (1, 'plain@example.net');
-      INSERT INTO vip_only_child VALUES (2, '${EMAIL}');`);
+      INSERT INTO vip_only_child VALUES (2, '${EMAIL}');
+      -- a foreign table reads the rows of the table it names, here customers itself
+      CREATE EXTENSION postgres_fdw;
+      CREATE SERVER loopback FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1', dbname '${data.name}');
+      CREATE USER MAPPING FOR CURRENT_USER SERVER loopback OPTIONS (user 'postgres');
+      CREATE FOREIGN TABLE far_customers (id int, email text) SERVER loopback OPTIONS (table_name 'customers');`);
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
     const c = await s.call('POST', '/api/v1/connections', { body: { ...pgConnection('pg'), database: data.name } });
     assert.equal(c.status, 201, c.text);
@@ -430,6 +435,11 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
       refusing: [...DERIVED_REFUSING, ["SELECT id FROM events_low WHERE email LIKE 'c%'", 'mask_predicate']],
       laundering: [...DERIVED_LAUNDERING, 'INSERT INTO notes (body) SELECT email FROM vip_members', 'INSERT INTO notes (body) SELECT email FROM events_low'],
     });
+    // a relation that reads another's rows, as a view does, is untraced
+    await holds(s, 'pg', await newKey(s, 'pg', HASH_EMAIL), [
+      ['SELECT email FROM far_customers', 'mask_unresolvable'],
+      ['SELECT * FROM far_customers', 'mask_unresolvable'],
+    ]);
     // a rule on a child covers its parent's scan, which reads the child's rows
     await holds(s, 'pg', await newKey(s, 'pg', { mask: [{ column: 'vip_only_child.email', action: 'hash' }] }), [
       ['SELECT email FROM vip_only', 'hashed'],
@@ -529,7 +539,10 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
       CREATE VIEW orders_view AS SELECT id, customer_id FROM orders;
       CREATE TABLE members (id INT, email VARCHAR(40), email_lower VARCHAR(40) AS (lower(email)) VIRTUAL,
         domain VARCHAR(40) AS (substring_index(email, '@', -1)) PERSISTENT, id2 INT AS (id * 2) VIRTUAL);
-      INSERT INTO members (id, email) VALUES (1, '${EMAIL}');`);
+      INSERT INTO members (id, email) VALUES (1, '${EMAIL}');
+      CREATE TABLE legacy (id INT, email VARCHAR(40)) ENGINE=MyISAM;
+      INSERT INTO legacy VALUES (1, '${EMAIL}');
+      CREATE TABLE merged (id INT, email VARCHAR(40)) ENGINE=MERGE UNION=(legacy);`);
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
     const c = await s.call('POST', '/api/v1/connections', { body: { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: db, user: 'root' } });
     assert.equal(c.status, 201, c.text);
@@ -583,6 +596,13 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
   });
   test('a generated column carries the rules of the columns it is computed from', async () => {
     await derivedColumns(s, 'my', { hashed: DERIVED_HASHED, masked: DERIVED_MASKED, refusing: DERIVED_REFUSING, laundering: DERIVED_LAUNDERING });
+  });
+  test("a table of an engine that reads another table's rows (MERGE) is untraced", async () => {
+    await holds(s, 'my', await newKey(s, 'my', { mask: [{ column: 'legacy.email', action: 'hash' }] }), [
+      ['SELECT email FROM legacy', 'hashed'],
+      ['SELECT email FROM merged', 'mask_unresolvable'],
+      ['SELECT * FROM merged', 'mask_unresolvable'],
+    ]);
   });
   test("a function's body reading a table: refused to keys whose rules follow columns or tables", async () => {
     await functionBodies(s, 'my', 'SELECT email_of(1) AS e', 'SELECT ABS(-1) AS n');
@@ -639,7 +659,12 @@ describe('SQLite: a hashed column leaves only hashed', () => {
       CREATE INDEX customers_email ON customers (email);
       ANALYZE;
       CREATE TABLE members (id INTEGER, email TEXT, email_lower TEXT GENERATED ALWAYS AS (lower(email)));
-      INSERT INTO members (id, email) VALUES (1, '${EMAIL}');`,
+      INSERT INTO members (id, email) VALUES (1, '${EMAIL}');
+      CREATE VIRTUAL TABLE customers_search USING fts5(email, content='customers', content_rowid='id');
+      INSERT INTO customers_search (customers_search) VALUES ('rebuild');
+      CREATE VIRTUAL TABLE customers_words USING fts5vocab(customers_search, row);
+      CREATE VIRTUAL TABLE notes_search USING fts5(email);
+      INSERT INTO notes_search (email) VALUES ('${EMAIL}');`,
     );
     assert.equal(c.status, 201, c.text);
   });
@@ -686,6 +711,17 @@ describe('SQLite: a hashed column leaves only hashed', () => {
       ['SELECT email FROM members', 'hashed'],
       ['SELECT email_lower FROM members', 'mask_unresolvable'],
       ['SELECT * FROM members', 'mask_unresolvable'],
+    ]);
+  });
+  test("virtual tables, which read another table's rows (FTS5 with content=, fts5vocab), and their shadow tables are untraced", async () => {
+    await holds(s, 'lite', await newKey(s, 'lite', { mask: [...HASH_EMAIL.mask, { column: 'notes_search.email', action: 'hash' }] }), [
+      ['SELECT email FROM customers_search', 'mask_unresolvable'],
+      ['SELECT * FROM customers_search', 'mask_unresolvable'],
+      ['SELECT term FROM customers_words', 'mask_unresolvable'],
+      ['SELECT block FROM customers_search_data', 'mask_unresolvable'],
+      ['SELECT email FROM notes_search', 'mask_unresolvable'],
+      ['SELECT c0 FROM notes_search_content', 'mask_unresolvable'],
+      ['SELECT email FROM customers', 'hashed'],
     ]);
   });
   test("the database's own tables (sqlite_stat4 keeps sample values of indexed columns) are not traced", async () => {

@@ -576,13 +576,16 @@ test('schema queries and rows: every relation, the search path, the case rules',
   assert.deepEqual(resolveTable(pg, 'rental')?.types, ['bigint']);
   // MySQL: the current database; lower_case_table_names decides case
   const rows = [
-    ['shop', 'Orders', 'id', 'int', 'BASE TABLE'],
-    ['other', 'orders', 'secret', 'text', 'BASE TABLE'],
+    ['shop', 'Orders', 'id', 'int', 'BASE TABLE', null, 'InnoDB'],
+    ['other', 'orders', 'secret', 'text', 'BASE TABLE', null, 'InnoDB'],
+    // a MERGE table reads the rows of the tables it unions, as a view does
+    ['shop', 'merged', 'secret', 'text', 'BASE TABLE', null, 'MRG_MyISAM'],
   ];
   const exact = toSchema('mysql', [rows, [['shop', 0]]]);
   assert.equal(resolveTable(exact, 'orders'), null);
   assert.deepEqual(resolveTable(exact, 'Orders')?.columns, ['id']);
   assert.deepEqual(resolveTable(exact, 'other\u0000orders')?.columns, ['secret']);
+  assert.equal(resolveTable(exact, 'merged')?.columns, null);
   const folded = toSchema('mysql', [rows, [['shop', 1]]]);
   assert.deepEqual(resolveTable(folded, 'ORDERS')?.columns, ['id']);
   assert.deepEqual(resolveTable(folded, 'OTHER\u0000Orders')?.columns, ['secret']);
