@@ -87,9 +87,10 @@ async function read(source: Source): Promise<KnownSchema> {
         : null,
   ]);
   const schema = toSchema(source.dialect, results);
-  // Types are in the fingerprint too: a column whose type changed is a new table to the catalog.
+  // Types are in the fingerprint too: a column whose type changed is a new table to the catalog; and what a generated
+  // column is computed from (a Map: written out as its entries), so a trace made before it changed is not reused.
   const fingerprint = createHash('sha256')
-    .update(JSON.stringify([schema.path, schema.foldTables, [...schema.relations.values()]]))
+    .update(JSON.stringify([schema.path, schema.foldTables, [...schema.relations.values()]], (_k, v) => (v instanceof Map ? [...v] : v)))
     .digest('hex')
     .slice(0, 16);
   return { schema, fingerprint, functions };

@@ -43,6 +43,12 @@ export interface Schema {
   foldTables: boolean;
   /** Resolutions already made: the schema is read-only once built. */
   memo: Map<string, Relation | null>;
+  /**
+   * PostgreSQL: the operators and casts the database defines with a function not vouched for (functions.ts
+   * VOUCHED_NATIVE), as `+(text,integer)` or `text::bigint`: a statement runs one wherever its types pick it, unseen by
+   * the analysis, which judges calls by name.
+   */
+  opaqueOperators?: string[];
 }
 
 /** Separates schema and name in a table reference and a relation key: no identifier can hold it. */

@@ -73,6 +73,15 @@ WHERE a.attgenerated <> '' AND NOT a.attisdropped AND (n.oid = pg_my_temp_schema
   AND NOT (dep.refclassid = 'pg_class'::regclass AND dep.refobjid = a.attrelid AND dep.refobjsubid = a.attnum)
   AND NOT (dep.refclassid = 'pg_proc'::regclass AND dep.refobjid IN (SELECT p.oid FROM pg_proc p
     JOIN pg_roles r ON r.oid = p.proowner JOIN pg_language l ON l.oid = p.prolang WHERE ${VOUCHED_NATIVE}))`;
+// Operators and casts a user defined whose function is not vouched for, as one name each: `+(text,integer)`,
+// `text::bigint`. pg_operator and pg_cast rows of initdb are below 16384 (an extension's operators run its C functions,
+// which VOUCHED_NATIVE vouches for when they change nothing).
+const POSTGRES_OPERATORS = `WITH unvouched AS (SELECT p.oid FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner
+  JOIN pg_language l ON l.oid = p.prolang WHERE NOT (${VOUCHED_NATIVE}))
+SELECT o.oprname || '(' || concat_ws(',', format_type(o.oprleft, NULL), format_type(o.oprright, NULL)) || ')'
+  FROM pg_operator o WHERE o.oid >= 16384 AND o.oprcode::oid IN (SELECT oid FROM unvouched)
+UNION ALL SELECT format_type(c.castsource, NULL) || '::' || format_type(c.casttarget, NULL)
+  FROM pg_cast c WHERE c.oid >= 16384 AND c.castfunc IN (SELECT oid FROM unvouched)`;
 // Inheritance and partitions, as (child, parent) oids.
 const POSTGRES_INHERITS = `SELECT inhrelid::int8, inhparent::int8 FROM pg_inherits`;
 
@@ -157,7 +166,7 @@ const SQLITE_PATH = `SELECT name FROM pragma_database_list ORDER BY CASE name WH
 /** The queries to run, in this order, and hand to toSchema. */
 export function schemaQueries(dialect: SqlDialect): string[] {
   if (dialect === 'postgres') {
-    return [POSTGRES_COLUMNS, POSTGRES_RELATIONS, POSTGRES_PATH, POSTGRES_TRIGGERED, POSTGRES_REACH, POSTGRES_GENERATED, POSTGRES_INHERITS];
+    return [POSTGRES_COLUMNS, POSTGRES_RELATIONS, POSTGRES_PATH, POSTGRES_TRIGGERED, POSTGRES_REACH, POSTGRES_GENERATED, POSTGRES_INHERITS, POSTGRES_OPERATORS];
   }
   if (dialect === 'mysql') return [MYSQL_COLUMNS, MYSQL_PATH, MYSQL_TRIGGERED];
   return [SQLITE_COLUMNS, SQLITE_PATH];
@@ -215,7 +224,7 @@ function isSqliteOwn(dialect: SqlDialect, name: string): boolean {
 
 /** The rows of schemaQueries(dialect), each query's rows in turn, to a Schema. */
 export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
-  const [columns, second, third, fourth, fifth, sixth, seventh] = results;
+  const [columns, second, third, fourth, fifth, sixth, seventh, eighth] = results;
   let path: string[];
   let foldTables = dialect === 'sqlite';
   if (dialect === 'postgres') path = (third ?? []).map((r) => String(r[0]));
@@ -280,7 +289,9 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
     const r = relations.get(`${fold(String(row[0]))}${SEP}${fold(String(row[1]))}`);
     if (r) r.triggered = true;
   }
-  return { dialect, relations, path, foldTables, memo: new Map() };
+  const schema: Schema = { dialect, relations, path, foldTables, memo: new Map() };
+  if (eighth?.length) schema.opaqueOperators = eighth.map((r) => String(r[0]));
+  return schema;
 }
 
 // ---- Browsing (GET /api/v1/connections/{name}/schema): tables and views, every column with its type,

@@ -520,6 +520,62 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
   });
 });
 
+describe("PostgreSQL: a user's operator or cast runs a function no statement names", () => {
+  let s: TestServer;
+  let data: Awaited<ReturnType<typeof scratchDatabase>>;
+  before(async () => {
+    data = await scratchDatabase('qag_operators');
+    await data.sql.unsafe(`CREATE TABLE customers (id int, name text, email text);
+      INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');
+      CREATE TABLE notes (id serial PRIMARY KEY, body text);
+      CREATE FUNCTION noted(t text, i int) RETURNS text LANGUAGE plpgsql AS
+        $$ BEGIN INSERT INTO notes (body) VALUES (t); RETURN t; END $$;
+      CREATE OPERATOR + (LEFTARG = text, RIGHTARG = int, FUNCTION = noted);
+      CREATE FUNCTION noted_cast(t text) RETURNS bigint LANGUAGE plpgsql AS
+        $$ BEGIN INSERT INTO notes (body) VALUES (t); RETURN 1; END $$;
+      CREATE CAST (text AS bigint) WITH FUNCTION noted_cast(text);`);
+    s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
+    const c = await s.call('POST', '/api/v1/connections', { body: { ...pgConnection('ops'), database: data.name } });
+    assert.equal(c.status, 201, c.text);
+  });
+  after(async () => {
+    await s.stop();
+    await data.drop();
+  });
+
+  test('a masking writer is refused every write there; what does not write runs in a read-only transaction', async () => {
+    const writer = await newKey(s, 'ops', { ...HASH_EMAIL, allow_writes: true });
+    for (const sql of [
+      "INSERT INTO notes (body) SELECT name FROM customers WHERE email + 1 = 'x'",
+      'INSERT INTO notes (body) SELECT name FROM customers WHERE email::bigint > 0',
+      "INSERT INTO notes (body) VALUES ('plain')",
+    ]) {
+      const a = await s.call('POST', '/execute_sql', { key: writer, body: { sql, connection_name: 'ops' } });
+      assert.equal(a.status, 403, `${sql}: ${a.text}`);
+      assert.equal(a.json.code, 'mask_write', `${sql}: ${a.text}`);
+    }
+    // the database refuses the operator's INSERT where the statement itself does not write
+    for (const key of [writer, await newKey(s, 'ops', HASH_EMAIL)]) {
+      await holds(s, 'ops', key, [
+        ['SELECT email + 1 AS e FROM customers', 'read_only'],
+        ['SELECT id FROM customers WHERE email::bigint > 0', 'read_only'],
+        ['SELECT name FROM customers', 'served'],
+      ]);
+    }
+    // a writer that masks nothing writes there, and the operator runs
+    const plain = await newKey(s, 'ops', { allow_writes: true });
+    const a = await s.call('POST', '/execute_sql', {
+      key: plain,
+      body: { sql: 'INSERT INTO notes (body) SELECT name + 1 FROM customers', connection_name: 'ops' },
+    });
+    assert.equal(a.status, 200, a.text);
+    assert.deepEqual(
+      (await data.sql`SELECT body FROM notes ORDER BY id`).map((r) => r.body),
+      ['Carrier', 'Carrier'],
+    );
+  });
+});
+
 describe('MariaDB: a hashed column leaves only hashed', () => {
   let s: TestServer;
   let admin: mysql.Connection;
