@@ -5,8 +5,9 @@
 //
 // Views are known by name but carry no columns on purpose: a view's columns can't be traced to the
 // tables they come from, so a column read through a view is untraceable and a key with mask rules is
-// refused (fail closed); so are the other relations that read rows another holds (TRACEABLE). Knowing the view still matters: an unqualified name that a view (or a
-// catalog table) answers on the search path must not be taken for a table of that name further on.
+// refused (fail closed); so is any other relation that reads rows another holds (TRACEABLE). Knowing
+// the view still matters: an unqualified name that a view (or a catalog table) answers on the search
+// path must not be taken for a table of that name further on.
 // A table also says which of its columns the database computes from others (generated columns) and,
 // on PostgreSQL, which tables share its rows (inheritance, partitions): masking carries rules along both.
 import type { SqlDialect } from './analysis.js';
@@ -191,11 +192,11 @@ function wordsOf(expression: string): string[] {
 }
 
 /**
- * The relations whose columns are their own: base tables. Like a view, these read rows another relation holds, so they
- * are untraced: PostgreSQL's foreign tables (postgres_fdw can name a local table), SQLite's virtual tables (an FTS5
- * table with `content=` reads its content table; fts5vocab lists the words of another's) and their shadow tables (an
- * FTS5 table's copy of its text, its index); MySQL/MariaDB tables of an engine not in OWN_STORAGE (MERGE unions
- * MyISAM tables; FEDERATED, CONNECT and SPIDER read other servers' or tables').
+ * Only base tables are traced. Like a view, the other relations read rows another holds: PostgreSQL's foreign tables
+ * (postgres_fdw can name a local table), SQLite's virtual tables (an FTS5 table with `content=` reads its content table;
+ * fts5vocab lists the words of another's) and their shadow tables (an FTS5 table's copy of its text, its index);
+ * MySQL/MariaDB tables of an engine not in OWN_STORAGE (MERGE unions MyISAM tables; FEDERATED, CONNECT and SPIDER read
+ * other servers' or tables').
  */
 const TRACEABLE = new Set(['BASE TABLE', 'table']);
 const OWN_STORAGE = new Set([
