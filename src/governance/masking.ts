@@ -230,6 +230,7 @@ export function traceOutputs(outputs: OutputColumn[], schema: Schema): TracedCol
         continue;
       }
       for (const col of rel.columns) {
+        if (rel.invisible?.has(col)) continue;
         const p: Planned = { name: col, sources: [], untraced: null, expected: col, direct: true, picked: true };
         addSource(p, schema, rel, col);
         out.push(p);

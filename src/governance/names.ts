@@ -31,6 +31,8 @@ export interface Relation {
    * same column of the others.
    */
   family?: string[];
+  /** MySQL/MariaDB: its INVISIBLE columns, which `*` leaves out and a statement may still name. */
+  invisible?: Set<string>;
 }
 
 /** What a connection's names resolve to; read by the schema query (governance/schema.ts). */

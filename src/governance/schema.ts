@@ -145,8 +145,8 @@ function triggeredOids(seeds: unknown[][], edges: unknown[][]): Set<string> {
 
 // The join compares names exactly: information_schema's collation would pair Customers with customers.
 // The sixth: a generated column's expression (NULL or '' for others; neither lets one call a stored function); the
-// seventh, the table's storage engine (OWN_STORAGE).
-const MYSQL_COLUMNS = `SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, t.TABLE_TYPE, c.GENERATION_EXPRESSION, t.ENGINE
+// seventh, the table's storage engine (OWN_STORAGE); the eighth, EXTRA, which says INVISIBLE of a column `*` leaves out.
+const MYSQL_COLUMNS = `SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, t.TABLE_TYPE, c.GENERATION_EXPRESSION, t.ENGINE, c.EXTRA
 FROM information_schema.COLUMNS c
 JOIN information_schema.TABLES t ON BINARY t.TABLE_SCHEMA = BINARY c.TABLE_SCHEMA AND BINARY t.TABLE_NAME = BINARY c.TABLE_NAME
 WHERE c.TABLE_SCHEMA NOT IN ('information_schema', 'performance_schema', 'mysql', 'sys')
@@ -249,6 +249,10 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
     if (r.columns && row[2] !== null && row[2] !== undefined) {
       r.columns.push(String(row[2]));
       r.types.push(String(row[3] ?? ''));
+      if (dialect === 'mysql' && /\bINVISIBLE\b/i.test(String(row[7] ?? ''))) {
+        if (!r.invisible) r.invisible = new Set();
+        r.invisible.add(String(row[2]));
+      }
     }
   }
   if (dialect === 'postgres') {

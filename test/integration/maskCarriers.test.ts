@@ -598,7 +598,9 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
       INSERT INTO members (id, email) VALUES (1, '${EMAIL}');
       CREATE TABLE legacy (id INT, email VARCHAR(40)) ENGINE=MyISAM;
       INSERT INTO legacy VALUES (1, '${EMAIL}');
-      CREATE TABLE merged (id INT, email VARCHAR(40)) ENGINE=MERGE UNION=(legacy);`);
+      CREATE TABLE merged (id INT, email VARCHAR(40)) ENGINE=MERGE UNION=(legacy);
+      CREATE TABLE hidden (email VARCHAR(40), secret VARCHAR(40) INVISIBLE);
+      INSERT INTO hidden (email, secret) VALUES ('${EMAIL}', '${EMAIL}');`);
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
     const c = await s.call('POST', '/api/v1/connections', { body: { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: db, user: 'root' } });
     assert.equal(c.status, 201, c.text);
@@ -652,6 +654,20 @@ describe('MariaDB: a hashed column leaves only hashed', () => {
   });
   test('a generated column carries the rules of the columns it is computed from', async () => {
     await derivedColumns(s, 'my', { hashed: DERIVED_HASHED, masked: DERIVED_MASKED, refusing: DERIVED_REFUSING, laundering: DERIVED_LAUNDERING });
+  });
+  test('`*` leaves out an INVISIBLE column, as the database does, and the column is masked where it is named', async () => {
+    const hashing = {
+      mask: [
+        { column: 'hidden.email', action: 'hash' },
+        { column: 'hidden.secret', action: 'hash' },
+      ],
+    };
+    await holds(s, 'my', await newKey(s, 'my', hashing), [
+      ['SELECT * FROM hidden', 'hashed'],
+      ['SELECT h.*, secret FROM hidden h', 'hashed'],
+      ['SELECT x.* FROM (SELECT * FROM hidden) x', 'hashed'],
+      ['SELECT secret FROM hidden', 'hashed'],
+    ]);
   });
   test("a table of an engine that reads another table's rows (MERGE) is untraced", async () => {
     await holds(s, 'my', await newKey(s, 'my', { mask: [{ column: 'legacy.email', action: 'hash' }] }), [
