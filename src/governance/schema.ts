@@ -157,10 +157,11 @@ const MYSQL_PATH = `SELECT DATABASE(), @@lower_case_table_names`;
 // Neither lets a default, generated column or CHECK call a stored function.
 const MYSQL_TRIGGERED = `SELECT DISTINCT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS`;
 
-const SQLITE_COLUMNS = `SELECT l.schema, l.name, p.name, p.type, l.type
+// The sixth: `hidden`, 2 or 3 for a generated column (table_xinfo lists them, table_info does not).
+const SQLITE_COLUMNS = `SELECT l.schema, l.name, p.name, p.type, l.type, p.hidden
 FROM pragma_database_list d
 JOIN pragma_table_list l ON l.schema = d.name
-LEFT JOIN pragma_table_info(l.name, l.schema) p
+LEFT JOIN pragma_table_xinfo(l.name, l.schema) p
 ORDER BY d.seq, l.name, p.cid`;
 const SQLITE_PATH = `SELECT name FROM pragma_database_list ORDER BY CASE name WHEN 'temp' THEN 0 ELSE 1 END, seq`;
 
@@ -275,6 +276,20 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
     for (const [oid, kin] of families(seventh ?? [])) {
       const r = byOid.get(oid);
       if (r) r.family = kin.flatMap((k) => byOid.get(k)?.key ?? []);
+    }
+  }
+  // SQLite keeps a generated column's expression only in its table's CREATE text: it is taken to read every other
+  // column of its table (a rule on any covers it), which masks more than it must and traces what it must.
+  if (dialect === 'sqlite') {
+    for (const row of columns ?? []) {
+      if (Number(row[5]) !== 2 && Number(row[5]) !== 3) continue;
+      const r = relations.get(`${fold(String(row[0]))}${SEP}${fold(String(row[1]))}`);
+      if (!r?.columns) continue;
+      if (!r.generated) r.generated = new Map();
+      r.generated.set(
+        String(row[2]),
+        r.columns.filter((c) => c !== row[2]),
+      );
     }
   }
   if (dialect === 'mysql') {

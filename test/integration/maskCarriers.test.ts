@@ -730,7 +730,8 @@ describe('SQLite: a hashed column leaves only hashed', () => {
       CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);
       CREATE INDEX customers_email ON customers (email);
       ANALYZE;
-      CREATE TABLE members (id INTEGER, email TEXT, email_lower TEXT GENERATED ALWAYS AS (lower(email)));
+      CREATE TABLE members (id INTEGER, email TEXT, email_lower TEXT GENERATED ALWAYS AS (lower(email)),
+        domain TEXT GENERATED ALWAYS AS (substr(email, instr(email, '@') + 1)) STORED, id2 INTEGER GENERATED ALWAYS AS (id * 2));
       INSERT INTO members (id, email) VALUES (1, '${EMAIL}');
       CREATE VIRTUAL TABLE customers_search USING fts5(email, content='customers', content_rowid='id');
       INSERT INTO customers_search (customers_search) VALUES ('rebuild');
@@ -778,12 +779,13 @@ describe('SQLite: a hashed column leaves only hashed', () => {
       ],
     );
   });
-  test('a generated column, which the schema read does not list, is untraced', async () => {
-    await holds(s, 'lite', await newKey(s, 'lite', MEMBERS('hash')), [
-      ['SELECT email FROM members', 'hashed'],
-      ['SELECT email_lower FROM members', 'mask_unresolvable'],
-      ['SELECT * FROM members', 'mask_unresolvable'],
-    ]);
+  test('a generated column carries the rules of every other column of its table (SQLite keeps its expression only in the CREATE text)', async () => {
+    await derivedColumns(s, 'lite', {
+      hashed: [...DERIVED_HASHED, ['SELECT * FROM members', 'served'], ['SELECT id2 FROM members', 'hashed']],
+      masked: DERIVED_MASKED,
+      refusing: DERIVED_REFUSING.filter(([sql]) => !sql.includes('id2')),
+      laundering: [], // a SQLite connection runs only reads
+    });
   });
   test("virtual tables, which read another table's rows (FTS5 with content=, fts5vocab), and their shadow tables are untraced", async () => {
     await holds(s, 'lite', await newKey(s, 'lite', { mask: [...HASH_EMAIL.mask, { column: 'notes_search.email', action: 'hash' }] }), [
