@@ -102,15 +102,6 @@ export function governCall(
   // Once read, the schema is cached: the same checks again, at once.
   if (known instanceof Promise) return known.then(() => governCall(g, plan, caller, queryName, connection, source, options));
   let reset = resetAnyway;
-  // The database's types pick an operator or cast, unseen: one a user defined could copy a masked value as a function
-  // would. A statement that does not write runs in a read-only transaction, where the database refuses its writes.
-  if (writer && rules && plan.write && known.schema.opaqueOperators) {
-    const some = known.schema.opaqueOperators.slice(0, 3).join(', ');
-    throw governanceError(
-      'mask_write',
-      `This API key masks columns, so it may not write where the database defines operators or casts that may change data (${some})`,
-    );
-  }
   if (judgeCalls && known.functions) {
     // A writer's function could copy a masked value anywhere (an INSERT in its body): a key that masks calls none.
     if (writer && rules) {

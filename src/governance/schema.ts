@@ -278,32 +278,18 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
       if (r) r.family = kin.flatMap((k) => byOid.get(k)?.key ?? []);
     }
   }
-  // SQLite keeps a generated column's expression only in its table's CREATE text: it is taken to read every other
-  // column of its table (a rule on any covers it), which masks more than it must and traces what it must.
-  if (dialect === 'sqlite') {
-    for (const row of columns ?? []) {
-      if (Number(row[5]) !== 2 && Number(row[5]) !== 3) continue;
-      const r = relations.get(`${fold(String(row[0]))}${SEP}${fold(String(row[1]))}`);
-      if (!r?.columns) continue;
-      if (!r.generated) r.generated = new Map();
-      r.generated.set(
-        String(row[2]),
-        r.columns.filter((c) => c !== row[2]),
-      );
-    }
-  }
-  if (dialect === 'mysql') {
-    for (const row of columns ?? []) {
-      if (!row[5]) continue;
-      const r = relations.get(`${fold(String(row[0]))}${SEP}${fold(String(row[1]))}`);
-      if (!r?.columns) continue;
-      const words = new Set(wordsOf(String(row[5])));
-      if (!r.generated) r.generated = new Map();
-      r.generated.set(
-        String(row[2]),
-        r.columns.filter((c) => c !== row[2] && words.has(c.toLowerCase())),
-      );
-    }
+  // Generated columns: MySQL/MariaDB give the expression, read as the names in it; SQLite keeps it only in its table's
+  // CREATE text, so one is taken to read every other column of its table (masks more than it must, traces what it must).
+  for (const row of dialect === 'postgres' ? [] : (columns ?? [])) {
+    const generated = dialect === 'mysql' ? Boolean(row[5]) : Number(row[5]) === 2 || Number(row[5]) === 3;
+    const r = generated ? relations.get(`${fold(String(row[0]))}${SEP}${fold(String(row[1]))}`) : undefined;
+    if (!r?.columns) continue;
+    const words = dialect === 'mysql' ? new Set(wordsOf(String(row[5]))) : null;
+    if (!r.generated) r.generated = new Map();
+    r.generated.set(
+      String(row[2]),
+      r.columns.filter((c) => c !== row[2] && (words === null || words.has(c.toLowerCase()))),
+    );
   }
   for (const row of dialect === 'mysql' ? (third ?? []) : []) {
     const r = relations.get(`${fold(String(row[0]))}${SEP}${fold(String(row[1]))}`);
