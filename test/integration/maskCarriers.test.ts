@@ -255,12 +255,25 @@ const DERIVED_REFUSING: Shape[] = [
 ];
 const DERIVED_LAUNDERING = ['INSERT INTO notes (body) SELECT email_lower FROM members', 'INSERT INTO notes (body) SELECT domain FROM members'];
 
+/** A scratch PostgreSQL database made by `sql` (given the database's name), and a server, inline and allowing writes, with connection `conn` to it. */
+async function pgCell(prefix: string, conn: string, sql: (db: string) => string): Promise<{ s: TestServer; data: ScratchDatabase }> {
+  const data = await scratchDatabase(prefix);
+  await data.sql.unsafe(sql(data.name));
+  const s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
+  const c = await s.call('POST', '/api/v1/connections', { body: { ...pgConnection(conn), database: data.name } });
+  assert.equal(c.status, 201, c.text);
+  return { s, data };
+}
+type ScratchDatabase = Awaited<ReturnType<typeof scratchDatabase>>;
+
 describe('PostgreSQL: a hashed column leaves only hashed', () => {
   let s: TestServer;
-  let data: Awaited<ReturnType<typeof scratchDatabase>>;
+  let data: ScratchDatabase;
   before(async () => {
-    data = await scratchDatabase('qag_carriers');
-    await data.sql.unsafe(`CREATE TABLE customers (id int, name text, email text);
+    ({ s, data } = await pgCell(
+      'qag_carriers',
+      'pg',
+      (db) => `CREATE TABLE customers (id int, name text, email text);
       INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');
       CREATE TABLE notes (id serial PRIMARY KEY, body text);
       CREATE FUNCTION email_of(i int) RETURNS text LANGUAGE sql STABLE AS 'SELECT email FROM customers WHERE id = i';
@@ -328,12 +341,10 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
       INSERT INTO vip_only_child VALUES (2, '${EMAIL}');
       -- a foreign table reads the rows of the table it names, here customers itself
       CREATE EXTENSION postgres_fdw;
-      CREATE SERVER loopback FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1', dbname '${data.name}');
+      CREATE SERVER loopback FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1', dbname '${db}');
       CREATE USER MAPPING FOR CURRENT_USER SERVER loopback OPTIONS (user 'postgres');
-      CREATE FOREIGN TABLE far_customers (id int, email text) SERVER loopback OPTIONS (table_name 'customers');`);
-    s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
-    const c = await s.call('POST', '/api/v1/connections', { body: { ...pgConnection('pg'), database: data.name } });
-    assert.equal(c.status, 201, c.text);
+      CREATE FOREIGN TABLE far_customers (id int, email text) SERVER loopback OPTIONS (table_name 'customers');`,
+    ));
   });
   after(async () => {
     await s.stop();
@@ -522,10 +533,12 @@ describe('PostgreSQL: a hashed column leaves only hashed', () => {
 
 describe("PostgreSQL: a user's operator or cast runs a function no statement names", () => {
   let s: TestServer;
-  let data: Awaited<ReturnType<typeof scratchDatabase>>;
+  let data: ScratchDatabase;
   before(async () => {
-    data = await scratchDatabase('qag_operators');
-    await data.sql.unsafe(`CREATE TABLE customers (id int, name text, email text);
+    ({ s, data } = await pgCell(
+      'qag_operators',
+      'ops',
+      () => `CREATE TABLE customers (id int, name text, email text);
       INSERT INTO customers VALUES (1, 'Carrier', '${EMAIL}');
       CREATE TABLE notes (id serial PRIMARY KEY, body text);
       CREATE FUNCTION noted(t text, i int) RETURNS text LANGUAGE plpgsql AS
@@ -533,10 +546,8 @@ describe("PostgreSQL: a user's operator or cast runs a function no statement nam
       CREATE OPERATOR + (LEFTARG = text, RIGHTARG = int, FUNCTION = noted);
       CREATE FUNCTION noted_cast(t text) RETURNS bigint LANGUAGE plpgsql AS
         $$ BEGIN INSERT INTO notes (body) VALUES (t); RETURN 1; END $$;
-      CREATE CAST (text AS bigint) WITH FUNCTION noted_cast(text);`);
-    s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
-    const c = await s.call('POST', '/api/v1/connections', { body: { ...pgConnection('ops'), database: data.name } });
-    assert.equal(c.status, 201, c.text);
+      CREATE CAST (text AS bigint) WITH FUNCTION noted_cast(text);`,
+    ));
   });
   after(async () => {
     await s.stop();
