@@ -101,6 +101,7 @@ export function governCall(
   const known = g.schemas.get(connection, source);
   // Once read, the schema is cached: the same checks again, at once.
   if (known instanceof Promise) return known.then(() => governCall(g, plan, caller, queryName, connection, source, options));
+  if ((rules || tables) && known.untracedOperators) throw operatorsError(known.untracedOperators, tables !== null);
   let reset = resetAnyway;
   if (judgeCalls && known.functions) {
     // A writer's function could copy a masked value anywhere (an INSERT in its body): a key that masks calls none.
@@ -135,6 +136,15 @@ export function governCall(
     return reset ? { ...t, resetSession: true } : t;
   };
   return rules ? traceMasks(g, plan, key?.mask_predicates === 'refuse', rules, known, connection).then(kept) : kept(UNMASKED);
+}
+
+/** A key whose rules follow tables or columns, on a database whose operators or casts may read any table (functions.ts untracedOperators). */
+function operatorsError(operators: string[], tables: boolean): GatewayError {
+  const some = operators.slice(0, 3).join(', ');
+  const why = `this database defines operators or casts whose function may read any table (${some}), which it runs wherever the values' types fit them`;
+  return tables
+    ? governanceError('table_not_allowed', `This API key may only query the tables it names, and ${why}.`)
+    : governanceError('mask_unresolvable', `This API key masks columns, and ${why}, so masking rules can't be enforced.`);
 }
 
 /** Each plan's last trace key, with the two fingerprints it was made of. */

@@ -4,7 +4,14 @@
 // re-read at once when the connection's row changes. Bounded by the number of connections kept.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { type FunctionCatalog, MYSQL_FUNCTIONS, POSTGRES_FUNCTIONS, toFunctionCatalog, toPostgresFunctionCatalog } from '../governance/functions.js';
+import {
+  type FunctionCatalog,
+  MYSQL_FUNCTIONS,
+  POSTGRES_FUNCTIONS,
+  toFunctionCatalog,
+  toPostgresFunctionCatalog,
+  untracedOperators,
+} from '../governance/functions.js';
 import type { Schema } from '../governance/names.js';
 import { schemaQueries, toSchema } from '../governance/schema.js';
 import type { Source } from '../sources/types.js';
@@ -17,6 +24,8 @@ export interface KnownSchema {
   fingerprint: string;
   /** Which functions cannot change anything (governance/functions.ts): PostgreSQL's pg_proc, MySQL's stored functions; null on SQLite. */
   functions: FunctionCatalog | null;
+  /** PostgreSQL: the user's operators and casts whose function may read what no rule follows (functions.ts), or null. */
+  untracedOperators: string[] | null;
 }
 
 const MAX_AGE_MS = 60_000;
@@ -95,5 +104,5 @@ async function read(source: Source): Promise<KnownSchema> {
     .update(JSON.stringify([schema.path, schema.foldTables, relations, schema.opaqueOperators], (_k, v) => (v instanceof Map ? [...v] : v)))
     .digest('hex')
     .slice(0, 16);
-  return { schema, fingerprint, functions };
+  return { schema, fingerprint, functions, untracedOperators: untracedOperators(schema.opaqueOperators, functions) };
 }

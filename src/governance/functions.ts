@@ -9,6 +9,7 @@
 // as a DO block is (a write verb); plus a short list of volatile functions known to change nothing.
 // Must not import HTTP/uWS or sources: the caller runs the query through its source.
 import { GatewayError } from '../contract/errors.js';
+import type { OpaqueOperator } from './names.js';
 import { READ_ONLY_MESSAGE } from './policy.js';
 import { lex, type Token } from './scan.js';
 
@@ -149,6 +150,18 @@ function isSafe(name: string, catalog: ReadonlyMap<string, FunctionTrust>): bool
  */
 export function opaqueCalls(calls: readonly string[], catalog: FunctionCatalog): string[] | null {
   return named(calls, (name) => catalog.get(name) === false || catalog.get(name) === 'reads');
+}
+
+/**
+ * The user's operators and casts (names.ts OpaqueOperator) whose function may answer what the gateway cannot trace: a
+ * body it does not read, or one that reads relations. The database picks them by the values' types wherever a
+ * statement fits them, with no call naming the function, so a key whose rules follow columns or tables is refused every
+ * statement where one exists (`+(text,integer)` over an SQL function reading customers answered `'x' + 1` with an
+ * address in clear). Null when there is none.
+ */
+export function untracedOperators(operators: readonly OpaqueOperator[] | undefined, catalog: FunctionCatalog | null): string[] | null {
+  const untraced = (operators ?? []).filter((o) => catalog === null || catalog.get(o.fn) !== true).map((o) => o.name);
+  return untraced.length > 0 ? untraced : null;
 }
 
 /** The calls `refused` picks, as `name()` for a message, or null. Run on governed calls: no array unless one is picked. */

@@ -47,10 +47,15 @@ export interface Schema {
   memo: Map<string, Relation | null>;
   /**
    * PostgreSQL: the operators and casts the database defines with a function not vouched for (functions.ts
-   * VOUCHED_NATIVE), as `+(text,integer)` or `text::bigint`: a statement runs one wherever its types pick it, unseen by
-   * the analysis, which judges calls by name.
+   * VOUCHED_NATIVE): a statement runs one wherever its types pick it, unseen by the analysis, which judges calls by name.
    */
-  opaqueOperators?: string[];
+  opaqueOperators?: OpaqueOperator[];
+}
+
+/** A user's operator or cast (`+(text,integer)`, `text::bigint`) and the name of the function it runs. */
+export interface OpaqueOperator {
+  name: string;
+  fn: string;
 }
 
 /** Separates schema and name in a table reference and a relation key: no identifier can hold it. */

@@ -74,15 +74,15 @@ WHERE a.attgenerated <> '' AND NOT a.attisdropped AND (n.oid = pg_my_temp_schema
   AND NOT (dep.refclassid = 'pg_class'::regclass AND dep.refobjid = a.attrelid AND dep.refobjsubid = a.attnum)
   AND NOT (dep.refclassid = 'pg_proc'::regclass AND dep.refobjid IN (SELECT p.oid FROM pg_proc p
     JOIN pg_roles r ON r.oid = p.proowner JOIN pg_language l ON l.oid = p.prolang WHERE ${VOUCHED_NATIVE}))`;
-// Operators and casts a user defined whose function is not vouched for, as one name each: `+(text,integer)`,
-// `text::bigint`. pg_operator and pg_cast rows of initdb are below 16384 (an extension's operators run its C functions,
-// which VOUCHED_NATIVE vouches for when they change nothing).
-const POSTGRES_OPERATORS = `WITH unvouched AS (SELECT p.oid FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner
+// Operators and casts a user defined whose function is not vouched for, each as its name (`+(text,integer)`,
+// `text::bigint`) and its function's. pg_operator and pg_cast rows of initdb are below 16384 (an extension's operators
+// run its C functions, which VOUCHED_NATIVE vouches for when they change nothing).
+const POSTGRES_OPERATORS = `WITH unvouched AS (SELECT p.oid, p.proname::text AS fn FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner
   JOIN pg_language l ON l.oid = p.prolang WHERE NOT (${VOUCHED_NATIVE}))
-SELECT o.oprname || '(' || concat_ws(',', format_type(o.oprleft, NULL), format_type(o.oprright, NULL)) || ')'
-  FROM pg_operator o WHERE o.oid >= 16384 AND o.oprcode::oid IN (SELECT oid FROM unvouched)
-UNION ALL SELECT format_type(c.castsource, NULL) || '::' || format_type(c.casttarget, NULL)
-  FROM pg_cast c WHERE c.oid >= 16384 AND c.castfunc IN (SELECT oid FROM unvouched)`;
+SELECT o.oprname || '(' || concat_ws(',', format_type(o.oprleft, NULL), format_type(o.oprright, NULL)) || ')', u.fn
+  FROM pg_operator o JOIN unvouched u ON u.oid = o.oprcode::oid WHERE o.oid >= 16384
+UNION ALL SELECT format_type(c.castsource, NULL) || '::' || format_type(c.casttarget, NULL), u.fn
+  FROM pg_cast c JOIN unvouched u ON u.oid = c.castfunc WHERE c.oid >= 16384`;
 // Inheritance and partitions, as (child, parent) oids.
 const POSTGRES_INHERITS = `SELECT inhrelid::int8, inhparent::int8 FROM pg_inherits`;
 
@@ -296,7 +296,7 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
     if (r) r.triggered = true;
   }
   const schema: Schema = { dialect, relations, path, foldTables, memo: new Map() };
-  if (eighth?.length) schema.opaqueOperators = eighth.map((r) => String(r[0]));
+  if (eighth?.length) schema.opaqueOperators = eighth.map((r) => ({ name: String(r[0]), fn: String(r[1]) }));
   return schema;
 }
 
