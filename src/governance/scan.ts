@@ -183,7 +183,7 @@ export const SESSION_OR_WRITE_FUNCTIONS = new Set([
 
 /**
  * Functions that read data the statement does not name as a table (files, other servers, SQL text run
- * inside the function), refused for keys with `allowed_tables` and untraceable for masking.
+ * inside the function, other sessions' statements), refused for keys with `allowed_tables` and untraceable for masking.
  */
 export const DATA_READING_FUNCTIONS = new Set([
   'pg_read_file',
@@ -216,6 +216,10 @@ export const DATA_READING_FUNCTIONS = new Set([
   'database_to_xml_and_xmlschema',
   'ts_stat',
   'ts_rewrite',
+  // other sessions' statements, as they wrote them (a literal value included): the last one of every backend
+  'pg_stat_get_activity',
+  'pg_stat_get_backend_activity',
+  'pg_stat_statements',
   // sqlite (shell and virtual-table functions) and mysql
   'readfile',
   'fsdir',

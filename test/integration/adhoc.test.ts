@@ -51,6 +51,7 @@ before(async () => {
   };
   await key('reader', { connections: ['pg', 'my', 'lite'], allowed_tables: ['customers'], mask: [{ column: 'customers.email', action: 'hash' }] });
   await key('open-reader', { connections: ['pg', 'my', 'lite'] });
+  await key('tables-only', { connections: ['pg', 'my', 'lite'], allowed_tables: ['customers'] });
   await key('queries-only', { queries: ['names'], connections: [] });
   await key('star-queries', { queries: '*', connections: [] });
 });
@@ -197,6 +198,38 @@ describe('/execute_sql requests', () => {
     }
     const mine = await adhoc({ connection_name: 'my', sql: "SELECT LOAD_FILE('/etc/hostname') AS f" }, { key: keys['open-reader'] });
     assert.equal(mine.json.code, 'table_not_allowed');
+  });
+
+  test("a key with rules reads no other session's statements (the server's state, which quotes them as written)", async () => {
+    const SECRET = 'launch codes';
+    // PostgreSQL keeps each backend's last statement; the administrator's names a value of a table the key may not read
+    assert.equal((await adhoc({ connection_name: 'pg', sql: `SELECT id FROM secrets WHERE top = '${SECRET}'` }, { key: ADMIN })).status, 200);
+    const backends = Array.from({ length: 8 }, (_, k) => `pg_stat_get_backend_activity(${k + 1}) AS b${k}`).join(', ');
+    const shown = await adhoc({ connection_name: 'pg', sql: 'SELECT query FROM pg_stat_activity' }, { key: keys['open-reader'] });
+    assert.ok(shown.text.includes(SECRET), `a key without rules sees them: ${shown.text}`);
+    // MariaDB lists the statements running now: one of the administrator's runs while the key asks
+    const running = adhoc({ connection_name: 'my', sql: `SELECT SLEEP(1.5) AS s FROM secrets WHERE top = '${SECRET}'` }, { key: ADMIN });
+    await new Promise((r) => setTimeout(r, 300));
+    const cases: Array<[string, string]> = [
+      ['pg', `SELECT ${backends}`],
+      ['pg', 'SELECT q FROM pg_stat_get_activity(NULL) AS a(datid, pid, usesysid, application_name, state, q)'],
+      ['pg', 'SHOW search_path'],
+      ['my', 'SHOW FULL PROCESSLIST'],
+      ['my', 'SHOW ENGINE INNODB STATUS'],
+      ['my', 'SHOW TABLES'],
+    ];
+    for (const [connection_name, sql] of cases) {
+      const r = await adhoc({ connection_name, sql }, { key: keys['tables-only'] });
+      assert.equal(r.status, 403, `${sql}: ${r.text}`);
+      assert.equal(r.json.code, 'table_not_allowed', `${sql}: ${r.text}`);
+    }
+    const processes = await adhoc({ connection_name: 'my', sql: 'SHOW FULL PROCESSLIST' }, { key: keys['open-reader'] });
+    assert.ok(processes.text.includes(SECRET), `a key without rules sees them: ${processes.text}`);
+    assert.equal((await running).status, 200);
+    for (const sql of ['SHOW COLUMNS FROM customers', 'SHOW CREATE TABLE customers']) {
+      const r = await adhoc({ connection_name: 'my', sql }, { key: keys['tables-only'] });
+      assert.equal(r.status, 200, `${sql}: ${r.text}`);
+    }
   });
 
   test('the administrator may write when the server allows it', async () => {

@@ -390,6 +390,15 @@ test('allowed_tables decisions', () => {
   assert.equal(decide("SELECT * FROM pg_read_file('/etc/passwd') AS f(x)", ['film']), 'table_not_allowed');
   assert.equal(decide("SELECT pg_read_file('/etc/passwd')", ['film']), 'table_not_allowed');
   assert.equal(decide("SELECT dblink('db', 'select 1')", ['film']), 'table_not_allowed');
+  // other sessions' statements, as written: the server's state, not a table
+  assert.equal(decide('SELECT pg_stat_get_backend_activity(1) AS q', ['film']), 'table_not_allowed');
+  assert.equal(decide('SHOW search_path', ['film']), 'table_not_allowed');
+  assert.equal(decide('SHOW FULL PROCESSLIST', ['film'], 'mysql'), 'table_not_allowed');
+  assert.equal(decide('SHOW ENGINE INNODB STATUS', ['film'], 'mysql'), 'table_not_allowed');
+  assert.equal(decide('SHOW TABLES', ['film'], 'mysql'), 'table_not_allowed');
+  assert.equal(decide('SHOW COLUMNS FROM film', ['film'], 'mysql'), 'ok');
+  assert.equal(decide('SHOW CREATE TABLE film', ['film'], 'mysql'), 'ok');
+  assert.equal(decide('SHOW PROCESSLIST', null, 'mysql'), 'ok');
   // a column definition list is read by neither parser
   assert.equal(decide("SELECT * FROM dblink('db', 'select 1') AS t(a int)", ['film']), 'table_check_failed');
   assert.equal(decide('SELECT * FROM my_rows() r', ['film']), 'table_not_allowed');
