@@ -13,6 +13,7 @@
 import type { SqlDialect } from './analysis.js';
 import { VOUCHED_NATIVE } from './functions.js';
 import { type Relation, type Schema, SEP } from './names.js';
+import { lex, type Token } from './scan.js';
 
 // Rows: (schema, table, column, data_type, table_type). information_schema lists only what the user
 // has some privilege on, which is what it can read.
@@ -164,6 +165,12 @@ JOIN pragma_table_list l ON l.schema = d.name
 LEFT JOIN pragma_table_xinfo(l.name, l.schema) p
 ORDER BY d.seq, l.name, p.cid`;
 const SQLITE_PATH = `SELECT name FROM pragma_database_list ORDER BY CASE name WHEN 'temp' THEN 0 ELSE 1 END, seq`;
+// The CREATE text of the tables with a generated column (hidden 2 or 3), where SQLite keeps its expression; an attached
+// schema's are not read (its sqlite_master is named by the schema), so its generated columns read every other column.
+const SQLITE_CREATES = `SELECT 'main', m.name, m.sql FROM main.sqlite_master m
+  WHERE m.type = 'table' AND EXISTS (SELECT 1 FROM pragma_table_xinfo(m.name, 'main') x WHERE x.hidden IN (2, 3))
+UNION ALL SELECT 'temp', m.name, m.sql FROM temp.sqlite_master m
+  WHERE m.type = 'table' AND EXISTS (SELECT 1 FROM pragma_table_xinfo(m.name, 'temp') x WHERE x.hidden IN (2, 3))`;
 
 /** The queries to run, in this order, and hand to toSchema. */
 export function schemaQueries(dialect: SqlDialect): string[] {
@@ -171,7 +178,7 @@ export function schemaQueries(dialect: SqlDialect): string[] {
     return [POSTGRES_COLUMNS, POSTGRES_RELATIONS, POSTGRES_PATH, POSTGRES_TRIGGERED, POSTGRES_REACH, POSTGRES_GENERATED, POSTGRES_INHERITS, POSTGRES_OPERATORS];
   }
   if (dialect === 'mysql') return [MYSQL_COLUMNS, MYSQL_PATH, MYSQL_TRIGGERED];
-  return [SQLITE_COLUMNS, SQLITE_PATH];
+  return [SQLITE_COLUMNS, SQLITE_PATH, SQLITE_CREATES];
 }
 
 /** Records that generated column `column` of `r` reads column `source` of it; null: it reads what is not traced. */
@@ -190,6 +197,56 @@ function readsColumn(r: Relation, column: string, source: string | null): void {
  */
 function wordsOf(expression: string): string[] {
   return (expression.match(/`(?:[^`]|``)*`|[\p{L}\p{N}_$]+/gu) ?? []).map((w) => (w.startsWith('`') ? w.slice(1, -1).replaceAll('``', '`') : w).toLowerCase());
+}
+
+/**
+ * The names SQLite's generated column `column` reads, lower case, from its table's CREATE text: every bare or quoted
+ * name in the parenthesized expression after its definition's AS (SQLite allows no subquery there, nor a function the
+ * gateway's connection did not define). Null when the text does not read as expected: then it reads every column.
+ */
+function sqliteExpressionNames(create: string | undefined, column: string): Set<string> | null {
+  if (create === undefined) return null;
+  const tokens = lex(create, 'sqlite').tokens;
+  const open = tokens.findIndex((t) => t.kind === 'punct' && t.text === '(');
+  if (open < 0) return null;
+  // the column definitions and table constraints: the body's items at depth 1, split at its commas
+  let depth = 0;
+  let item: Token[] = [];
+  for (let k = open; k < tokens.length; k++) {
+    const t = tokens[k];
+    const punct = t.kind === 'punct' ? t.text : '';
+    if (punct === '(') depth++;
+    if (punct === ')') depth--;
+    if (depth === 0 || (depth === 1 && punct === ',')) {
+      const first = item[0];
+      if (first && first.kind !== 'punct' && first.kind !== 'num' && first.text.toLowerCase() === column.toLowerCase()) return expressionNames(item);
+      if (depth === 0) return null;
+      item = [];
+    } else if (k > open) item.push(t);
+  }
+  return null;
+}
+
+/** The names in the parenthesized expression that follows a column definition's AS at its own depth; null without one. */
+function expressionNames(definition: Token[]): Set<string> | null {
+  let depth = 0;
+  for (let k = 0; k + 1 < definition.length; k++) {
+    const t = definition[k];
+    if (t.kind === 'punct' && t.text === '(') depth++;
+    else if (t.kind === 'punct' && t.text === ')') depth--;
+    else if (depth === 0 && t.kind === 'word' && t.text === 'as' && definition[k + 1].kind === 'punct' && definition[k + 1].text === '(') {
+      const names = new Set<string>();
+      let inner = 0;
+      for (let j = k + 1; j < definition.length; j++) {
+        const u = definition[j];
+        if (u.kind === 'punct' && u.text === '(') inner++;
+        else if (u.kind === 'punct' && u.text === ')' && --inner === 0) return names;
+        else if (u.kind === 'word' || u.kind === 'name') names.add(u.text.toLowerCase());
+      }
+      return null;
+    }
+  }
+  return null;
 }
 
 /**
@@ -279,12 +336,13 @@ export function toSchema(dialect: SqlDialect, results: unknown[][][]): Schema {
     }
   }
   // Generated columns: MySQL/MariaDB give the expression, read as the names in it; SQLite keeps it only in its table's
-  // CREATE text, so one is taken to read every other column of its table (masks more than it must, traces what it must).
+  // CREATE text, read for the names in it too (where that text is not read, it reads every other column of its table).
+  const creates = new Map((dialect === 'sqlite' ? (third ?? []) : []).map((row) => [`${fold(String(row[0]))}${SEP}${fold(String(row[1]))}`, String(row[2])]));
   for (const row of dialect === 'postgres' ? [] : (columns ?? [])) {
     const generated = dialect === 'mysql' ? Boolean(row[5]) : Number(row[5]) === 2 || Number(row[5]) === 3;
     const r = generated ? relations.get(`${fold(String(row[0]))}${SEP}${fold(String(row[1]))}`) : undefined;
     if (!r?.columns) continue;
-    const words = dialect === 'mysql' ? new Set(wordsOf(String(row[5]))) : null;
+    const words = dialect === 'mysql' ? new Set(wordsOf(String(row[5]))) : sqliteExpressionNames(creates.get(r.key), String(row[2]));
     if (!r.generated) r.generated = new Map();
     r.generated.set(
       String(row[2]),
