@@ -97,11 +97,11 @@ async function read(source: Source): Promise<KnownSchema> {
   ]);
   const schema = toSchema(source.dialect, results);
   // Types are in the fingerprint too: a column whose type changed is a new table to the catalog; and what masking's
-  // checks read of it (what a generated column is computed from: a Map, written out as its entries; the operators a
-  // user defined), so a trace made before they changed is not reused.
+  // checks read of it (what a generated column is computed from: a Map, written out as its entries), so a trace made
+  // before they changed is not reused. The user's operators are judged on every call (governCall), not in a trace.
   const relations = [...schema.relations.values()];
   const fingerprint = createHash('sha256')
-    .update(JSON.stringify([schema.path, schema.foldTables, relations, schema.opaqueOperators], (_k, v) => (v instanceof Map ? [...v] : v)))
+    .update(JSON.stringify([schema.path, schema.foldTables, relations], (_k, v) => (v instanceof Map ? [...v] : v)))
     .digest('hex')
     .slice(0, 16);
   return { schema, fingerprint, functions, untracedOperators: untracedOperators(schema.opaqueOperators, functions) };
