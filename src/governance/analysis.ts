@@ -52,6 +52,8 @@ export interface StatementAnalysis extends StatementScan {
   outputs: OutputColumn[] | null;
   /** The columns that decide which rows come back and their order (WHERE, JOIN, GROUP BY, HAVING, ORDER BY). */
   predicates: { sources: ColumnSource[]; traced: boolean };
+  /** The columns every value it computes is read from, shown or not (lineage.ts Lineage.computed). */
+  computed: { sources: ColumnSource[]; traced: boolean };
   /** What its writes store, as columns (empty when it writes nothing): a value from a masked column must not land there. */
   written: OutputColumn[];
   /** Which reader produced the description. */
@@ -183,6 +185,7 @@ export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAna
     tableFunctions: lineage.tableFunctions,
     outputs: lineage.outputs,
     predicates: lineage.predicates,
+    computed: lineage.computed,
     written: lineage.written,
     parser,
   };

@@ -108,8 +108,16 @@ export interface Lineage {
   calls: string[];
   selectInto: boolean;
   outputs: OutputColumn[] | null;
-  /** The columns read to decide which rows come back or in what order (WHERE, JOIN ON/USING, GROUP BY, HAVING, ORDER BY, ...). */
+  /**
+   * The columns read to decide which rows come back or in what order (WHERE, JOIN ON/USING, GROUP BY, HAVING, ORDER BY,
+   * a row generator's arguments, ...).
+   */
   predicates: { sources: ColumnSource[]; traced: boolean };
+  /**
+   * The columns any value the statement computes is read from, at any depth, shown or not (every column of every select
+   * list but one handed on unchanged, VALUES rows): the database evaluates it, so it can fail on a property of them.
+   */
+  computed: { sources: ColumnSource[]; traced: boolean };
   /** What the statement's writes store, as columns: each write's source rows' columns and each value it sets. */
   written: OutputColumn[];
 }
@@ -216,6 +224,7 @@ interface Acc {
   calls: Set<string>;
   selectInto: boolean;
   predicates: { sources: ColumnSource[]; traced: boolean };
+  computed: { sources: ColumnSource[]; traced: boolean };
   written: OutputColumn[];
 }
 
@@ -230,6 +239,7 @@ export function describe(q: Query): Lineage {
     calls: new Set(),
     selectInto: false,
     predicates: { sources: [], traced: true },
+    computed: { sources: [], traced: true },
     written: [],
   };
   const outputs = query(q, null, acc);
@@ -242,6 +252,7 @@ export function describe(q: Query): Lineage {
     selectInto: acc.selectInto,
     outputs,
     predicates: acc.predicates,
+    computed: acc.computed,
     written: acc.written,
   };
 }
@@ -280,6 +291,7 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
       for (let i = 0; i < width; i++) {
         const col: Col = { kind: 'column', name: `column${i + 1}`, sources: [], traced: true };
         for (const row of q.rows) if (row[i]) mergeInto(col, evalEx(row[i], scope, acc));
+        mergeInto(acc.computed, col);
         out.push(col);
       }
       return out;
@@ -375,6 +387,8 @@ function addFrom(f: FromItem, scope: Scope, acc: Acc): void {
   }
   acc.funcs.add(f.name);
   const args = evalEx(f.args, scope, acc);
+  // How many rows it makes is a property of its arguments (`generate_series(1, length(email))`), as a WHERE's answer is.
+  mergeInto(acc.predicates, args);
   const pure = PURE_GENERATORS.has(f.name);
   let cols: string[] | null = f.cols;
   if (!cols) {
@@ -409,6 +423,7 @@ function selectList(cols: SelCol[], scope: Scope, acc: Acc): OutputColumn[] {
     const col: Col = { kind: 'column', name: c.alias ?? c.implicitName ?? '?column?', sources: r.sources, traced: r.traced };
     if (c.bare && c.ex.refs.length === 1 && passesThrough(c.ex.refs[0], scope, 'direct')) col.direct = col.picked = true;
     else if (c.picks && c.ex.subs.length === 0 && c.ex.refs.every((ref) => passesThrough(ref, scope, 'picked'))) col.picked = true;
+    if (!col.direct) mergeInto(acc.computed, col);
     out.push(col);
   }
   return out;

@@ -103,30 +103,41 @@ export function planMasks(a: StatementAnalysis | null, schema: Schema, rules: Ma
 
 /**
  * For a key that refuses inference through predicates: a column a rule masks must not decide which
- * rows come back or their order (WHERE, JOIN ON/USING, GROUP BY, HAVING, ORDER BY, in any subquery),
- * or a caller recovers its value a character at a time (`WHERE email LIKE :p`). A predicate column
- * that cannot be traced is refused too: it could be a masked one.
+ * rows come back or their order (WHERE, JOIN ON/USING, GROUP BY, HAVING, ORDER BY, a row generator's
+ * arguments, in any subquery), or a caller recovers its value a character at a time (`WHERE email LIKE
+ * :p`); nor may the statement compute anything from it, shown or not, whatever the rule's action: the
+ * database evaluates it, and whether it fails answers a predicate too (`CASE WHEN email LIKE 'a%' THEN
+ * 1/(id - id) END` fails exactly where the LIKE holds, though the column is nulled or dropped). A column
+ * that cannot be traced there is refused too: it could be a masked one.
  */
 export function checkPredicates(a: StatementAnalysis | null, schema: Schema, rules: MaskRule[]): void {
   if (rules.length === 0) return;
   if (a === null) throw predicateError('the statement could not be analysed');
+  const compiled = rules.map(compileRule);
   const p = planColumn('(predicate)', a.predicates.sources, a.predicates.traced, schema);
   if (p.untraced) throw predicateError(`a column it filters or sorts by can't be traced: ${p.untraced}`);
-  const compiled = rules.map(compileRule);
-  for (const s of ruled(p)) {
-    for (const r of compiled) {
-      if (matches(r, s)) throw predicateError(`it filters, joins, groups or sorts by the masked column ${showRef(s.table)}.${s.column}`);
-    }
+  const filtering = masked(compiled, p);
+  if (filtering) throw predicateError(`it filters, joins, groups or sorts by the masked column ${filtering}`);
+  const c = planColumn('(computed)', a.computed.sources, a.computed.traced, schema);
+  if (c.untraced) throw predicateError(`a value it computes can't be traced: ${c.untraced}`);
+  const computing = masked(compiled, c);
+  if (computing) {
+    throw predicateError(`it computes a value from the masked column ${computing}, and the value, or whether computing it fails, shows a property of it`);
   }
-  // A hashed or masked value computed from a masked column, or picked by a condition, answers a predicate too: rows
-  // whose values match share the property computed (`CASE WHEN email LIKE 'c%' THEN email END` is null exactly where
-  // the LIKE fails; `substr(email, 1, 1)` groups rows by first letter). Only the column's own values are shown.
+  // A generated column computed from a masked one, shown hashed or masked, shows which rows share the property its
+  // expression computes (`email_domain ... AS (split_part(email, '@', 2))`), though the statement only names it.
   for (const c of a.outputs === null ? [] : traceOutputs(a.outputs, schema)) {
-    const action = (c.direct && !c.computed) || c.untraced ? null : strictest(compiled, c);
+    const action = c.computed && !c.untraced ? strictest(compiled, c) : null;
     if (action === 'hash' || action === 'mask') {
       throw predicateError(`its column '${c.name}' is a value computed from a masked column, which shows which rows share a property of it`);
     }
   }
+}
+
+/** The first of a traced column's ruled sources a rule masks, as the error names it, or null. */
+function masked(compiled: CompiledRule[], p: TracedColumn): string | null {
+  for (const s of ruled(p)) for (const r of compiled) if (matches(r, s)) return `${showRef(s.table)}.${s.column}`;
+  return null;
 }
 
 /** The columns whose rules cover a traced column: its sources and what they carry. */
@@ -180,7 +191,7 @@ function writeError(why: string): Error {
 }
 
 function predicateError(why: string): Error {
-  return governanceError('mask_predicate', `This API key may not filter or sort by masked columns: ${why}`);
+  return governanceError('mask_predicate', `This API key may not filter, sort or compute by masked columns: ${why}`);
 }
 
 function unresolvable(column: string, why: string): Error {

@@ -213,6 +213,47 @@ describe('inference through predicates: refused for a key that asks for it, on e
       assert.equal(guessed.json.length, 1, 'the one email starting with a');
     }
   });
+
+  // Whether a statement fails, or how many rows a generator makes, answers a predicate on what it computes from: the
+  // rule's action does not matter, as the database computes the value before the gateway nulls or drops it.
+  const failsWhere: Record<string, (guess: string) => string> = {
+    pg: (g) => `SELECT id, CASE WHEN email LIKE '${g}%' THEN 1 / (id - id) ELSE 1 END AS x FROM customers WHERE id = 1`,
+    my: (g) => `SELECT id, CASE WHEN email LIKE '${g}%' THEN EXP(800) ELSE 1 END AS x FROM customers WHERE id = 1`,
+    lite: (g) => `SELECT id, CASE WHEN email LIKE '${g}%' THEN abs(-9223372036854775808) ELSE 1 END AS x FROM customers WHERE id = 1`,
+  };
+  const generators: Record<string, string[]> = {
+    pg: [
+      'SELECT id FROM customers, generate_series(1, length(customers.email))',
+      "SELECT id FROM customers CROSS JOIN LATERAL unnest(string_to_array(email, 'a')) AS u",
+      'SELECT id FROM (SELECT id, generate_series(1, length(email)) AS z FROM customers) AS t',
+    ],
+    my: ['SELECT id FROM (SELECT id, EXP(LENGTH(email) * 50) AS z FROM customers) AS t'],
+    lite: ['SELECT id FROM (SELECT id, json(email) AS z FROM customers) AS t'],
+  };
+  for (const action of ['null', 'drop', 'hash']) {
+    test(`mask_predicates: 'refuse' with '${action}': a value computed from the column, shown or not, is refused; the column itself is served`, async () => {
+      const key = await post('/api/v1/api-keys', {
+        name: `refuse-${action}`,
+        queries: [],
+        connections: ['pg', 'my', 'lite'],
+        mask: [{ column: 'customers.email', action }],
+        mask_predicates: 'refuse',
+      });
+      const adhoc = (connection: string, sql: string) => s.call('POST', '/execute_sql', { body: { connection_name: connection, sql }, key: key.secret });
+      for (const c of ['pg', 'my', 'lite']) {
+        for (const sql of [failsWhere[c]('a'), failsWhere[c]('b'), ...generators[c]]) {
+          const r = await adhoc(c, sql);
+          assert.equal(r.status, 403, `${c}: ${sql}: ${r.text}`);
+          assert.equal(r.json.code, 'mask_predicate', sql);
+        }
+        const own = await adhoc(c, 'SELECT e FROM (SELECT id, email AS e FROM customers) AS t WHERE id = 1');
+        assert.equal(own.status, 200, `${c}: ${own.text}`);
+        const counted = await adhoc(c, 'SELECT count(*) AS n FROM customers');
+        assert.equal(counted.status, 200, `${c}: ${counted.text}`);
+        assert.equal(Number(counted.json[0].n) >= 1, true);
+      }
+    });
+  }
 });
 
 describe('sqlite: a connection opens only files inside QUERYAPIGATE_HOME, never the store', () => {
