@@ -51,7 +51,8 @@ export type FromItem =
   | { k: 'func'; name: string; args: Ex; argc: number; alias: string | null; cols: string[] | null; ordinality: boolean };
 
 export type Query =
-  | { k: 'select'; ctes: Cte[]; from: FromItem[]; cols: SelCol[]; extra: Ex[]; into: boolean }
+  /** `distinct`: SELECT DISTINCT, which matches rows by every column it shows. */
+  | { k: 'select'; ctes: Cte[]; from: FromItem[]; cols: SelCol[]; extra: Ex[]; into: boolean; distinct?: true }
   /** `compares`: some operator matches rows across branches (UNION, INTERSECT, EXCEPT; not UNION ALL). */
   | { k: 'setop'; ctes: Cte[]; parts: Query[]; extra: Ex[]; compares: boolean }
   | { k: 'values'; rows: Ex[][] }
@@ -267,6 +268,8 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
       scope.outputNames = new Set(q.cols.map((c) => c.alias ?? c.implicitName).filter((n): n is string => n !== null));
       for (const e of q.extra) mergeInto(acc.predicates, evalEx(e, scope, acc));
       scope.outputNames = undefined;
+      // DISTINCT keeps one of the rows whose values match, as GROUP BY and UNION do: how many come back tells which match.
+      if (q.distinct) mergeInto(acc.predicates, out ? flattenSources(out) : { sources: [], traced: false });
       if (q.into) {
         // SELECT ... INTO a new table (PostgreSQL) stores its rows: what it writes is its output.
         acc.selectInto = true;

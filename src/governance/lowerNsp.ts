@@ -109,7 +109,9 @@ function lowerSelect(s: Node, ctes: Cte[]): Query {
   extra.push(rest);
   const target = s.into as Node | null | undefined;
   const into = !!(target && (target.expr || target.type || target.keyword));
-  return { k: 'select', ctes, from, cols, extra, into };
+  const q: Query = { k: 'select', ctes, from, cols, extra, into };
+  if (typeof s.distinct === 'string' && s.distinct.toUpperCase() === 'DISTINCT') q.distinct = true;
+  return q;
 }
 
 function lowerSelCol(c: Node): SelCol {

@@ -126,7 +126,9 @@ function lowerSelect(s: pg.SelectFromStatement, ctes: Cte[]): Query {
   walk(s.limit, rest);
   if (Array.isArray(s.distinct)) walk(s.distinct, rest);
   extra.push(rest);
-  return { k: 'select', ctes, from, cols, extra, into: false };
+  const q: Query = { k: 'select', ctes, from, cols, extra, into: false };
+  if (s.distinct === 'distinct') q.distinct = true; // DISTINCT ON's expressions are among the predicates already
+  return q;
 }
 
 function lowerSelCol(c: pg.SelectedColumn): SelCol {

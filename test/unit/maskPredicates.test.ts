@@ -41,6 +41,9 @@ const REFUSED = [
   'SELECT name FROM customers WHERE email = :p UNION SELECT name FROM customers',
   'SELECT c.name FROM customers c JOIN contacts k ON k.email = c.email',
   'SELECT name FROM customers WHERE id IN (SELECT customer_id FROM orders) AND email IS NOT NULL',
+  'SELECT DISTINCT email FROM customers',
+  'SELECT DISTINCT * FROM customers',
+  'SELECT id FROM (SELECT DISTINCT email AS e, id FROM customers) AS t',
 ];
 
 const ALLOWED = [
@@ -50,6 +53,7 @@ const ALLOWED = [
   'SELECT email FROM customers ORDER BY id',
   'SELECT id, email FROM contacts WHERE email LIKE :p',
   'SELECT count(*) AS n FROM customers GROUP BY name',
+  'SELECT DISTINCT name FROM customers',
 ];
 
 for (const dialect of ['postgres', 'mysql', 'sqlite'] as SqlDialect[]) {
