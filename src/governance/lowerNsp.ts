@@ -93,7 +93,8 @@ function lowerSelect(s: Node, ctes: Cte[]): Query {
   if (s.type !== 'select') return lowerNspStatement(s);
   const from: FromItem[] = [];
   const extra: Ex[] = [];
-  for (const f of Array.isArray(s.from) ? s.from : []) {
+  const froms: Node[] = Array.isArray(s.from) ? s.from : [];
+  for (const f of froms) {
     const item = lowerFrom(f);
     if (item) from.push(item);
     if (f.on) extra.push(lowerEx(f.on));
@@ -103,6 +104,7 @@ function lowerSelect(s: Node, ctes: Cte[]): Query {
   const cols: SelCol[] = [];
   if (s.columns === '*') cols.push({ ex: emptyEx(), alias: null, star: { q: null }, implicitName: null });
   else for (const c of (s.columns ?? []) as Node[]) cols.push(lowerSelCol(c));
+  if (froms.some(isNatural)) extra.push(naturalMatch(from));
   const rest = emptyEx();
   for (const key of ['where', 'groupby', 'having', 'orderby', 'limit', 'window', 'qualify']) walk(s[key], rest);
   if (s.distinct && typeof s.distinct === 'object') walk(s.distinct, rest);
@@ -163,9 +165,29 @@ function splitAlias(as: unknown): { alias: string | null; cols: string[] | null 
   return { alias: m[1].trim(), cols: m[2].split(',').map((s) => s.trim().replace(/^"|"$/g, '').toLowerCase()) };
 }
 
+/**
+ * `a NATURAL JOIN b` reads here as `a` aliased NATURAL, joined to `b` with no ON, where PostgreSQL and SQLite match the
+ * rows on every column the two share (which only the schema names). Whether a FROM item is such a left side.
+ */
+function isNatural(f: Node): boolean {
+  return typeof f.as === 'string' && f.as.toLowerCase() === 'natural';
+}
+
+/** What a FROM list with a NATURAL JOIN matches rows by: the whole rows of its items (the shared columns among them). */
+function naturalMatch(from: FromItem[]): Ex {
+  const ex = emptyEx();
+  for (const item of from) {
+    const q = item.alias ?? (item.k === 'table' ? tableRef(item.schema, item.name) : item.k === 'func' ? item.name : null);
+    if (q === null)
+      ex.opaque = true; // a subquery without a name: what it shares can't be named
+    else ex.refs.push({ q, name: '*' });
+  }
+  return ex;
+}
+
 function lowerFrom(f: Node): FromItem | null {
   if (f.type === 'dual') return null;
-  const { alias, cols } = splitAlias(f.as);
+  const { alias, cols } = splitAlias(isNatural(f) ? null : f.as);
   if (f.table !== undefined && f.expr === undefined) {
     const name = tblIdent(f.table);
     if (!name) throw new LoweringError('a table without a name');
@@ -226,6 +248,11 @@ function lowerWrite(st: Node): Query {
     }
   }
   if (targets.length === 0) throw new LoweringError('a write without a target table');
+  if (fromItems.some(isNatural) || tableItems.some(isNatural)) {
+    const matched = naturalMatch(from);
+    extra.refs.push(...matched.refs);
+    extra.opaque ||= matched.opaque;
+  }
   const stored = emptyEx();
   const values = st.values as Node | null | undefined;
   if (values && typeof values === 'object' && (values.type === 'select' || values.ast)) source = lowerNspStatement((values.ast ?? values) as Node);

@@ -214,21 +214,26 @@ describe('inference through predicates: refused for a key that asks for it, on e
     }
   });
 
-  // Whether a statement fails, how many rows a generator makes or how many DISTINCT keeps, answers a predicate on what
-  // it reads: the rule's action does not matter, as the database computes before the gateway nulls or drops.
+  // Whether a statement fails, how many rows a generator makes, DISTINCT keeps or a NATURAL JOIN matches answers a
+  // predicate on what it reads: the rule's action does not matter, as the database computes before the gateway nulls or
+  // drops.
   const failsWhere: Record<string, (guess: string) => string> = {
     pg: (g) => `SELECT id, CASE WHEN email LIKE '${g}%' THEN 1 / (id - id) ELSE 1 END AS x FROM customers WHERE id = 1`,
     my: (g) => `SELECT id, CASE WHEN email LIKE '${g}%' THEN EXP(800) ELSE 1 END AS x FROM customers WHERE id = 1`,
     lite: (g) => `SELECT id, CASE WHEN email LIKE '${g}%' THEN abs(-9223372036854775808) ELSE 1 END AS x FROM customers WHERE id = 1`,
   };
+  // NATURAL JOIN matches rows on every column the two sides share, here id and email: a row comes back if the guess is
+  // right (a reader that took NATURAL for the left table's alias saw no predicate at all).
+  const NATURAL_GUESS = "SELECT id FROM customers NATURAL JOIN (SELECT 1 AS id, 'ann@example.com' AS email) AS guess";
   const rowCounts: Record<string, string[]> = {
     pg: [
       'SELECT id FROM customers, generate_series(1, length(customers.email))',
       "SELECT id FROM customers CROSS JOIN LATERAL unnest(string_to_array(email, 'a')) AS u",
       'SELECT id FROM (SELECT id, generate_series(1, length(email)) AS z FROM customers) AS t',
+      NATURAL_GUESS,
     ],
     my: ['SELECT id FROM (SELECT id, EXP(LENGTH(email) * 50) AS z FROM customers) AS t'],
-    lite: ['SELECT id FROM (SELECT id, json(email) AS z FROM customers) AS t'],
+    lite: ['SELECT id FROM (SELECT id, json(email) AS z FROM customers) AS t', NATURAL_GUESS],
   };
   for (const action of ['null', 'drop', 'hash']) {
     test(`mask_predicates: 'refuse' with '${action}': a value computed from the column, shown or not, is refused; the column itself is served`, async () => {

@@ -116,6 +116,19 @@ test('postgres and mysql: JOIN ... USING a masked column is refused', () => {
   }
 });
 
+test('postgres and sqlite: NATURAL JOIN matches rows by the columns both sides share, a masked one among them', () => {
+  for (const dialect of ['postgres', 'sqlite'] as SqlDialect[]) {
+    for (const sql of [
+      'SELECT name FROM customers NATURAL JOIN contacts',
+      'SELECT customers.name FROM customers NATURAL LEFT JOIN contacts',
+      "SELECT id FROM customers NATURAL JOIN (SELECT 1 AS id, 'a@example.com' AS email) AS guess",
+    ]) {
+      assert.equal(verdict(sql, dialect), 'mask_predicate', `${dialect}: ${sql}`);
+    }
+    assert.equal(verdict('SELECT total FROM orders NATURAL JOIN contacts', dialect), 'ok', dialect);
+  }
+});
+
 test('without rules nothing is refused', () => {
   checkPredicates(analyzeStatement('SELECT name FROM customers WHERE email LIKE :p', 'postgres'), schemaOf('postgres', TABLES), []);
 });
