@@ -52,7 +52,7 @@ export type FromItem =
 
 export type Query =
   /** `distinct`: SELECT DISTINCT, which matches rows by every column it shows. */
-  | { k: 'select'; ctes: Cte[]; from: FromItem[]; cols: SelCol[]; extra: Ex[]; into: boolean; distinct?: true }
+  | { k: 'select'; ctes: Cte[]; from: FromItem[]; cols: SelCol[]; extra: Ex[]; into: boolean; distinct?: true; keys?: OutputKeys }
   /** `compares`: some operator matches rows across branches (UNION, INTERSECT, EXCEPT; not UNION ALL). */
   | { k: 'setop'; ctes: Cte[]; parts: Query[]; extra: Ex[]; compares: boolean }
   | { k: 'values'; rows: Ex[][] }
@@ -70,6 +70,20 @@ export type Query =
     }
   /** A statement with no rows to describe (SHOW, DESCRIBE, EXPLAIN, DDL): its tables and verb only. */
   | { k: 'other'; verb: string | null; tables: string[]; targets: string[]; inner: Query | null };
+
+/**
+ * What a SELECT's GROUP BY, DISTINCT ON and ORDER BY name of its own output rather than of its tables (`ORDER BY 2`;
+ * the names are read as expressions too, where an output's alias resolves: lineage.ts `resolve`). Both parsers hang a
+ * set operation's ORDER BY on its last part, and cannot tell it from one in that part's parentheses.
+ */
+export interface OutputKeys {
+  /** GROUP BY and DISTINCT ON items written as a position (1-based). */
+  grouped: number[];
+  /** ORDER BY items written as a position. */
+  sorted: number[];
+  /** Every unqualified name ORDER BY reads: over a set operation, the database may read it as the result's column. */
+  sortNames: string[];
+}
 
 /** A base-table column an output is computed from; column '*' = every column of the table. */
 export interface ColumnSource {
@@ -209,8 +223,8 @@ interface Item {
 }
 
 interface Scope {
-  /** While a SELECT's clauses after its list are read: the names its output columns have. */
-  outputNames?: Set<string>;
+  /** While a SELECT's clauses after its list are read: its output columns, which a name there may mean (an alias). */
+  outputs?: OutputColumn[];
   items: Item[];
   ctes: Map<string, OutputColumn[] | null>;
   parent: Scope | null;
@@ -264,10 +278,11 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
       const scope = withCtes(q.ctes, outer, acc);
       for (const f of q.from) addFrom(f, scope, acc);
       const out = selectList(q.cols, scope, acc);
-      // ORDER BY, GROUP BY and HAVING may name an output column: such a name need not be a table's.
-      scope.outputNames = new Set(q.cols.map((c) => c.alias ?? c.implicitName).filter((n): n is string => n !== null));
+      // ORDER BY, GROUP BY and HAVING (and SQLite's WHERE) may name an output column: such a name need not be a table's.
+      scope.outputs = out ?? undefined;
       for (const e of q.extra) mergeInto(acc.predicates, evalEx(e, scope, acc));
-      scope.outputNames = undefined;
+      scope.outputs = undefined;
+      for (const n of q.keys ? [...q.keys.grouped, ...q.keys.sorted] : []) mergeInto(acc.predicates, atPosition(out, n));
       // DISTINCT keeps one of the rows whose values match, as GROUP BY and UNION do: how many come back tells which match.
       if (q.distinct) mergeInto(acc.predicates, out ? flattenSources(out) : { sources: [], traced: false });
       if (q.into) {
@@ -284,8 +299,14 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
       // Matching rows across branches compares their values: `SELECT email ... INTERSECT SELECT name ...` is empty
       // unless some email is a name, as a WHERE would tell.
       if (q.compares) for (const s of shapes) mergeInto(acc.predicates, s ? flattenSources(s) : { sources: [], traced: false });
-      if (shapes.some((s) => s === null)) return null;
-      return combine(shapes as OutputColumn[][]);
+      const out = shapes.some((s) => s === null) ? null : combine(shapes as OutputColumn[][]);
+      // Its ORDER BY, hung on the last part, sorts the whole result by its columns (every part's), by position or name.
+      const last = q.parts[q.parts.length - 1];
+      if (last.k === 'select' && last.keys) {
+        for (const n of last.keys.sorted) mergeInto(acc.predicates, atPosition(out, n));
+        for (const name of last.keys.sortNames) mergeInto(acc.predicates, outputsNamed(out, name));
+      }
+      return out;
     }
     case 'values': {
       const scope: Scope = { items: [], ctes: new Map(), parent: outer };
@@ -473,6 +494,31 @@ function expandItem(item: Item): OutputColumn[] {
   return item.funcCols.map((name) => ({ kind: 'column', name, sources: item.funcSources!, traced: item.funcTraced! }));
 }
 
+/** The output at 1-based position `n`; all of them when a star or set operation comes first (its width needs the schema). */
+function atPosition(out: OutputColumn[] | null, n: number): { sources: ColumnSource[]; traced: boolean } {
+  if (out === null) return { sources: [], traced: false };
+  for (let i = 0; i < out.length && i < n; i++) {
+    const c = out[i];
+    if (c.kind !== 'column') return flattenSources(out);
+    if (i === n - 1) return c;
+  }
+  return { sources: [], traced: true }; // past the last: the database refuses it
+}
+
+/**
+ * The outputs a name may mean, its case ignored (MySQL's aliases ignore it): a star's columns are its table's, which
+ * the name resolves to already; a set operation's whose parts hold stars could be any.
+ */
+function outputsNamed(out: OutputColumn[] | null, name: string): { sources: ColumnSource[]; traced: boolean } {
+  const r = { sources: [] as ColumnSource[], traced: out !== null };
+  const folded = name.toLowerCase();
+  for (const c of out ?? []) {
+    if (c.kind === 'column' && c.name.toLowerCase() === folded) mergeInto(r, c);
+    else if (c.kind === 'setop') mergeInto(r, flattenSources([c]));
+  }
+  return r;
+}
+
 function opaqueColumn(name: string): Col {
   return { kind: 'column', name, sources: [], traced: false };
 }
@@ -644,7 +690,11 @@ function resolve(ref: Ref, scope: Scope, acc: Acc): { sources: ColumnSource[]; t
     }
     if (definite) break;
   }
-  if (!found) r.traced = false;
-  if (wholeRow || scope.outputNames?.has(ref.name)) for (const src of r.sources) if (src.ref === id) src.optional = true;
+  // An output's alias: the database may read the name as that output (ORDER BY prefers it) or as a table's column.
+  const folded = ref.name.toLowerCase();
+  const aliased = scope.outputs?.some((c) => c.kind === 'column' && c.name.toLowerCase() === folded) ?? false;
+  if (!found && !aliased) r.traced = false;
+  if (wholeRow || aliased) for (const src of r.sources) if (src.ref === id) src.optional = true;
+  if (aliased) mergeInto(r, outputsNamed(scope.outputs!, ref.name));
   return r;
 }

@@ -1,7 +1,7 @@
 // In charge of lowering a node-sql-parser statement (MySQL/MariaDB, and PostgreSQL or SQLite text that
 // pgsql-ast-parser can't read) to the governance IR in lineage.ts. Statement kinds it does not know are
 // refused, never guessed. Must not import HTTP/uWS or sources.
-import { type Cte, type Ex, type FromItem, pickedArgs, type Query, type SelCol } from './lineage.js';
+import { type Cte, type Ex, type FromItem, type OutputKeys, pickedArgs, type Query, type SelCol } from './lineage.js';
 import { LoweringError } from './lowerPg.js';
 import { tableRef } from './names.js';
 
@@ -113,7 +113,24 @@ function lowerSelect(s: Node, ctes: Cte[]): Query {
   const into = !!(target && (target.expr || target.type || target.keyword));
   const q: Query = { k: 'select', ctes, from, cols, extra, into };
   if (typeof s.distinct === 'string' && s.distinct.toUpperCase() === 'DISTINCT') q.distinct = true;
+  const listed = (n: unknown): Node[] => (Array.isArray(n) ? n : Array.isArray((n as Node | null)?.columns) ? ((n as Node).columns as Node[]) : []);
+  const grouping = listed(s.groupby);
+  const distinctOn = typeof s.distinct === 'object' ? listed(s.distinct) : [];
+  const sorting = (Array.isArray(s.orderby) ? s.orderby : []).map((o: Node) => o.expr as Node);
+  const keys = outputKeys([...grouping, ...distinctOn.map((d) => (d.expr ?? d) as Node)], sorting);
+  if (keys) q.keys = keys;
   return q;
+}
+
+/** SelectQuery.keys: the items written as a bare position, and the unqualified names ORDER BY reads. */
+function outputKeys(grouping: Node[], sorting: Node[]): OutputKeys | null {
+  const position = (e: Node | undefined): number | null => (e?.type === 'number' && Number.isInteger(e.value) ? Number(e.value) : null);
+  const grouped = grouping.map(position).filter((n): n is number => n !== null);
+  const sorted = sorting.map(position).filter((n): n is number => n !== null);
+  const sortNames = lowerEx(sorting)
+    .refs.filter((r) => r.q === null && r.name !== '*')
+    .map((r) => r.name);
+  return grouped.length || sorted.length || sortNames.length ? { grouped, sorted, sortNames } : null;
 }
 
 function lowerSelCol(c: Node): SelCol {

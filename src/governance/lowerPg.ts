@@ -2,7 +2,7 @@
 // lineage.ts. Statement kinds it does not know are refused, never guessed. Must not import HTTP/uWS or
 // sources.
 import type * as pg from 'pgsql-ast-parser';
-import { type Cte, type Ex, type FromItem, pickedArgs, type Query, type SelCol } from './lineage.js';
+import { type Cte, type Ex, type FromItem, type OutputKeys, pickedArgs, type Query, type SelCol } from './lineage.js';
 import { tableRef } from './names.js';
 
 export class LoweringError extends Error {}
@@ -128,7 +128,21 @@ function lowerSelect(s: pg.SelectFromStatement, ctes: Cte[]): Query {
   extra.push(rest);
   const q: Query = { k: 'select', ctes, from, cols, extra, into: false };
   if (s.distinct === 'distinct') q.distinct = true; // DISTINCT ON's expressions are among the predicates already
+  const sortBy = (s.orderBy ?? []).map((o) => o.by);
+  const keys = outputKeys([...(s.groupBy ?? []), ...(Array.isArray(s.distinct) ? s.distinct : [])], sortBy);
+  if (keys) q.keys = keys;
   return q;
+}
+
+/** SelectQuery.keys: the items written as a bare position, and the unqualified names ORDER BY reads. */
+function outputKeys(grouping: pg.Expr[], sorting: pg.Expr[]): OutputKeys | null {
+  const position = (e: pg.Expr): number | null => (e.type === 'integer' ? e.value : null);
+  const grouped = grouping.map(position).filter((n): n is number => n !== null);
+  const sorted = sorting.map(position).filter((n): n is number => n !== null);
+  const names = emptyEx();
+  walk(sorting, names);
+  const sortNames = names.refs.filter((r) => r.q === null && r.name !== '*').map((r) => r.name);
+  return grouped.length || sorted.length || sortNames.length ? { grouped, sorted, sortNames } : null;
 }
 
 function lowerSelCol(c: pg.SelectedColumn): SelCol {

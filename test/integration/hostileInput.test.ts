@@ -224,6 +224,14 @@ describe('inference through predicates: refused for a key that asks for it, on e
   };
   // NATURAL JOIN matches rows on every column the two sides share, here id and email: a row comes back if the guess is
   // right (a reader that took NATURAL for the left table's alias saw no predicate at all).
+  // The same as a WHERE, GROUP BY or ORDER BY of the column, through an output's alias or position, or a DISTINCT.
+  const BY_OUTPUT = [
+    'SELECT DISTINCT email FROM customers',
+    'SELECT email AS e FROM customers ORDER BY e',
+    'SELECT id, email FROM customers ORDER BY 2',
+    'SELECT email AS e, count(*) AS n FROM customers GROUP BY e',
+    'SELECT email FROM customers UNION ALL SELECT name FROM customers ORDER BY 1',
+  ];
   const NATURAL_GUESS = "SELECT id FROM customers NATURAL JOIN (SELECT 1 AS id, 'ann@example.com' AS email) AS guess";
   const rowCounts: Record<string, string[]> = {
     pg: [
@@ -246,7 +254,7 @@ describe('inference through predicates: refused for a key that asks for it, on e
       });
       const adhoc = (connection: string, sql: string) => s.call('POST', '/execute_sql', { body: { connection_name: connection, sql }, key: key.secret });
       for (const c of ['pg', 'my', 'lite']) {
-        for (const sql of [failsWhere[c]('a'), failsWhere[c]('b'), ...rowCounts[c], 'SELECT DISTINCT email FROM customers']) {
+        for (const sql of [failsWhere[c]('a'), failsWhere[c]('b'), ...rowCounts[c], ...BY_OUTPUT]) {
           const r = await adhoc(c, sql);
           assert.equal(r.status, 403, `${c}: ${sql}: ${r.text}`);
           assert.equal(r.json.code, 'mask_predicate', sql);

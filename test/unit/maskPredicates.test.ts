@@ -129,6 +129,39 @@ test('postgres and sqlite: NATURAL JOIN matches rows by the columns both sides s
   }
 });
 
+// ORDER BY and GROUP BY (MySQL's and SQLite's HAVING, SQLite's WHERE) may name an output by its alias or position; a set
+// operation's ORDER BY, which the parsers hang on its last part, sorts every part's column.
+const BY_OUTPUT = [
+  'SELECT email AS e FROM customers ORDER BY e',
+  'SELECT email AS id FROM customers ORDER BY id',
+  'SELECT id, email AS e FROM customers GROUP BY id, e',
+  'SELECT id, email FROM customers ORDER BY 2',
+  'SELECT id, email FROM customers GROUP BY 1, 2',
+  'SELECT email FROM customers UNION ALL SELECT name FROM customers ORDER BY 1',
+  'SELECT name AS x FROM customers UNION ALL SELECT email AS x FROM customers ORDER BY x',
+  'SELECT * FROM customers ORDER BY 3',
+];
+const BY_OTHER_OUTPUT = [
+  'SELECT id, email FROM customers ORDER BY 1',
+  'SELECT name AS n, email FROM customers ORDER BY n',
+  'SELECT count(*) AS n, name FROM customers GROUP BY 2 ORDER BY 1',
+  'SELECT 1 AS k FROM customers ORDER BY k',
+  'SELECT id, name FROM customers UNION ALL SELECT id, email FROM customers ORDER BY 1',
+  'SELECT * FROM orders ORDER BY 2',
+];
+for (const dialect of ['postgres', 'mysql', 'sqlite'] as SqlDialect[]) {
+  test(`${dialect}: an output named by alias or position sorts or groups by what it shows`, async (t) => {
+    for (const sql of BY_OUTPUT) await t.test(sql, () => assert.equal(verdict(sql, dialect), 'mask_predicate'));
+    for (const sql of BY_OTHER_OUTPUT) await t.test(sql, () => assert.equal(verdict(sql, dialect), 'ok'));
+  });
+}
+
+test('postgres: DISTINCT ON a position; mysql and sqlite: HAVING an alias; sqlite: WHERE an alias', () => {
+  assert.equal(verdict('SELECT DISTINCT ON (2) id, email FROM customers', 'postgres'), 'mask_predicate');
+  assert.equal(verdict("SELECT email AS e FROM customers HAVING e > 'm'", 'mysql'), 'mask_predicate');
+  assert.equal(verdict("SELECT email AS e FROM customers WHERE e > 'm'", 'sqlite'), 'mask_predicate');
+});
+
 test('without rules nothing is refused', () => {
   checkPredicates(analyzeStatement('SELECT name FROM customers WHERE email LIKE :p', 'postgres'), schemaOf('postgres', TABLES), []);
 });
