@@ -144,16 +144,9 @@ export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAna
   } else if (scan.verb === 'show' || scan.verb === 'describe' || scan.verb === 'desc') {
     q = { k: 'other', verb: null, tables: showTables(tokens, scan.verb), targets: [], inner: null };
   } else if (scan.verb === 'table') {
-    const name = tableName(tokens, 1);
-    if (!name) throw new AnalysisError('TABLE without a table name', scan, true);
-    q = {
-      k: 'select',
-      ctes: [],
-      from: [{ k: 'table', name, schema: null, alias: null, cols: null }],
-      cols: [{ ex: { refs: [], subs: [], calls: [], opaque: false }, alias: null, star: { q: null }, implicitName: null }],
-      extra: [],
-      into: false,
-    };
+    // `TABLE t ...` is `SELECT * FROM t ...` (PostgreSQL, MySQL 8), and may go on (ORDER BY, UNION TABLE u): read so.
+    if (tokens.length < 2) throw new AnalysisError('TABLE without a table name', scan, true);
+    return analyzeStatement(`SELECT * FROM ${text.slice(tokens[1].at)}`, dialect);
   } else {
     const parsed = parse(text, dialect, risks, scan);
     q = parsed.q;

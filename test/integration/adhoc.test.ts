@@ -232,6 +232,28 @@ describe('/execute_sql requests', () => {
     }
   });
 
+  test('TABLE t is read as SELECT * FROM t and what follows it (a UNION, a schema, an ORDER BY), not as t alone', async () => {
+    // staff is as wide as customers, so a UNION of the two runs; vault.customers is another schema's table of that name
+    await pg.sql.unsafe(`CREATE TABLE staff (id INT, name TEXT, email TEXT); INSERT INTO staff VALUES (9, 'root', 'root@vault');
+      CREATE SCHEMA vault; CREATE TABLE vault.customers (id INT, name TEXT, email TEXT); INSERT INTO vault.customers VALUES (7, 'x', 'x@vault')`);
+    for (const [key, sql, code] of [
+      ['tables-only', 'TABLE customers UNION ALL TABLE staff', 'table_check_failed'],
+      ['tables-only', 'TABLE vault.customers', 'table_not_allowed'],
+      ['reader', 'TABLE customers UNION ALL TABLE staff', 'table_check_failed'],
+    ]) {
+      const r = await adhoc({ connection_name: 'pg', sql }, { key: keys[key] });
+      assert.equal(r.status, 403, `${key}: ${sql}: ${r.text}`);
+      assert.equal(r.json.code, code, `${key}: ${sql}: ${r.text}`);
+      assert.ok(!r.text.includes('@vault'), r.text);
+    }
+    const sorted = await adhoc({ connection_name: 'pg', sql: 'TABLE customers ORDER BY id DESC LIMIT 1' }, { key: keys['tables-only'] });
+    assert.equal(sorted.status, 200, sorted.text);
+    assert.deepEqual(sorted.json, [{ id: 3, name: 'cy', email: 'cy@example.com' }]);
+    const hashed = await adhoc({ connection_name: 'pg', sql: 'TABLE customers ORDER BY id LIMIT 1' });
+    assert.equal(hashed.status, 200, hashed.text);
+    assert.match(hashed.json[0].email, HEX16);
+  });
+
   test('the administrator may write when the server allows it', async () => {
     const r = await adhoc({ connection_name: 'pg', sql: "INSERT INTO secrets VALUES (2, 'x')" }, { key: ADMIN });
     assert.equal(r.status, 200, r.text);
