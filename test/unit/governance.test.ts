@@ -62,6 +62,7 @@ const CORPUS: LineageCase[] = [
   { sql: 'SELECT concat(c.name, c.email) AS label FROM customers c', tables: ['customers'], masks: 'h' },
   { sql: 'SELECT name, phone FROM customers', tables: ['customers'], masks: '- m' },
   { sql: 'SELECT * FROM customers', tables: ['customers'], masks: STAR_CUSTOMERS },
+  { sql: 'TABLE orders ORDER BY id LIMIT 2', tables: ['orders'], masks: STAR_ORDERS },
   { sql: 'SELECT c.* FROM customers c', tables: ['customers'], masks: STAR_CUSTOMERS },
   { sql: 'SELECT o.*, c.email FROM orders o JOIN customers c ON c.id = o.customer_id', tables: ['customers', 'orders'], masks: `${STAR_ORDERS} h` },
   { sql: 'SELECT * FROM customers c JOIN orders o ON o.customer_id = c.id', tables: ['customers', 'orders'], masks: `${STAR_CUSTOMERS} ${STAR_ORDERS}` },
