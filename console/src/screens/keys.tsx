@@ -315,7 +315,7 @@ function KeyForm({
           {(id) => (
             <select id={id} value={d.mask_predicates} onChange={(e) => set('mask_predicates')((e.target as HTMLSelectElement).value)}>
               <option value="allow">allowed</option>
-              <option value="refuse">refused (no WHERE, JOIN, GROUP BY or ORDER BY on them)</option>
+              <option value="refuse">refused (no WHERE, JOIN, GROUP BY, ORDER BY or computing with them)</option>
             </select>
           )}
         </Field>
