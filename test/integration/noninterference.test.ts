@@ -1,0 +1,185 @@
+// Noninterference for a key that refuses inference through predicates: whatever such a key is served must not depend on
+// what the masked column holds. Each statement below is judged as the gateway judges it for that key (analysis, mask
+// plan, predicate check) and, when served, run on two real databases that differ only in customers.email; the
+// answers (the dropped column taken out), or the failures, must be the same. Statements that read the column only to
+// show it, or read other columns, must be served, so refusing everything would not pass.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import mysql from 'mysql2/promise';
+import { GatewayError } from '../../src/contract/errors.js';
+import { analyzeStatement, type SqlDialect } from '../../src/governance/analysis.js';
+import { checkPredicates, type MaskRule, planMasks } from '../../src/governance/masking.js';
+import { schemaOf } from '../../src/governance/names.js';
+import { scratchDatabase } from '../helpers.js';
+
+const RULES: MaskRule[] = [{ column: 'customers.email', action: 'drop' }];
+const TABLES = { customers: ['id', 'name', 'email'], contacts: ['id', 'email'] };
+/** Two worlds: the same rows, other addresses (lengths, letters, order and duplicates all differ). */
+const EMAILS = [
+  ['ann@example.com', 'bob@example.com', 'ann@example.com'],
+  ['zed@x.io', 'a.much.longer.address@example.org', 'c@y.net'],
+];
+const setup = (emails: string[]) => `CREATE TABLE customers (id INT PRIMARY KEY, name TEXT, email TEXT);
+  INSERT INTO customers VALUES (1, 'ann', '${emails[0]}'), (2, 'bob', '${emails[1]}'), (3, 'cy', '${emails[2]}');
+  CREATE TABLE contacts (id INT PRIMARY KEY, email TEXT);
+  INSERT INTO contacts VALUES (1, 'ann@example.com'), (2, 'zed@x.io');`;
+
+/** Served to the key: each reads the masked column only to show it (then dropped), or not at all. */
+const SERVED = [
+  'SELECT id, name, email FROM customers ORDER BY id',
+  'SELECT * FROM customers WHERE id = 2',
+  'SELECT e, id FROM (SELECT id, email AS e FROM customers) AS t ORDER BY 2',
+  'SELECT count(*) AS n FROM customers',
+  'SELECT name, id FROM customers ORDER BY 2 DESC',
+  'SELECT name AS n, email FROM customers ORDER BY n',
+  'SELECT c.id, k.email FROM customers c JOIN contacts k ON k.id = c.id ORDER BY c.id',
+  'SELECT id FROM customers UNION ALL SELECT id FROM contacts ORDER BY 1',
+  'WITH t AS (SELECT id, email FROM customers) SELECT id, email FROM t ORDER BY id',
+];
+
+/** Each answers something of the masked column, in a way the key must be refused. */
+const PROBES = [
+  "SELECT id FROM customers WHERE email LIKE 'a%' ORDER BY id",
+  'SELECT id FROM customers ORDER BY email, id',
+  'SELECT email AS e, id FROM customers ORDER BY e, id',
+  'SELECT id, email FROM customers ORDER BY 2, 1',
+  'SELECT count(*) AS n FROM customers GROUP BY email ORDER BY 1',
+  'SELECT email AS e, count(*) AS n FROM customers GROUP BY e ORDER BY 2',
+  'SELECT id, email FROM customers GROUP BY 2, 1 ORDER BY 1',
+  'SELECT DISTINCT email FROM customers',
+  'SELECT count(*) AS n FROM (SELECT DISTINCT email FROM customers) AS t',
+  'SELECT id, length(email) AS n FROM customers ORDER BY id',
+  "SELECT id, CASE WHEN email LIKE 'a%' THEN 1 / (id - id) ELSE 1 END AS x FROM customers WHERE id = 1",
+  "SELECT id FROM (SELECT id, CASE WHEN email LIKE 'b%' THEN 1 / (id - id) ELSE 1 END AS x FROM customers) AS t WHERE x = 1",
+  'SELECT email FROM customers UNION SELECT email FROM contacts',
+  'SELECT email FROM customers INTERSECT SELECT email FROM contacts',
+  'SELECT email FROM customers UNION ALL SELECT email FROM contacts ORDER BY 1',
+  'SELECT id FROM customers c WHERE EXISTS (SELECT 1 FROM contacts k WHERE k.email = c.email) ORDER BY id',
+  'SELECT c.id FROM customers c JOIN contacts k ON k.email = c.email ORDER BY c.id',
+  'SELECT id FROM customers NATURAL JOIN contacts ORDER BY id',
+  'SELECT id, (SELECT count(*) FROM customers d WHERE d.email < c.email) AS r FROM customers c ORDER BY id',
+  'SELECT id FROM customers ORDER BY id LIMIT (SELECT length(email) - 14 FROM customers WHERE id = 1)',
+  'SELECT max(email) AS m FROM customers',
+  'SELECT id, row_number() OVER (ORDER BY email) AS r FROM customers ORDER BY id',
+];
+const PG_PROBES = [
+  'SELECT id FROM customers, generate_series(1, length(customers.email)) AS g ORDER BY id',
+  "SELECT id FROM customers CROSS JOIN LATERAL unnest(string_to_array(email, 'a')) AS u ORDER BY id",
+  'SELECT DISTINCT ON (email) id FROM customers ORDER BY email, id',
+  'SELECT DISTINCT ON (2) id, email FROM customers ORDER BY 2, 1',
+  'TABLE customers ORDER BY email, id',
+];
+
+type Answer = { rows: unknown[] } | { failed: true };
+type Runner = (sql: string) => Promise<Answer>;
+
+/** The key's verdict: served (with the output positions it drops), or refused and why. */
+function judge(sql: string, dialect: SqlDialect): { served: true; dropped: Set<number> } | { served: false; code: string } {
+  try {
+    const a = analyzeStatement(sql, dialect);
+    const schema = schemaOf(dialect, TABLES);
+    const plan = planMasks(a, schema, RULES);
+    checkPredicates(a, schema, RULES);
+    const dropped = new Set<number>();
+    plan.actions.forEach((action, i) => {
+      if (action !== null) dropped.add(i);
+    });
+    return { served: true, dropped };
+  } catch (e) {
+    return { served: false, code: e instanceof GatewayError ? e.code : `analysis: ${(e as Error).message.slice(0, 60)}` };
+  }
+}
+
+/** An answer as the key sees it: rows as arrays, the masked positions taken out. */
+function seen(answer: Answer, dropped: Set<number>): string {
+  if ('failed' in answer) return 'failed';
+  return JSON.stringify(answer.rows.map((r) => (r as unknown[]).filter((_, i) => !dropped.has(i))));
+}
+
+async function holds(dialect: SqlDialect, worlds: [Runner, Runner]): Promise<void> {
+  for (const sql of SERVED) {
+    const v = judge(sql, dialect);
+    assert.ok(v.served, `${dialect}: should be served: ${sql} (${!v.served && v.code})`);
+  }
+  const probes = dialect === 'postgres' ? [...PROBES, ...PG_PROBES] : PROBES;
+  let differ = 0;
+  for (const sql of [...SERVED, ...probes]) {
+    const v = judge(sql, dialect);
+    const [one, two] = [await worlds[0](sql), await worlds[1](sql)];
+    const dropped = v.served ? v.dropped : new Set<number>();
+    // The probe must tell the worlds apart to the unmasked eye, or it proves nothing.
+    if (probes.includes(sql) && JSON.stringify(one) !== JSON.stringify(two)) differ++;
+    // Refused: by the predicate check, or as a statement the gateway cannot read (SQLite's INTERSECT), either way unserved.
+    if (v.served) assert.equal(seen(one, dropped), seen(two, dropped), `${dialect}: served, and its answer depends on the masked column: ${sql}`);
+  }
+  assert.ok(differ >= probes.length - 3, `${dialect}: only ${differ} of ${probes.length} probes differ between the worlds`);
+}
+
+describe('a key refusing predicates is served nothing that depends on a masked column', () => {
+  const pgs: Array<Awaited<ReturnType<typeof scratchDatabase>>> = [];
+  const lites: Database.Database[] = [];
+  const mys: mysql.Connection[] = [];
+  const myDbs = EMAILS.map((_, i) => `qag_noninterference_${process.pid}_${i}`);
+  before(async () => {
+    for (const [i, emails] of EMAILS.entries()) {
+      const my = await mysql.createConnection({ host: '127.0.0.1', user: 'root', multipleStatements: true, rowsAsArray: true });
+      await my.query(`CREATE DATABASE ${myDbs[i]}; USE ${myDbs[i]}; ${setup(emails)}`);
+      mys.push(my);
+      const pg = await scratchDatabase('qag_noninterference');
+      await pg.sql.unsafe(setup(emails));
+      pgs.push(pg);
+      const lite = new Database(':memory:');
+      lite.exec(setup(emails));
+      lites.push(lite);
+    }
+  });
+  after(async () => {
+    for (const pg of pgs) await pg.drop();
+    for (const lite of lites) lite.close();
+    for (const [i, my] of mys.entries()) {
+      await my.query(`DROP DATABASE IF EXISTS ${myDbs[i]}`);
+      await my.end();
+    }
+  });
+
+  test('PostgreSQL', async () => {
+    const runner =
+      (i: number): Runner =>
+      async (sql) => {
+        try {
+          return { rows: await pgs[i].sql.unsafe(sql).values() };
+        } catch {
+          return { failed: true };
+        }
+      };
+    await holds('postgres', [runner(0), runner(1)]);
+  });
+
+  test('MariaDB', async () => {
+    const runner =
+      (i: number): Runner =>
+      async (sql) => {
+        try {
+          const [rows] = await mys[i].query(sql);
+          return { rows: rows as unknown[] };
+        } catch {
+          return { failed: true };
+        }
+      };
+    await holds('mysql', [runner(0), runner(1)]);
+  });
+
+  test('SQLite', async () => {
+    const runner =
+      (i: number): Runner =>
+      async (sql) => {
+        try {
+          return { rows: lites[i].prepare(sql).raw().all() };
+        } catch {
+          return { failed: true };
+        }
+      };
+    await holds('sqlite', [runner(0), runner(1)]);
+  });
+});
