@@ -304,7 +304,7 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
       const last = q.parts[q.parts.length - 1];
       if (last.k === 'select' && last.keys) {
         for (const n of last.keys.sorted) mergeInto(acc.predicates, atPosition(out, n));
-        for (const name of last.keys.sortNames) mergeInto(acc.predicates, outputsNamed(out, name));
+        for (const name of last.keys.sortNames) mergeInto(acc.predicates, resultNamed(shapes, out, name));
       }
       return out;
     }
@@ -516,6 +516,21 @@ function outputsNamed(out: OutputColumn[] | null, name: string): { sources: Colu
     if (c.kind === 'column' && c.name.toLowerCase() === folded) mergeInto(r, c);
     else if (c.kind === 'setop') mergeInto(r, flattenSources([c]));
   }
+  return r;
+}
+
+/**
+ * A set operation's result columns a name may mean: SQLite matches it against every part's names, not the first part's
+ * only (`... UNION ALL SELECT name ... ORDER BY name` sorts the first part's column there too).
+ */
+function resultNamed(shapes: Array<OutputColumn[] | null>, out: OutputColumn[] | null, name: string): { sources: ColumnSource[]; traced: boolean } {
+  if (out === null) return { sources: [], traced: false };
+  if (out.some((c) => c.kind !== 'column')) return flattenSources(out); // parts with stars: the names need the schema
+  const r = { sources: [] as ColumnSource[], traced: true };
+  const folded = name.toLowerCase();
+  out.forEach((c, i) => {
+    if (shapes.some((s) => s?.[i]?.kind === 'column' && (s[i] as Col).name.toLowerCase() === folded)) mergeInto(r, c as Col);
+  });
   return r;
 }
 

@@ -56,6 +56,7 @@ const PROBES = [
   'SELECT email FROM customers UNION SELECT email FROM contacts',
   'SELECT email FROM customers INTERSECT SELECT email FROM contacts',
   'SELECT email FROM customers UNION ALL SELECT email FROM contacts ORDER BY 1',
+  'SELECT email, id FROM customers UNION ALL SELECT name, id FROM customers ORDER BY name, id',
   'SELECT id FROM customers c WHERE EXISTS (SELECT 1 FROM contacts k WHERE k.email = c.email) ORDER BY id',
   'SELECT c.id FROM customers c JOIN contacts k ON k.email = c.email ORDER BY c.id',
   'SELECT id FROM customers NATURAL JOIN contacts ORDER BY id',
@@ -103,13 +104,40 @@ const RUNS = Number(process.env.QUERYAPIGATE_TEST_RUNS ?? '1');
  * Statements put together from parts that name the column, other columns, aliases of either (one shadowing the other's
  * name) and positions, in every clause that may read an output: what a hand-written list misses.
  */
-const ITEMS = ['id', 'name', 'email', 'email AS e', 'name AS n', 'id AS k', 'length(email) AS l', 'upper(name) AS u', 'email AS name', 'name AS email'];
-const FILTERS = ['id > 1', "name <> 'x'", "email > 'b'", "n > 'b'", "e > 'b'", 'k < 3'];
+const ITEMS = [
+  'id',
+  'name',
+  'email',
+  'email AS e',
+  'name AS n',
+  'id AS k',
+  'length(email) AS l',
+  'upper(name) AS u',
+  'email AS name',
+  'name AS email',
+  "CASE WHEN email > 'b' THEN 1 ELSE 0 END AS x",
+  '(SELECT max(k2.email) FROM contacts k2) AS m',
+  'coalesce(email, name) AS c',
+];
+const FILTERS = [
+  'id > 1',
+  "name <> 'x'",
+  "email > 'b'",
+  "n > 'b'",
+  "e > 'b'",
+  'k < 3',
+  "id IN (SELECT id FROM customers WHERE email > 'b')",
+  'EXISTS (SELECT 1 FROM contacts k3 WHERE k3.email = customers.email)',
+  'id IN (SELECT k4.id FROM contacts k4)',
+  "name IN (SELECT name FROM customers WHERE name > 'b')",
+];
+const SOURCES = ['customers', '(SELECT id, name, email FROM customers) AS customers', 'customers JOIN contacts USING (id)'];
 const KEYS = ['1', '2', '3', 'id', 'name', 'email', 'e', 'n', 'k', 'l', 'u', 'length(email)', 'lower(name)'];
 const generated = fc
   .record({
     distinct: fc.boolean(),
     items: fc.uniqueArray(fc.constantFrom(...ITEMS), { minLength: 1, maxLength: 3 }),
+    from: fc.constantFrom(...SOURCES),
     where: fc.option(fc.constantFrom(...FILTERS), { nil: null }),
     order: fc.array(fc.constantFrom(...KEYS), { maxLength: 2 }),
     group: fc.boolean(),
@@ -118,7 +146,7 @@ const generated = fc
   })
   .map((g) => {
     const list = g.items.join(', ');
-    let sql = `SELECT ${g.distinct ? 'DISTINCT ' : ''}${list} FROM customers${g.where ? ` WHERE ${g.where}` : ''}`;
+    let sql = `SELECT ${g.distinct ? 'DISTINCT ' : ''}${list} FROM ${g.from}${g.where ? ` WHERE ${g.where}` : ''}`;
     if (g.group) sql += ` GROUP BY ${g.items.map((_, i) => i + 1).join(', ')}`;
     if (g.union) sql += ` UNION ALL SELECT ${g.items.map(() => 'name').join(', ')} FROM customers`;
     if (g.order.length) sql += ` ORDER BY ${g.order.join(', ')}`;
@@ -177,12 +205,12 @@ async function holds(dialect: SqlDialect, worlds: [Runner, Runner]): Promise<voi
     const v = judge(sql, dialect);
     const [one, two] = [await worlds[0](sql), await worlds[1](sql)];
     const dropped = v.served ? v.dropped : new Set<number>();
-    // The probe must tell the worlds apart to the unmasked eye, or it proves nothing.
+    // The probe must tell the worlds apart to the unmasked eye, or it proves nothing (a few fail alike on one database).
     if (probes.includes(sql) && JSON.stringify(one) !== JSON.stringify(two)) differ++;
     // Refused: by the predicate check, or as a statement the gateway cannot read (SQLite's INTERSECT), either way unserved.
     if (v.served) assert.equal(seen(one, dropped), seen(two, dropped), `${dialect}: served, and its answer depends on the masked column: ${sql}`);
   }
-  assert.ok(differ >= probes.length - 3, `${dialect}: only ${differ} of ${probes.length} probes differ between the worlds`);
+  assert.ok(differ >= Math.floor(probes.length * 0.85), `${dialect}: only ${differ} of ${probes.length} probes differ between the worlds`);
 }
 
 describe(`a key refusing predicates is served nothing that depends on a masked column (seed ${SEED})`, () => {

@@ -139,6 +139,7 @@ const BY_OUTPUT = [
   'SELECT id, email FROM customers GROUP BY 1, 2',
   'SELECT email FROM customers UNION ALL SELECT name FROM customers ORDER BY 1',
   'SELECT name AS x FROM customers UNION ALL SELECT email AS x FROM customers ORDER BY x',
+  'SELECT email, id FROM customers UNION ALL SELECT name, id FROM customers ORDER BY name',
   'SELECT * FROM customers ORDER BY 3',
 ];
 const BY_OTHER_OUTPUT = [
