@@ -118,6 +118,8 @@ const ITEMS = [
   "CASE WHEN email > 'b' THEN 1 ELSE 0 END AS x",
   '(SELECT max(k2.email) FROM contacts k2) AS m',
   'coalesce(email, name) AS c',
+  'row_number() OVER (ORDER BY id) AS r',
+  'count(*) OVER (PARTITION BY name) AS w',
 ];
 const FILTERS = [
   'id > 1',
@@ -143,6 +145,7 @@ const generated = fc
     group: fc.boolean(),
     limit: fc.boolean(),
     union: fc.boolean(),
+    wrap: fc.constantFrom('', 'cte', 'derived'),
   })
   .map((g) => {
     const list = g.items.join(', ');
@@ -150,7 +153,11 @@ const generated = fc
     if (g.group) sql += ` GROUP BY ${g.items.map((_, i) => i + 1).join(', ')}`;
     if (g.union) sql += ` UNION ALL SELECT ${g.items.map(() => 'name').join(', ')} FROM customers`;
     if (g.order.length) sql += ` ORDER BY ${g.order.join(', ')}`;
-    return g.limit ? `${sql} LIMIT 2` : sql;
+    if (g.limit) sql += ' LIMIT 2';
+    // Read again from outside, which sorts by what the inner statement shows.
+    if (g.wrap === 'cte') return `WITH t AS (${sql}) SELECT * FROM t ORDER BY 1`;
+    if (g.wrap === 'derived') return `SELECT t.* FROM (${sql}) AS t ORDER BY 1`;
+    return sql;
   });
 
 async function holdsGenerated(dialect: SqlDialect, worlds: [Runner, Runner]): Promise<number> {
