@@ -690,6 +690,9 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     try {
       return await acquire(pool);
     } catch (err) {
+      // Closed meanwhile (a connection changed, the server stopping): mysql2's "Pool is closed." is ours, not the
+      // database's, and must not mark it down (nor log that it is).
+      if (closed) throw connectionFailed('source closed');
       const detail = detailOf(err, password);
       breaker.unreachable(detail);
       throw connectionFailed(detail);

@@ -305,6 +305,16 @@ describe('mysql source (MariaDB)', () => {
     assert.match(e3.extras?.detail ?? '', /Unknown database/);
   });
 
+  test('a call cut off by its source closing is not a database that cannot be reached', async () => {
+    // The warmer's last statements on a server stopping, or on a connection just changed, meet mysql2's
+    // "Pool is closed.": that must not mark the database down, nor log that it cannot be connected to.
+    const closing = open();
+    const cut = closing.run('SELECT 1', [], READ);
+    await closing.close();
+    const e = await rejectsWith(cut, 'connection_failed');
+    assert.equal(e.extras?.detail, 'source closed');
+  });
+
   test('bad SQL is query_failed with the server text as detail', async () => {
     const e1 = await rejectsWith(src.run('SELEC id FROM items', [], READ), 'query_failed');
     assert.equal(e1.message, 'An error occurred while executing the SQL query');
