@@ -8,7 +8,7 @@ import { GatewayError } from '../contract/errors.js';
 import { checkPredicates, checkWrites, compileMasker, planMasks, type MaskPlan, type MaskRule, type Masker } from '../governance/masking.js';
 import { allSafe, checkFunctions, opaqueCalls, unsafeCalls } from '../governance/functions.js';
 import { resolveTable } from '../governance/names.js';
-import { checkOutsideReads, checkStatement, checkTables, governanceError } from '../governance/policy.js';
+import { checkOutsideReads, checkStatement, checkTables, governanceError, writeOpsError } from '../governance/policy.js';
 import type { Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { CallPlan } from './plan.js';
@@ -105,11 +105,14 @@ export function governCall(
   let reset = resetAnyway;
   if (judgeCalls && known.functions) {
     // A writer's function could copy a masked value anywhere (an INSERT in its body): a key that masks calls none.
-    if (writer && rules) {
+    // So could one that deletes or updates (a user's function, setval) for a key allowed only some writes.
+    const limitedWrites = key?.allowed_write_ops ?? null;
+    if (writer && (rules || limitedWrites)) {
       const unsafe = unsafeCalls(scan.calls, known.functions);
-      if (unsafe) {
+      if (unsafe && rules) {
         throw governanceError('mask_write', `This API key masks columns, so it may call only functions that cannot change anything (${unsafe.join(', ')} can)`);
       }
+      if (unsafe && limitedWrites) throw writeOpsError(limitedWrites, unsafe);
     }
     if (!writer && source.dialect === 'postgres') checkFunctions(scan.calls, known.functions);
     else if (!reset && !allSafe(scan.calls, known.functions)) reset = true;

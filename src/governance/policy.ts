@@ -32,7 +32,7 @@ export function checkReadOnly(a: StatementScan, mayWrite: boolean): void {
   }
   const why: string[] = [...a.writeVerbs];
   if (a.executableComment) why.push('an executable comment');
-  for (const f of a.unsafeFunctions) if (SESSION_OR_WRITE_FUNCTIONS.has(f) || f.startsWith('dblink_exec')) why.push(`${f}()`);
+  for (const f of a.unsafeFunctions) if (writesOrChangesSession(f)) why.push(`${f}()`);
   if (why.length === 0) return;
   throw governanceError(
     'read_only',
@@ -40,12 +40,31 @@ export function checkReadOnly(a: StatementScan, mayWrite: boolean): void {
   );
 }
 
-/** write_op_not_allowed when a write verb (hidden ones included) is outside the key's list; null = any. */
+/**
+ * write_op_not_allowed when a write verb (hidden ones included) is outside the key's list, or a function called writes or
+ * changes the session (setval, lo_unlink, pg_terminate_backend, ...): a write no verb in the list names; null = any.
+ * The functions the connection's catalog cannot vouch for are refused at the call (call/govern.ts).
+ */
 export function checkWriteOps(a: StatementScan, allowedWriteOps: string[] | null): void {
-  if (allowedWriteOps === null || a.writeVerbs.length === 0) return;
+  if (allowedWriteOps === null) return;
   const allowed = new Set(allowedWriteOps.map((op) => op.toLowerCase()));
-  if (a.writeVerbs.every((v) => allowed.has(v))) return;
-  throw governanceError('write_op_not_allowed', `This API key may only perform these write operations: ${[...allowed].sort().join(', ')}.`);
+  const writing = a.unsafeFunctions.filter(writesOrChangesSession);
+  if (writing.length === 0 && a.writeVerbs.every((v) => allowed.has(v))) return;
+  throw writeOpsError(
+    allowedWriteOps,
+    writing.map((f) => `${f}()`),
+  );
+}
+
+/** The refusal of a write outside `allowed_write_ops`; `functions`, as `name()`, when functions are what wrote. */
+export function writeOpsError(allowedWriteOps: string[], functions: string[] = []): GatewayError {
+  const list = [...new Set(allowedWriteOps.map((op) => op.toLowerCase()))].sort().join(', ');
+  const through = functions.length > 0 ? ` Not through functions that can change anything (${functions.join(', ')}).` : '';
+  return governanceError('write_op_not_allowed', `This API key may only perform these write operations: ${list}.${through}`);
+}
+
+function writesOrChangesSession(f: string): boolean {
+  return SESSION_OR_WRITE_FUNCTIONS.has(f) || f.startsWith('dblink_exec');
 }
 
 /**

@@ -442,6 +442,11 @@ export function judgeTokens(tokens: Token[], dialect: ScanDialect): LexicalVerdi
   const calls = new Set<string>();
   for (let k = 0; k + 1 < tokens.length; k++) {
     const t = tokens[k];
+    // MariaDB's NEXT VALUE FOR s is NEXTVAL(s) written as the standard has it: it moves the sequence.
+    if (t.kind === 'word' && t.text === 'next' && isWord(tokens[k + 1], 'value') && isWord(tokens[k + 2], 'for')) {
+      calls.add('nextval');
+      unsafe.add('nextval');
+    }
     if ((t.kind === 'word' || t.kind === 'name') && tokens[k + 1].kind === 'punct' && tokens[k + 1].text === '(') {
       calls.add(t.text); // words are lower-cased by the lexer, quoted names kept as written
       const name = t.text.toLowerCase();
@@ -460,6 +465,10 @@ export function judgeTokens(tokens: Token[], dialect: ScanDialect): LexicalVerdi
     explainedAt,
     sessionChanges: session,
   };
+}
+
+function isWord(t: Token | undefined, text: string): boolean {
+  return t !== undefined && t.kind === 'word' && t.text === text;
 }
 
 function isNameStart(c: number): boolean {

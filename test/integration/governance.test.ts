@@ -88,7 +88,10 @@ describe('governance on PostgreSQL: writes and hidden writes', () => {
     data = await scratchDatabase('qag_gov');
     await data.sql.unsafe(`CREATE TABLE pgbench_accounts (aid int PRIMARY KEY, bid int, abalance int, filler char(84));
       INSERT INTO pgbench_accounts SELECT i, 1, 0, '' FROM generate_series(1, 1000) i;
-      CREATE TABLE secrets (id int, s text); INSERT INTO secrets VALUES (1, 'top');`);
+      CREATE TABLE secrets (id int, s text); INSERT INTO secrets VALUES (1, 'top');
+      CREATE SEQUENCE ids START 100;
+      CREATE FUNCTION purge_accounts() RETURNS int LANGUAGE plpgsql AS $$
+        BEGIN DELETE FROM pgbench_accounts WHERE aid > 990; RETURN 0; END $$;`);
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '1', QUERYAPIGATE_ALLOW_WRITES: '1' });
     const post = async (path: string, body: unknown) => {
       const r = await s.call('POST', path, { body });
@@ -101,10 +104,21 @@ describe('governance on PostgreSQL: writes and hidden writes', () => {
     await q('deposit', 'UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid', { aid: 'int', delta: 'int' });
     await q('wipe', 'DELETE FROM pgbench_accounts WHERE aid = :aid', { aid: 'int' });
     await q('sneaky', 'WITH x AS (UPDATE pgbench_accounts SET abalance = 0 RETURNING aid) SELECT count(*) AS n FROM x');
+    // An UPDATE whose function deletes, a SELECT that moves a sequence back, a server signal: writes no verb names.
+    await q('purge', 'UPDATE pgbench_accounts SET abalance = purge_accounts() WHERE aid = :aid', { aid: 'int' });
+    await q('resequence', "SELECT setval('ids', 1) AS v");
+    await q('signal', 'SELECT pg_cancel_backend(0) AS c');
+    await q('stamp', 'UPDATE pgbench_accounts SET abalance = abs(:delta) + length(now()::text) * 0 WHERE aid = :aid', { aid: 'int', delta: 'int' });
     await q('peek', 'SELECT aid, abalance FROM pgbench_accounts WHERE aid = :aid', { aid: 'int' });
     await q('leak', 'SELECT a.aid, s.s FROM pgbench_accounts a, secrets s WHERE a.aid = 1');
     secrets.writer = (
-      await post('/api/v1/api-keys', { name: 'writer', queries: ['deposit', 'wipe'], connections: [], allow_writes: true, allowed_write_ops: ['update'] })
+      await post('/api/v1/api-keys', {
+        name: 'writer',
+        queries: ['deposit', 'wipe', 'purge', 'resequence', 'signal', 'stamp'],
+        connections: [],
+        allow_writes: true,
+        allowed_write_ops: ['update'],
+      })
     ).secret;
     secrets.reader = (await post('/api/v1/api-keys', { name: 'reader', queries: ['deposit', 'sneaky', 'peek', 'leak'], connections: [] })).secret;
     secrets.governed = (
@@ -143,6 +157,26 @@ describe('governance on PostgreSQL: writes and hidden writes', () => {
     assert.equal((await data.sql`SELECT abalance FROM pgbench_accounts WHERE aid = 5`)[0].abalance, 7);
   });
 
+  test('a key allowed some write verbs writes nothing else through a function: its own, a sequence, a signal', async () => {
+    for (const [path, fn] of [
+      ['/q/purge?aid=5', /purge_accounts\(\)/],
+      ['/q/resequence', /setval\(\)/],
+      ['/q/signal', /pg_cancel_backend\(\)/],
+    ] as const) {
+      const r = await s.call('GET', path, { key: secrets.writer });
+      assert.equal(r.status, 403, `${path}: ${r.text}`);
+      assert.equal(r.json.code, 'write_op_not_allowed');
+      assert.match(r.json.error, /may only perform these write operations: update\./);
+      assert.match(r.json.error, fn);
+    }
+    assert.equal((await data.sql`SELECT count(*)::int AS n FROM pgbench_accounts WHERE aid > 990`)[0].n, 10);
+    assert.equal((await data.sql`SELECT last_value::int AS v FROM ids`)[0].v, 100);
+    // Functions that change nothing stay the key's to call.
+    const stamp = await s.call('GET', '/q/stamp?aid=9&delta=-4', { key: secrets.writer });
+    assert.equal(stamp.status, 200, stamp.text);
+    assert.equal((await data.sql`SELECT abalance FROM pgbench_accounts WHERE aid = 9`)[0].abalance, 4);
+  });
+
   test('the governed pgbench key: hashed abalance, tables enforced', async () => {
     const r = await s.call('GET', '/q/peek?aid=5', { key: secrets.governed });
     assert.equal(r.status, 200, r.text);
@@ -164,8 +198,10 @@ describe('governance on MariaDB syntax', () => {
     await conn.query(`CREATE DATABASE ${db}; USE ${db};
       CREATE TABLE customer (c_id INT PRIMARY KEY, c_last VARCHAR(20), c_email VARCHAR(40));
       INSERT INTO customer VALUES (1, 'ABLE', 'jo@example.com'), (2, 'BAKER', 'al@example.com'), (3, 'CHASE', 'x@example.com');
-      CREATE TABLE secret (id INT);`);
-    s = await startTestServer({ QUERYAPIGATE_WORKERS: '0' });
+      CREATE TABLE secret (id INT); INSERT INTO secret VALUES (7);
+      CREATE SEQUENCE ids START WITH 100;
+      CREATE FUNCTION wipe_last() RETURNS INT MODIFIES SQL DATA BEGIN DELETE FROM secret; RETURN 1; END;`);
+    s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
     await s.call('POST', '/api/v1/connections', { body: { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: db, user: 'root' } });
     await s.call('POST', '/api/v1/queries', {
       body: {
@@ -215,5 +251,41 @@ describe('governance on MariaDB syntax', () => {
     ]);
     const both = await s.call('GET', '/q/both', { key });
     assert.equal(both.json.code, 'table_not_allowed');
+  });
+
+  test('a key allowed some write verbs writes nothing else through a function: a stored one, a sequence', async () => {
+    const statements = {
+      my_purge: 'UPDATE customer SET c_last = c_last WHERE c_id = wipe_last()',
+      my_setval: 'SELECT SETVAL(ids, 1) AS v',
+      my_next: 'SELECT NEXT VALUE FOR ids AS v',
+      my_rename: "UPDATE customer SET c_last = CONCAT('Z', SUBSTRING(c_last, 2)) WHERE c_id = 1",
+    };
+    for (const [name, sql] of Object.entries(statements)) {
+      const r = await s.call('POST', '/api/v1/queries', { body: { name, connection_name: 'my', description: name, publish: true, sql } });
+      assert.ok(r.status < 300, r.text);
+    }
+    const key = (
+      await s.call('POST', '/api/v1/api-keys', {
+        body: { name: 'updater', queries: Object.keys(statements), connections: [], allow_writes: true, allowed_write_ops: ['update'] },
+      })
+    ).json.secret;
+    for (const [name, fn] of [
+      ['my_purge', /wipe_last\(\)/],
+      ['my_setval', /setval\(\)/],
+      ['my_next', /nextval\(\)/],
+    ] as const) {
+      const r = await s.call('GET', `/q/${name}`, { key });
+      assert.equal(r.status, 403, `${name}: ${r.text}`);
+      assert.equal(r.json.code, 'write_op_not_allowed');
+      assert.match(r.json.error, fn);
+    }
+    const [[left]] = await conn.query<mysql.RowDataPacket[]>(`SELECT COUNT(*) AS n FROM ${db}.secret`);
+    assert.equal(left.n, 1);
+    const [[seq]] = await conn.query<mysql.RowDataPacket[]>(`SELECT next_not_cached_value AS v FROM ${db}.ids`);
+    assert.equal(Number(seq.v), 100);
+    // Built-in functions that change nothing stay the key's to call.
+    const ok = await s.call('GET', '/q/my_rename', { key });
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(ok.headers.get('x-rows-affected'), '1');
   });
 });
