@@ -425,9 +425,11 @@ export function judgeTokens(tokens: Token[], dialect: ScanDialect): LexicalVerdi
       const w = t.text;
       if (w === 'insert' || w === 'delete') writes.add(w);
       else if (w === 'update') {
-        // FOR UPDATE, FOR NO KEY UPDATE and ON DUPLICATE KEY UPDATE lock or belong to an INSERT
-        const prev = k > 0 ? tokens[k - 1] : undefined;
-        if (!(prev && prev.kind === 'word' && (prev.text === 'for' || prev.text === 'key'))) writes.add(w);
+        // FOR UPDATE and FOR NO KEY UPDATE lock rows. ON DUPLICATE KEY UPDATE changes the row an INSERT met, as
+        // ON CONFLICT DO UPDATE does: an update, for a key allowed only inserts.
+        const prev = tokens[k - 1];
+        const locks = isWord(prev, 'for') || (isWord(prev, 'key') && isWord(tokens[k - 2], 'no'));
+        if (!locks) writes.add(w);
       } else if (w === 'merge' || w === 'replace') {
         const next = tokens[k + 1];
         if (next && next.kind === 'word' && next.text === 'into') writes.add(w);

@@ -288,4 +288,28 @@ describe('governance on MariaDB syntax', () => {
     assert.equal(ok.status, 200, ok.text);
     assert.equal(ok.headers.get('x-rows-affected'), '1');
   });
+
+  test("ON DUPLICATE KEY UPDATE is an update, as PostgreSQL's ON CONFLICT DO UPDATE is", async () => {
+    const statements = {
+      my_upsert: "INSERT INTO customer (c_id, c_last) VALUES (2, 'TAKEN') ON DUPLICATE KEY UPDATE c_last = 'TAKEN'",
+      my_add: "INSERT INTO customer (c_id, c_last) VALUES (4, 'DAVIS')",
+    };
+    for (const [name, sql] of Object.entries(statements)) {
+      const r = await s.call('POST', '/api/v1/queries', { body: { name, connection_name: 'my', description: name, publish: true, sql } });
+      assert.ok(r.status < 300, r.text);
+    }
+    const key = (
+      await s.call('POST', '/api/v1/api-keys', {
+        body: { name: 'inserter', queries: Object.keys(statements), connections: [], allow_writes: true, allowed_write_ops: ['insert'] },
+      })
+    ).json.secret;
+    const upsert = await s.call('GET', '/q/my_upsert', { key });
+    assert.equal(upsert.status, 403, upsert.text);
+    assert.equal(upsert.json.code, 'write_op_not_allowed');
+    const [[row]] = await conn.query<mysql.RowDataPacket[]>(`SELECT c_last FROM ${db}.customer WHERE c_id = 2`);
+    assert.equal(row.c_last, 'BAKER');
+    const add = await s.call('GET', '/q/my_add', { key });
+    assert.equal(add.status, 200, add.text);
+    assert.equal(add.headers.get('x-rows-affected'), '1');
+  });
 });
