@@ -13,6 +13,7 @@ import { countStatements, scanMarkers } from './markers.js';
 import { type ColumnSource, describe, type OutputColumn, type Query } from './lineage.js';
 import { lowerNspTop } from './lowerNsp.js';
 import { lowerPgStatement } from './lowerPg.js';
+import { foldUnquoted, splitRef, tableRef } from './names.js';
 import { isUnsafeFunction, judgeTokens, lex, type LexicalRisks, type Token } from './scan.js';
 
 export type { ColumnSource, OutputColumn } from './lineage.js';
@@ -142,7 +143,7 @@ export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAna
     q = { k: 'other', verb: null, tables: inner.tables, targets: inner.writeTargets, inner: null };
     parser = inner.parser;
   } else if (scan.verb === 'show' || scan.verb === 'describe' || scan.verb === 'desc') {
-    q = { k: 'other', verb: null, tables: showTables(tokens, scan.verb), targets: [], inner: null };
+    q = { k: 'other', verb: null, tables: showTables(text, tokens, scan.verb, dialect), targets: [], inner: null };
   } else if (scan.verb === 'table') {
     // `TABLE t ...` is `SELECT * FROM t ...` (PostgreSQL, MySQL 8), and may go on (ORDER BY, UNION TABLE u): read so.
     if (tokens.length < 2) throw new AnalysisError('TABLE without a table name', scan, true);
@@ -211,37 +212,52 @@ function isStatementStart(t: Token | undefined): boolean {
   return !!t && t.kind === 'word' && STATEMENT_STARTS.has(t.text);
 }
 
-/** The bare name of a possibly qualified table starting at token k (`s.t`, "T", `t`). */
-function tableName(tokens: Token[], k: number): string | null {
-  let name: string | null = null;
-  while (k < tokens.length && (tokens[k].kind === 'word' || tokens[k].kind === 'name')) {
-    name = tokens[k].text.toLowerCase();
-    if (tokens[k + 1]?.kind === 'punct' && tokens[k + 1].text === '.') k += 2;
-    else break;
-  }
-  return name;
+/** An identifier token as the database names it: a quoted one as written, a bare one folded as the dialect folds it. */
+function identifier(text: string, t: Token, dialect: SqlDialect): string {
+  if (t.kind === 'name') return t.text;
+  const raw = text.substr(t.at, t.text.length);
+  return foldUnquoted(raw.toLowerCase() === t.text ? raw : t.text, dialect);
 }
 
-/** The table a SHOW or DESCRIBE statement reads metadata of, if any (`DESCRIBE t`, `SHOW COLUMNS FROM t`). */
-function showTables(tokens: Token[], verb: string): string[] {
-  if (verb !== 'show') {
-    const name = tableName(tokens, 1);
-    return name ? [name] : [];
+/** The table reference at token k (`t`, `s.t`, "T"), as the IR keeps one (names.ts tableRef), and the token after it. */
+function tableAt(text: string, tokens: Token[], k: number, dialect: SqlDialect): { ref: string; next: number } | null {
+  const parts: string[] = [];
+  while (k < tokens.length && (tokens[k].kind === 'word' || tokens[k].kind === 'name')) {
+    parts.push(identifier(text, tokens[k], dialect));
+    k++;
+    if (tokens[k]?.kind === 'punct' && tokens[k].text === '.') k++;
+    else break;
   }
-  const out: string[] = [];
+  if (parts.length === 0) return null;
+  return { ref: tableRef(parts.length > 1 ? parts[parts.length - 2] : null, parts[parts.length - 1]), next: k };
+}
+
+/**
+ * The table a SHOW or DESCRIBE statement reads metadata of, if any (`DESCRIBE t`, `SHOW COLUMNS FROM t`), with its
+ * database: `d.t`, or MySQL's `SHOW COLUMNS FROM t FROM d` (or `IN d`), which names another database's table as well.
+ */
+function showTables(text: string, tokens: Token[], verb: string, dialect: SqlDialect): string[] {
+  if (verb !== 'show') {
+    const at = tableAt(text, tokens, 1, dialect);
+    return at ? [at.ref] : [];
+  }
+  const what = tokens[1]?.text;
   for (let k = 1; k < tokens.length; k++) {
     const t = tokens[k];
     if (t.kind === 'word' && (t.text === 'from' || t.text === 'in' || t.text === 'table' || t.text === 'view')) {
-      const name = tableName(tokens, k + 1);
+      const at = tableAt(text, tokens, k + 1, dialect);
       // SHOW TABLES FROM db names a database, not a table: only the first FROM/IN after COLUMNS/INDEX/KEYS counts
-      const what = tokens[1]?.text;
-      if (name && (t.text === 'table' || t.text === 'view' || ['columns', 'fields', 'index', 'indexes', 'keys', 'full'].includes(what ?? ''))) {
-        out.push(name);
-        break;
+      if (at && (t.text === 'table' || t.text === 'view' || ['columns', 'fields', 'index', 'indexes', 'keys', 'full'].includes(what ?? ''))) {
+        const next = tokens[at.next];
+        const db = next?.kind === 'word' && (next.text === 'from' || next.text === 'in') ? tableAt(text, tokens, at.next + 1, dialect) : null;
+        if (!db) return [at.ref];
+        // Both named (`FROM d1.t FROM d2`): each must be allowed.
+        const { name } = splitRef(at.ref);
+        return [...new Set([tableRef(splitRef(db.ref).name, name), at.ref])];
       }
     }
   }
-  return out;
+  return [];
 }
 
 // --- parsers -----------------------------------------------------------------------------------

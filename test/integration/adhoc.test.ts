@@ -232,6 +232,36 @@ describe('/execute_sql requests', () => {
     }
   });
 
+  test("SHOW and DESCRIBE of a table in another database are that database's table, not the allowed one of its name", async () => {
+    const other = `${myDb}_other`;
+    await my.query(`CREATE DATABASE ${other}; CREATE TABLE ${other}.customers (id INT, hidden_card VARCHAR(20), KEY by_card (hidden_card))`);
+    try {
+      for (const sql of [
+        `DESCRIBE ${other}.customers`,
+        `DESC \`${other}\`.customers`,
+        `SHOW COLUMNS FROM customers FROM ${other}`,
+        `SHOW FULL FIELDS FROM customers IN ${other}`,
+        `SHOW INDEX FROM customers FROM ${other}`,
+        `SHOW KEYS IN ${other}.customers`,
+        `SHOW CREATE TABLE ${other}.customers`,
+        `SHOW COLUMNS FROM ${myDb}.customers FROM ${other}`,
+      ]) {
+        const r = await adhoc({ connection_name: 'my', sql }, { key: keys['tables-only'] });
+        assert.equal(r.status, 403, `${sql}: ${r.text}`);
+        assert.equal(r.json.code, 'table_not_allowed', `${sql}: ${r.text}`);
+        assert.ok(!r.text.includes('hidden_card'), r.text);
+      }
+      // The key's own table, named with its database or without, is still described.
+      for (const sql of ['DESCRIBE customers', `DESCRIBE ${myDb}.customers`, `SHOW COLUMNS FROM customers FROM ${myDb}`]) {
+        const r = await adhoc({ connection_name: 'my', sql }, { key: keys['tables-only'] });
+        assert.equal(r.status, 200, `${sql}: ${r.text}`);
+        assert.ok(r.text.includes('email'), r.text);
+      }
+    } finally {
+      await my.query(`DROP DATABASE ${other}`);
+    }
+  });
+
   test('TABLE t is read as SELECT * FROM t and what follows it (a UNION, a schema, an ORDER BY), not as t alone', async () => {
     // staff is as wide as customers, so a UNION of the two runs; vault.customers is another schema's table of that name
     await pg.sql.unsafe(`CREATE TABLE staff (id INT, name TEXT, email TEXT); INSERT INTO staff VALUES (9, 'root', 'root@vault');
