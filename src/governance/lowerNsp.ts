@@ -93,7 +93,7 @@ function lowerSelect(s: Node, ctes: Cte[]): Query {
   if (s.type !== 'select') return lowerNspStatement(s);
   const from: FromItem[] = [];
   const extra: Ex[] = [];
-  const froms: Node[] = Array.isArray(s.from) ? s.from : [];
+  const froms = openGroups(s.from);
   for (const f of froms) {
     const item = lowerFrom(f);
     if (item) from.push(item);
@@ -202,6 +202,25 @@ function naturalMatch(from: FromItem[]): Ex {
   return ex;
 }
 
+/**
+ * A FROM clause's items (or a write's tables), parenthesized groups opened. MariaDB reads `FROM (a, b)`, `FROM ((a))`
+ * and `FROM (a JOIN b)`, which node-sql-parser gives as one object, not a list, its tables in `expr`: read as no FROM at
+ * all, a key allowed only `a` read `b`. A group's own ON, USING or NATURAL follows its items, on an item of no table.
+ */
+function openGroups(from: unknown): Node[] {
+  if (from === null || from === undefined) return [];
+  const out: Node[] = [];
+  for (const f of (Array.isArray(from) ? from : [from]) as Node[]) {
+    if (!Array.isArray(f.expr)) {
+      out.push(f);
+      continue;
+    }
+    out.push(...openGroups(f.expr), ...openGroups(f.joins));
+    if (f.on || f.using || f.join) out.push({ type: 'dual', on: f.on, using: f.using, join: f.join });
+  }
+  return out;
+}
+
 function lowerFrom(f: Node): FromItem | null {
   if (f.type === 'dual') return null;
   const { alias, cols } = splitAlias(isNatural(f) ? null : f.as);
@@ -236,8 +255,8 @@ function lowerWrite(st: Node): Query {
   const targets: Array<{ name: string; schema: string | null; alias: string | null }> = [];
   const from: FromItem[] = [];
   let source: Query | null = null;
-  const tableItems: Node[] = Array.isArray(st.table) ? st.table : st.table ? [st.table] : [];
-  const fromItems: Node[] = Array.isArray(st.from) ? st.from : st.from ? [st.from] : [];
+  const tableItems = openGroups(st.table);
+  const fromItems = openGroups(st.from);
   if (st.type === 'delete' && fromItems.length) {
     // DELETE t1 FROM t1 JOIN t2 ...: targets may be aliases of the FROM items
     const lowered = fromItems.map((f) => {

@@ -232,6 +232,31 @@ describe('/execute_sql requests', () => {
     }
   });
 
+  test("MariaDB's parenthesized FROM lists are read, tables and masks alike", async () => {
+    // node-sql-parser gives `FROM (a, b)`, `FROM ((a))` and `FROM (a JOIN b)` as one object, not a list: read as no FROM
+    for (const sql of [
+      'SELECT * FROM (customers, secrets)',
+      'SELECT * FROM ((secrets))',
+      'SELECT top FROM (customers JOIN secrets)',
+      'SELECT s.top FROM (customers c LEFT JOIN secrets s USING (id))',
+      'SELECT c.id FROM customers c JOIN (secrets s JOIN customers x ON s.id = x.id) ON c.id = s.id',
+    ]) {
+      for (const key of ['tables-only', 'reader']) {
+        const r = await adhoc({ connection_name: 'my', sql }, { key: keys[key] });
+        assert.equal(r.status, 403, `${key}: ${sql}: ${r.text}`);
+        assert.equal(r.json.code, 'table_not_allowed', `${key}: ${sql}: ${r.text}`);
+        assert.ok(!r.text.includes('launch codes'), r.text);
+      }
+    }
+    // The allowed table in parentheses is served, its masked column hashed.
+    for (const sql of ['SELECT * FROM ((customers)) ORDER BY id', 'SELECT c.email FROM (customers c JOIN customers d ON c.id = d.id) ORDER BY c.id']) {
+      const r = await adhoc({ connection_name: 'my', sql });
+      assert.equal(r.status, 200, `${sql}: ${r.text}`);
+      assert.equal(r.json.length, 3);
+      for (const row of r.json) assert.match(row.email, HEX16, `${sql}: ${r.text}`);
+    }
+  });
+
   test("SHOW and DESCRIBE of a table in another database are that database's table, not the allowed one of its name", async () => {
     const other = `${myDb}_other`;
     await my.query(`CREATE DATABASE ${other}; CREATE TABLE ${other}.customers (id INT, hidden_card VARCHAR(20), KEY by_card (hidden_card))`);
