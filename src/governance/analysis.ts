@@ -53,6 +53,8 @@ export interface StatementAnalysis extends StatementScan {
   outputs: OutputColumn[] | null;
   /** The columns that decide which rows come back and their order (WHERE, JOIN, GROUP BY, HAVING, ORDER BY). */
   predicates: { sources: ColumnSource[]; traced: boolean };
+  /** A CASCADE reaches tables the statement does not name: those that refer to the ones it names (lineage.ts). */
+  cascades: boolean;
   /** The columns every value it computes is read from, shown or not (lineage.ts Lineage.computed). */
   computed: { sources: ColumnSource[]; traced: boolean };
   /** What its writes store, as columns (empty when it writes nothing): a value from a masked column must not land there. */
@@ -176,6 +178,7 @@ export function analyzeStatement(sql: string, dialect: SqlDialect): StatementAna
     reads: verbs.length === 0,
     tables: lineage.tables,
     writeTargets: lineage.writeTargets,
+    cascades: lineage.cascades,
     tableFunctions: lineage.tableFunctions,
     outputs: lineage.outputs,
     predicates: lineage.predicates,

@@ -69,7 +69,7 @@ export type Query =
       returning: SelCol[] | null;
     }
   /** A statement with no rows to describe (SHOW, DESCRIBE, EXPLAIN, DDL): its tables and verb only. */
-  | { k: 'other'; verb: string | null; tables: string[]; targets: string[]; inner: Query | null };
+  | { k: 'other'; verb: string | null; tables: string[]; targets: string[]; inner: Query | null; cascades?: true };
 
 /**
  * What a SELECT's GROUP BY, DISTINCT ON and ORDER BY name of its own output rather than of its tables (`ORDER BY 2`;
@@ -122,6 +122,8 @@ export interface Lineage {
   tableFunctions: string[];
   calls: string[];
   selectInto: boolean;
+  /** A CASCADE (TRUNCATE, DROP, ALTER ... DROP) reaches the tables that refer to those named, which it does not name. */
+  cascades: boolean;
   outputs: OutputColumn[] | null;
   /**
    * The columns read to decide which rows come back or in what order (WHERE, JOIN ON/USING, GROUP BY, HAVING, ORDER BY,
@@ -238,6 +240,7 @@ interface Acc {
   funcs: Set<string>;
   calls: Set<string>;
   selectInto: boolean;
+  cascades: boolean;
   predicates: { sources: ColumnSource[]; traced: boolean };
   computed: { sources: ColumnSource[]; traced: boolean };
   written: OutputColumn[];
@@ -253,6 +256,7 @@ export function describe(q: Query): Lineage {
     funcs: new Set(),
     calls: new Set(),
     selectInto: false,
+    cascades: false,
     predicates: { sources: [], traced: true },
     computed: { sources: [], traced: true },
     written: [],
@@ -265,6 +269,7 @@ export function describe(q: Query): Lineage {
     tableFunctions: [...acc.funcs].sort(),
     calls: [...acc.calls].sort(),
     selectInto: acc.selectInto,
+    cascades: acc.cascades,
     outputs,
     predicates: acc.predicates,
     computed: acc.computed,
@@ -342,6 +347,7 @@ function query(q: Query, outer: Scope | null, acc: Acc): OutputColumn[] | null {
     }
     case 'other': {
       if (q.verb) acc.verbs.add(q.verb);
+      if (q.cascades) acc.cascades = true;
       for (const t of q.tables) acc.tables.add(t);
       for (const t of q.targets) {
         acc.tables.add(t);

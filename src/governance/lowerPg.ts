@@ -16,6 +16,11 @@ let caseless = false;
 
 const SELECT_KINDS = new Set(['select', 'union', 'union all', 'values', 'with', 'with recursive']);
 
+/** TRUNCATE, DROP or ALTER's CASCADE: it reaches the tables that refer to the ones named. */
+function cascading(behaviour: string | null | undefined): { cascades?: true } {
+  return behaviour === 'cascade' ? { cascades: true } : {};
+}
+
 export function lowerPgStatement(st: pg.Statement, dialect: 'postgres' | 'sqlite'): Query {
   caseless = dialect === 'sqlite';
   if (SELECT_KINDS.has(st.type)) return lowerQuery(st as pg.SelectStatement);
@@ -27,11 +32,13 @@ export function lowerPgStatement(st: pg.Statement, dialect: 'postgres' | 'sqlite
     case 'show':
       return { k: 'other', verb: null, tables: [], targets: [], inner: null };
     case 'truncate table':
-      return { k: 'other', verb: 'truncate', tables: [], targets: st.tables.map(tableOf), inner: null };
+      return { k: 'other', verb: 'truncate', tables: [], targets: st.tables.map(tableOf), inner: null, ...cascading(st.cascade) };
     case 'drop table':
-      return { k: 'other', verb: 'drop', tables: [], targets: st.names.map(tableOf), inner: null };
-    case 'alter table':
-      return { k: 'other', verb: 'alter', tables: [], targets: [tableOf(st.table)], inner: null };
+      return { k: 'other', verb: 'drop', tables: [], targets: st.names.map(tableOf), inner: null, ...cascading(st.cascade) };
+    case 'alter table': {
+      const cascades = st.changes.some((c) => 'behaviour' in c && c.behaviour === 'cascade');
+      return { k: 'other', verb: 'alter', tables: [], targets: [tableOf(st.table)], inner: null, ...cascading(cascades ? 'cascade' : null) };
+    }
     case 'create index':
       return { k: 'other', verb: 'create', tables: [], targets: [tableOf(st.table)], inner: null };
     case 'create table':

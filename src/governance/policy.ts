@@ -86,7 +86,8 @@ export function checkSession(a: StatementScan, mayWrite: boolean): void {
 /**
  * For a key with `allowed_tables` (null = unrestricted): 403 table_check_failed when the statement
  * could not be analysed (`a` null), 403 table_not_allowed when it touches a table outside the list,
- * reads through a table function that is not a pure generator or a data-reading function, or is a SHOW of no table. Tables are
+ * reads through a table function that is not a pure generator or a data-reading function, CASCADEs to the tables that
+ * refer to those it names (TRUNCATE t CASCADE empties them), or is a SHOW of no table. Tables are
  * compared as the connection resolves them (names.ts): an entry `customers` is the table an
  * unqualified `customers` reads there (the search path's first), `private.customers` that schema's.
  */
@@ -100,6 +101,7 @@ export function checkTables(a: StatementAnalysis | null, allowedTables: string[]
     if (key === null || !allowed.has(key)) forbidden.add(showRef(t));
   }
   for (const f of a.tableFunctions) if (!PURE_GENERATORS.has(f)) forbidden.add(`${f}()`);
+  if (a.cascades) forbidden.add('the tables CASCADE reaches');
   for (const f of a.unsafeFunctions) if (readsOutsideTables(f)) forbidden.add(`${f}()`);
   // SHOW without a table reads the server's state, which holds other sessions' statements as written (MySQL's
   // PROCESSLIST, ENGINE INNODB STATUS, BINLOG EVENTS) and names every table (SHOW TABLES).

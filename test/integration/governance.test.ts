@@ -90,6 +90,8 @@ describe('governance on PostgreSQL: writes and hidden writes', () => {
       INSERT INTO pgbench_accounts SELECT i, 1, 0, '' FROM generate_series(1, 1000) i;
       CREATE TABLE secrets (id int, s text); INSERT INTO secrets VALUES (1, 'top');
       CREATE SEQUENCE ids START 100;
+      CREATE TABLE parents (id int PRIMARY KEY); INSERT INTO parents VALUES (1);
+      CREATE TABLE children (parent int REFERENCES parents (id)); INSERT INTO children VALUES (1);
       CREATE FUNCTION purge_accounts() RETURNS int LANGUAGE plpgsql AS $$
         BEGIN DELETE FROM pgbench_accounts WHERE aid > 990; RETURN 0; END $$;`);
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '1', QUERYAPIGATE_ALLOW_WRITES: '1' });
@@ -108,6 +110,7 @@ describe('governance on PostgreSQL: writes and hidden writes', () => {
     await q('purge', 'UPDATE pgbench_accounts SET abalance = purge_accounts() WHERE aid = :aid', { aid: 'int' });
     await q('resequence', "SELECT setval('ids', 1) AS v");
     await q('signal', 'SELECT pg_cancel_backend(0) AS c');
+    await q('empty_parents', 'TRUNCATE parents CASCADE');
     await q('stamp', 'UPDATE pgbench_accounts SET abalance = abs(:delta) + length(now()::text) * 0 WHERE aid = :aid', { aid: 'int', delta: 'int' });
     await q('peek', 'SELECT aid, abalance FROM pgbench_accounts WHERE aid = :aid', { aid: 'int' });
     await q('leak', 'SELECT a.aid, s.s FROM pgbench_accounts a, secrets s WHERE a.aid = 1');
@@ -175,6 +178,18 @@ describe('governance on PostgreSQL: writes and hidden writes', () => {
     const stamp = await s.call('GET', '/q/stamp?aid=9&delta=-4', { key: secrets.writer });
     assert.equal(stamp.status, 200, stamp.text);
     assert.equal((await data.sql`SELECT abalance FROM pgbench_accounts WHERE aid = 9`)[0].abalance, 4);
+  });
+
+  test('a key allowed some tables truncates no other through CASCADE (it empties the tables that refer to them)', async () => {
+    const r = await s.call('POST', '/api/v1/api-keys', {
+      body: { name: 'parents-only', queries: ['empty_parents'], connections: [], allow_writes: true, allowed_tables: ['parents'] },
+    });
+    assert.equal(r.status, 201, r.text);
+    const cut = await s.call('GET', '/q/empty_parents', { key: r.json.secret });
+    assert.equal(cut.status, 403, cut.text);
+    assert.equal(cut.json.code, 'table_not_allowed');
+    assert.match(cut.json.error, /CASCADE/);
+    assert.equal((await data.sql`SELECT count(*)::int AS n FROM children`)[0].n, 1);
   });
 
   test('the governed pgbench key: hashed abalance, tables enforced', async () => {
