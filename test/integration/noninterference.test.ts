@@ -150,6 +150,7 @@ const FILTERS = [
 ];
 const SOURCES = [
   'customers',
+  '(customers JOIN contacts USING (id))',
   '(SELECT id, name, email FROM customers) AS customers',
   'customers JOIN contacts USING (id)',
   '(SELECT id, name, email FROM customers ORDER BY email LIMIT 2) AS customers',
