@@ -98,6 +98,8 @@ function lowerSelect(s: Node, ctes: Cte[]): Query {
     const item = lowerFrom(f);
     if (item) from.push(item);
     if (f.on) extra.push(lowerEx(f.on));
+    // TABLESAMPLE's arguments decide which rows come back, and may read any table: `SYSTEM ((SELECT ...))`.
+    if (f.tablesample) extra.push(lowerEx(f.tablesample));
     // JOIN ... USING (c): c is read on both sides to match rows
     if (Array.isArray(f.using)) extra.push({ ...emptyEx(), refs: f.using.map((n: unknown) => ({ q: null, name: usingName(n) })) });
   }
@@ -221,7 +223,13 @@ function openGroups(from: unknown): Node[] {
   return out;
 }
 
+/** What a FROM item may carry besides TABLESAMPLE (read as a predicate where it is met): anything else is not analysed. */
+const FROM_ITEM_KEYS = new Set(['type', 'db', 'schema', 'table', 'as', 'join', 'on', 'using', 'expr', 'prefix', 'tablesample', 'parentheses', 'joins']);
+
 function lowerFrom(f: Node): FromItem | null {
+  for (const key in f) {
+    if (f[key] !== null && f[key] !== undefined && !FROM_ITEM_KEYS.has(key)) throw new LoweringError(`a FROM item's ${key} is not analysed`);
+  }
   if (f.type === 'dual') return null;
   const { alias, cols } = splitAlias(isNatural(f) ? null : f.as);
   if (f.table !== undefined && f.expr === undefined) {

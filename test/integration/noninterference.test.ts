@@ -95,6 +95,7 @@ const PG_PROBES = [
   'SELECT DISTINCT ON (email) id FROM customers ORDER BY email, id',
   'SELECT DISTINCT ON (2) id, email FROM customers ORDER BY 2, 1',
   'TABLE customers ORDER BY email, id',
+  "SELECT id FROM customers TABLESAMPLE BERNOULLI ((SELECT CASE WHEN email LIKE 'a%' THEN 100 ELSE 0 END FROM customers WHERE id = 1)) ORDER BY id",
 ];
 
 const SEED = process.env.QUERYAPIGATE_TEST_SEED ? Number(process.env.QUERYAPIGATE_TEST_SEED) : Date.now() % 2 ** 31;

@@ -61,6 +61,7 @@ const DIALECT_PROBES: Record<SqlDialect, string[]> = {
     'SELECT id, top FROM "secrets" ORDER BY id',
     'SELECT id FROM customers c, LATERAL (SELECT top FROM secrets s WHERE s.id = c.id) AS x ORDER BY id',
     'SELECT c.id, s.top FROM (customers c JOIN secrets s ON s.id = c.id) ORDER BY c.id',
+    'SELECT id FROM customers TABLESAMPLE BERNOULLI ((SELECT CASE WHEN count(*) = 2 THEN 100 ELSE 0 END FROM secrets)) ORDER BY id',
   ],
   mysql: [
     'SELECT * FROM ((secrets))',
