@@ -270,6 +270,9 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     dateStrings: true, // parsed below, so years < 100 and zero dates come out right
     timezone: 'Z', // Date parameters are sent as their UTC fields, the way they are read
     multipleStatements: false,
+    // LOAD DATA LOCAL INFILE has the server ask the client for a file by name: this host's, not the database's. mysql2
+    // offers the capability by default (and then refuses without a stream factory); not offered, the server refuses it.
+    flags: ['-LOCAL_FILES'],
   };
   // While the database is known down, calls fail at once (one call per interval tries again).
   const breaker = createBreaker(conn.name);

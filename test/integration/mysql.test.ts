@@ -315,6 +315,12 @@ describe('mysql source (MariaDB)', () => {
     assert.equal(e.extras?.detail, 'source closed');
   });
 
+  test("LOAD DATA LOCAL INFILE cannot have the server read a file of the gateway's host", async () => {
+    const e = await rejectsWith(src.run("LOAD DATA LOCAL INFILE '/etc/hostname' INTO TABLE items", [], WRITE), 'query_failed');
+    assert.match(e.extras?.detail ?? '', /not allowed|LOCAL/i);
+    assert.doesNotMatch(e.extras?.detail ?? '', /streamFactory/);
+  });
+
   test('bad SQL is query_failed with the server text as detail', async () => {
     const e1 = await rejectsWith(src.run('SELEC id FROM items', [], READ), 'query_failed');
     assert.equal(e1.message, 'An error occurred while executing the SQL query');
