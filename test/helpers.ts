@@ -12,6 +12,10 @@ import { GatewayError } from '../src/contract/errors.js';
 import { loadConfig } from '../src/config.js';
 import { startServer, type RunningServer } from '../src/serve.js';
 
+/** The property-based suites' seed (QUERYAPIGATE_TEST_SEED replays a failure) and the factor on their runs (QUERYAPIGATE_TEST_RUNS). */
+export const TEST_SEED = process.env.QUERYAPIGATE_TEST_SEED ? Number(process.env.QUERYAPIGATE_TEST_SEED) : Date.now() % 2 ** 31;
+export const TEST_RUNS = Number(process.env.QUERYAPIGATE_TEST_RUNS ?? '1');
+
 export const PG_ADMIN_URL = process.env.QUERYAPIGATE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const ADMIN_KEY = 'test-admin-key';
 

@@ -12,7 +12,7 @@ import { GatewayError } from '../../src/contract/errors.js';
 import { analyzeStatement, type SqlDialect } from '../../src/governance/analysis.js';
 import { checkPredicates, type MaskRule, planMasks } from '../../src/governance/masking.js';
 import { schemaOf } from '../../src/governance/names.js';
-import { scratchDatabase } from '../helpers.js';
+import { scratchDatabase, TEST_RUNS as RUNS, TEST_SEED as SEED } from '../helpers.js';
 
 const RULES: MaskRule[] = [{ column: 'customers.email', action: 'drop' }];
 const TABLES = { customers: ['id', 'name', 'email'], contacts: ['id', 'email'] };
@@ -97,9 +97,6 @@ const PG_PROBES = [
   'TABLE customers ORDER BY email, id',
   "SELECT id FROM customers TABLESAMPLE BERNOULLI ((SELECT CASE WHEN email LIKE 'a%' THEN 100 ELSE 0 END FROM customers WHERE id = 1)) ORDER BY id",
 ];
-
-const SEED = process.env.QUERYAPIGATE_TEST_SEED ? Number(process.env.QUERYAPIGATE_TEST_SEED) : Date.now() % 2 ** 31;
-const RUNS = Number(process.env.QUERYAPIGATE_TEST_RUNS ?? '1');
 
 /**
  * Statements put together from parts that name the column, other columns, aliases of either (one shadowing the other's

@@ -16,11 +16,9 @@ import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import mysql from 'mysql2/promise';
 import { ERRORS } from '../../src/contract/errors.js';
-import { ADMIN_KEY, scratchDatabase, startTestServer, type TestServer } from '../helpers.js';
+import { ADMIN_KEY, scratchDatabase, startTestServer, TEST_RUNS as RUNS, TEST_SEED as SEED, type TestServer } from '../helpers.js';
 import { type RawReply, type RawRequest, rawExchange, requestBytes } from '../rawHttp.js';
 
-const SEED = process.env.QUERYAPIGATE_TEST_SEED ? Number(process.env.QUERYAPIGATE_TEST_SEED) : Date.now() % 2 ** 31;
-const RUNS = Number(process.env.QUERYAPIGATE_TEST_RUNS ?? '1');
 const MY_DB = `qag_props_${process.pid}`;
 const CONNECTIONS = ['pg', 'my', 'lite'] as const;
 

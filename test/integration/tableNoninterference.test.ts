@@ -14,7 +14,7 @@ import { analyzeStatement, type SqlDialect } from '../../src/governance/analysis
 import type { Schema } from '../../src/governance/names.js';
 import { checkOutsideReads, checkTables } from '../../src/governance/policy.js';
 import { schemaQueries, toSchema } from '../../src/governance/schema.js';
-import { scratchDatabase } from '../helpers.js';
+import { scratchDatabase, TEST_RUNS as RUNS, TEST_SEED as SEED } from '../helpers.js';
 
 const ALLOWED = ['customers', 'contacts'];
 const SETUP = `CREATE TABLE customers (id INT PRIMARY KEY, name VARCHAR(40));
@@ -78,9 +78,6 @@ const DIALECT_PROBES: Record<SqlDialect, string[]> = {
     'SELECT c.id, s.top FROM (customers c JOIN secrets s ON s.id = c.id) ORDER BY c.id',
   ],
 };
-
-const SEED = process.env.QUERYAPIGATE_TEST_SEED ? Number(process.env.QUERYAPIGATE_TEST_SEED) : Date.now() % 2 ** 31;
-const RUNS = Number(process.env.QUERYAPIGATE_TEST_RUNS ?? '1');
 
 /** Statements put together from parts that name the allowed tables and the others, under every name and in every clause. */
 function generator(dialect: SqlDialect): fc.Arbitrary<string> {
