@@ -145,6 +145,15 @@ function ruled(p: TracedColumn): TracedColumn['sources'] {
   return p.carried ? [...p.sources, ...p.carried] : p.sources;
 }
 
+/** The strictest action the rules give a table's column (`table` a relation key, names.ts), or null when none matches. */
+export function columnAction(rules: MaskRule[], table: string, column: string): MaskAction | null {
+  let best: MaskAction | null = null;
+  for (const r of rules.map(compileRule)) {
+    if (matches(r, { table, column }) && (best === null || STRICTNESS[r.action] > STRICTNESS[best])) best = r.action;
+  }
+  return best;
+}
+
 /** The strictest action the rules give a traced column, or null when none matches. */
 function strictest(compiled: CompiledRule[], p: TracedColumn): MaskAction | null {
   let best: MaskAction | null = null;

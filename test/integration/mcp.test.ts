@@ -83,6 +83,7 @@ for (const workers of ['1', '0']) {
       };
       await key('reader', { connections: ['pg', 'my'], allowed_tables: ['customers'], mask: [{ column: 'customers.email', action: 'hash' }] });
       await key('queries-only', { queries: ['customer by id'], connections: [] });
+      await key('dropper', { connections: ['my'], mask: [{ column: '*.email', action: 'drop' }] });
     });
     after(async () => {
       for (const c of clients) await c.close().catch(() => undefined);
@@ -172,6 +173,13 @@ for (const workers of ['1', '0']) {
         ['customers'],
       );
       assert.deepEqual(r.structuredContent.tables[0].columns[0], { name: 'id', type: 'int' });
+      // A masked column says how it is masked; a dropped one, which no answer holds, is not listed.
+      const email = r.structuredContent.tables[0].columns.find((c: { name: string }) => c.name === 'email');
+      assert.equal(email?.masked, 'hash', JSON.stringify(r.structuredContent));
+      const dropped: Result = await (await as('dropper')).callTool({ name: 'list_tables', arguments: { connection_name: 'my' } });
+      const listed = dropped.structuredContent.tables.flatMap((t: { columns: Array<{ name: string }> }) => t.columns.map((c) => c.name));
+      assert.ok(listed.includes('id'), JSON.stringify(dropped.structuredContent));
+      assert.ok(!listed.includes('email'), JSON.stringify(dropped.structuredContent));
     });
 
     test('tool calls are in history with transport "mcp"', async () => {
