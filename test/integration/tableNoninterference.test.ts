@@ -3,16 +3,17 @@
 // the table check, against the schema the gateway reads from the database itself) and, when served, run twice on a real
 // database: once as it is, once with every table the key may not read (secrets, and customers of another schema or
 // database) holding other rows. The answers, or the failures, must be the same. Statements that read only the allowed
-// tables must be served, so refusing everything would not pass.
+// tables must be served, so refusing everything would not pass. And a writer with the same list: each write it is served
+// runs in a transaction rolled back after it, and the tables outside the list must hold what they held before.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import mysql from 'mysql2/promise';
 import { GatewayError } from '../../src/contract/errors.js';
-import { analyzeStatement, type SqlDialect } from '../../src/governance/analysis.js';
+import { analyzeStatement, scanStatement, type SqlDialect } from '../../src/governance/analysis.js';
 import type { Schema } from '../../src/governance/names.js';
-import { checkOutsideReads, checkTables } from '../../src/governance/policy.js';
+import { checkOutsideReads, checkStatement, checkTables } from '../../src/governance/policy.js';
 import { schemaQueries, toSchema } from '../../src/governance/schema.js';
 import { scratchDatabase, TEST_RUNS as RUNS, TEST_SEED as SEED } from '../helpers.js';
 
@@ -78,6 +79,81 @@ const DIALECT_PROBES: Record<SqlDialect, string[]> = {
     'SELECT c.id, s.top FROM (customers c JOIN secrets s ON s.id = c.id) ORDER BY c.id',
   ],
 };
+
+/** Writes a writer with the same list must be served: they change customers only. */
+const SERVED_WRITES = [
+  "UPDATE customers SET name = 'x' WHERE id = 1",
+  'DELETE FROM customers WHERE id = 3',
+  "INSERT INTO customers (id, name) VALUES (50, 'x')",
+  'INSERT INTO customers (id, name) SELECT id + 100, email FROM contacts',
+];
+/** Writes that change a table outside the list: the key must be refused every one. */
+const WRITE_PROBES: Record<SqlDialect, string[]> = {
+  postgres: [
+    "UPDATE secrets SET top = 'x'",
+    'DELETE FROM {other}.customers',
+    "WITH d AS (DELETE FROM secrets RETURNING id) UPDATE customers SET name = 'x' WHERE id IN (SELECT id FROM d)",
+    'INSERT INTO {other}.customers (id, name) SELECT id + 100, name FROM customers',
+    "UPDATE public.secrets SET top = 'x'",
+    'DELETE FROM "secrets"',
+    "WITH u AS (UPDATE {other}.customers SET name = 'x' RETURNING id) SELECT count(*) FROM u",
+  ],
+  mysql: [
+    "UPDATE secrets SET top = 'x'",
+    'DELETE FROM {other}.customers',
+    "UPDATE customers c, secrets s SET s.top = 'x' WHERE c.id = s.id",
+    "UPDATE (customers c JOIN secrets s ON c.id = s.id) SET s.top = 'x'",
+    'DELETE s FROM customers c JOIN secrets s ON c.id = s.id',
+    'DELETE customers, secrets FROM customers JOIN secrets ON customers.id = secrets.id',
+    'DELETE secrets FROM (customers, secrets) WHERE customers.id = secrets.id',
+    'REPLACE INTO secrets (id, top) SELECT id, name FROM customers',
+    "INSERT INTO {other}.customers (id, name) VALUES (50, 'x')",
+    "UPDATE `secrets` SET top = 'x'",
+  ],
+  sqlite: [
+    "UPDATE secrets SET top = 'x'",
+    'DELETE FROM {other}.customers',
+    "INSERT OR REPLACE INTO secrets VALUES (1, 'x')",
+    "REPLACE INTO {other}.customers VALUES (1, 'x')",
+    "UPDATE main.secrets SET top = 'x'",
+    "UPDATE [secrets] SET top = 'x'",
+    'INSERT INTO secrets (id, top) SELECT id + 100, name FROM customers RETURNING id',
+  ],
+};
+
+/** Writes put together from parts that change customers, read the other tables, or both. */
+function writeGenerator(dialect: SqlDialect): fc.Arbitrary<string> {
+  const values = ["'x'", '(SELECT max(top) FROM secrets)', 'name', '(SELECT max(email) FROM contacts)'];
+  const conds = ['id = 1', 'id IN (SELECT id FROM secrets)', 'id > 0', 'id IN (SELECT id FROM contacts)', 'EXISTS (SELECT 1 FROM {other}.customers)'];
+  const sources = ['customers', 'secrets', 'contacts', '{other}.customers', 'customers AS secrets'];
+  const own: Record<SqlDialect, string[]> = {
+    postgres: [
+      'UPDATE customers SET name = s.top FROM secrets s WHERE s.id = customers.id',
+      'DELETE FROM customers USING secrets s WHERE s.id = customers.id',
+      "INSERT INTO customers (id, name) VALUES (1, 'x') ON CONFLICT (id) DO UPDATE SET name = (SELECT max(top) FROM secrets)",
+      "UPDATE customers AS secrets SET name = 'x' WHERE secrets.id = 2",
+    ],
+    mysql: [
+      "UPDATE customers c JOIN secrets s ON c.id = s.id SET c.name = 'y'",
+      "INSERT INTO customers (id, name) VALUES (1, 'x') ON DUPLICATE KEY UPDATE name = (SELECT max(top) FROM secrets)",
+      "UPDATE customers SET name = 'x' WHERE id IN (SELECT id FROM ((secrets)))",
+      "UPDATE (customers) SET name = 'x' WHERE id = 2",
+    ],
+    sqlite: [
+      'UPDATE customers SET name = s.top FROM secrets s WHERE s.id = customers.id',
+      "INSERT INTO customers (id, name) VALUES (1, 'x') ON CONFLICT (id) DO UPDATE SET name = (SELECT max(top) FROM secrets)",
+      "UPDATE main.customers SET name = 'x' WHERE id = 2",
+    ],
+  };
+  return fc.oneof(
+    fc.constantFrom(...own[dialect]),
+    fc.record({ v: fc.constantFrom(...values), c: fc.constantFrom(...conds) }).map(({ v, c }) => `UPDATE customers SET name = ${v} WHERE ${c}`),
+    fc.constantFrom(...conds).map((c) => `DELETE FROM customers WHERE ${c}`),
+    fc
+      .record({ v: fc.constantFrom(...values), from: fc.constantFrom(...sources) })
+      .map(({ v, from }) => `INSERT INTO customers (id, name) SELECT id + 100, ${v} FROM ${from}`),
+  );
+}
 
 /** Statements put together from parts that name the allowed tables and the others, under every name and in every clause. */
 function generator(dialect: SqlDialect): fc.Arbitrary<string> {
@@ -154,11 +230,14 @@ interface Engine {
   own: string;
   rows(sql: string): Promise<unknown[][]>;
   fill(world: (typeof WORLDS)[number]): Promise<void>;
+  /** Runs `fn` in a transaction rolled back after it, with a way to run statements in it. */
+  rolledBack<T>(fn: (run: (sql: string) => Promise<unknown>) => Promise<T>): Promise<T>;
 }
 
 /** The key's verdict, as the gateway gives it for ad-hoc SQL from a key with allowed_tables. */
 function served(sql: string, dialect: SqlDialect, schema: Schema): boolean {
   try {
+    checkStatement(scanStatement(sql, dialect), { mayWrite: true, allowedWriteOps: null });
     const a = analyzeStatement(sql, dialect);
     checkOutsideReads(a);
     checkTables(a, ALLOWED, schema);
@@ -205,10 +284,44 @@ async function holds(engine: Engine): Promise<void> {
   assert.ok(ran >= 30, `${engine.dialect}: only ${ran} served statements ran`);
 }
 
+/** A writer with the same list changes nothing outside it: what the other tables hold after each write it is served. */
+async function holdsWrites(engine: Engine): Promise<void> {
+  await engine.fill(WORLDS[1]);
+  const schema = toSchema(engine.dialect, await Promise.all(schemaQueries(engine.dialect).map((q) => engine.rows(q))));
+  const name = (sql: string) => sql.replaceAll('{other}', engine.other).replaceAll('{own}', engine.own);
+  const outside = [`SELECT id, top FROM secrets ORDER BY id`, `SELECT id, name FROM ${engine.other}.customers ORDER BY id`];
+  const before = JSON.stringify(await Promise.all(outside.map((q) => engine.rows(q))));
+  /** What the other tables hold after the write, in its transaction; 'failed' when the write failed. */
+  const after = (sql: string) =>
+    engine.rolledBack(async (run) => {
+      try {
+        await run(sql);
+      } catch {
+        return 'failed';
+      }
+      return JSON.stringify([await run(outside[0]), await run(outside[1])]);
+    });
+  const probes = WRITE_PROBES[engine.dialect].map(name);
+  const generated = fc.sample(writeGenerator(engine.dialect), { seed: SEED, numRuns: Math.max(1, Math.round(300 * RUNS)) }).map(name);
+  for (const sql of SERVED_WRITES) assert.ok(served(sql, engine.dialect, schema), `${engine.dialect}: should be served: ${sql}`);
+  let changed = 0;
+  let ran = 0;
+  for (const sql of [...new Set([...SERVED_WRITES, ...probes, ...generated])]) {
+    const held = await after(sql);
+    // A probe must change the other tables when run unguarded, or it proves nothing.
+    if (probes.includes(sql) && held !== 'failed' && held !== before) changed++;
+    if (!served(sql, engine.dialect, schema)) continue;
+    if (held !== 'failed') ran++;
+    assert.ok(held === 'failed' || held === before, `${engine.dialect}: served, and it changed a table the key may not write: ${sql}`);
+  }
+  assert.ok(changed >= Math.floor(probes.length * 0.85), `${engine.dialect}: only ${changed} of ${probes.length} write probes change the other tables`);
+  assert.ok(ran >= 10, `${engine.dialect}: only ${ran} served writes ran`);
+}
+
 const refill = (secrets: string, other: string, otherName: string) =>
   `DELETE FROM secrets; INSERT INTO secrets VALUES ${secrets}; DELETE FROM ${otherName}.customers; INSERT INTO ${otherName}.customers VALUES ${other};`;
 
-describe(`a key with allowed_tables is served nothing that depends on another table (seed ${SEED})`, () => {
+describe(`a key with allowed_tables is served nothing that depends on, or changes, another table (seed ${SEED})`, () => {
   let pg: Awaited<ReturnType<typeof scratchDatabase>>;
   let my: mysql.Connection;
   let lite: Database.Database;
@@ -230,28 +343,63 @@ describe(`a key with allowed_tables is served nothing that depends on another ta
     await my?.end();
   });
 
-  test('PostgreSQL', () =>
-    holds({
+  const ROLLBACK = new Error('rolled back');
+  const engines: Record<string, () => Engine> = {
+    PostgreSQL: () => ({
       dialect: 'postgres',
       other: 'vault',
       own: 'public',
       rows: (sql) => pg.sql.unsafe(sql).values() as Promise<unknown[][]>,
       fill: async (w) => void (await pg.sql.unsafe(refill(w.secrets, w.other, 'vault'))),
-    }));
-  test('MariaDB', () =>
-    holds({
+      async rolledBack(fn) {
+        let out: Awaited<ReturnType<typeof fn>> | undefined;
+        await pg.sql
+          .begin(async (tx) => {
+            out = await fn((sql) => tx.unsafe(sql).values());
+            throw ROLLBACK;
+          })
+          .catch((e) => {
+            if (e !== ROLLBACK) throw e;
+          });
+        return out as Awaited<ReturnType<typeof fn>>;
+      },
+    }),
+    MariaDB: () => ({
       dialect: 'mysql',
       other: `${myDb}_other`,
       own: myDb,
       rows: async (sql) => (await my.query(sql))[0] as unknown[][],
       fill: async (w) => void (await my.query(refill(w.secrets, w.other, `${myDb}_other`))),
-    }));
-  test('SQLite', () =>
-    holds({
+      async rolledBack(fn) {
+        await my.query('START TRANSACTION');
+        try {
+          return await fn(async (sql) => (await my.query(sql))[0]);
+        } finally {
+          await my.query('ROLLBACK');
+        }
+      },
+    }),
+    SQLite: () => ({
       dialect: 'sqlite',
       other: 'vault',
       own: 'main',
       rows: async (sql) => lite.prepare(sql).raw().all() as unknown[][],
       fill: async (w) => void lite.exec(refill(w.secrets, w.other, 'vault')),
-    }));
+      async rolledBack(fn) {
+        lite.exec('BEGIN');
+        try {
+          return await fn(async (sql) => {
+            const statement = lite.prepare(sql);
+            return statement.reader ? statement.raw().all() : statement.run();
+          });
+        } finally {
+          lite.exec('ROLLBACK');
+        }
+      },
+    }),
+  };
+  for (const [name, engine] of Object.entries(engines)) {
+    test(name, () => holds(engine()));
+    test(`${name}: writes`, () => holdsWrites(engine()));
+  }
 });
