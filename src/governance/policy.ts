@@ -46,7 +46,8 @@ export function checkReadOnly(a: StatementScan, mayWrite: boolean): void {
  * The functions the connection's catalog cannot vouch for are refused at the call (call/govern.ts).
  */
 export function checkWriteOps(a: StatementScan, allowedWriteOps: string[] | null): void {
-  if (allowedWriteOps === null) return;
+  // Every call of a writer runs this: a read that calls nothing costs no allocation.
+  if (allowedWriteOps === null || (a.writeVerbs.length === 0 && a.unsafeFunctions.length === 0)) return;
   const allowed = new Set(allowedWriteOps.map((op) => op.toLowerCase()));
   const writing = a.unsafeFunctions.filter(writesOrChangesSession);
   if (writing.length === 0 && a.writeVerbs.every((v) => allowed.has(v))) return;
