@@ -17,8 +17,8 @@ let caseless = false;
 const SELECT_KINDS = new Set(['select', 'union', 'union all', 'values', 'with', 'with recursive']);
 
 /** TRUNCATE, DROP or ALTER's CASCADE: it reaches the tables that refer to the ones named. */
-function cascading(behaviour: string | null | undefined): { cascades?: true } {
-  return behaviour === 'cascade' ? { cascades: true } : {};
+function cascading(cascades: boolean): { cascades?: true } {
+  return cascades ? { cascades: true } : {};
 }
 
 export function lowerPgStatement(st: pg.Statement, dialect: 'postgres' | 'sqlite'): Query {
@@ -32,12 +32,12 @@ export function lowerPgStatement(st: pg.Statement, dialect: 'postgres' | 'sqlite
     case 'show':
       return { k: 'other', verb: null, tables: [], targets: [], inner: null };
     case 'truncate table':
-      return { k: 'other', verb: 'truncate', tables: [], targets: st.tables.map(tableOf), inner: null, ...cascading(st.cascade) };
+      return { k: 'other', verb: 'truncate', tables: [], targets: st.tables.map(tableOf), inner: null, ...cascading(st.cascade === 'cascade') };
     case 'drop table':
-      return { k: 'other', verb: 'drop', tables: [], targets: st.names.map(tableOf), inner: null, ...cascading(st.cascade) };
+      return { k: 'other', verb: 'drop', tables: [], targets: st.names.map(tableOf), inner: null, ...cascading(st.cascade === 'cascade') };
     case 'alter table': {
       const cascades = st.changes.some((c) => 'behaviour' in c && c.behaviour === 'cascade');
-      return { k: 'other', verb: 'alter', tables: [], targets: [tableOf(st.table)], inner: null, ...cascading(cascades ? 'cascade' : null) };
+      return { k: 'other', verb: 'alter', tables: [], targets: [tableOf(st.table)], inner: null, ...cascading(cascades) };
     }
     case 'create index':
       return { k: 'other', verb: 'create', tables: [], targets: [tableOf(st.table)], inner: null };

@@ -87,7 +87,7 @@ export function planMasks(a: StatementAnalysis | null, schema: Schema, rules: Ma
     const p = planned[i];
     const name = resultColumns?.[i] ?? p.name;
     if (p.untraced) throw unresolvable(name, p.untraced);
-    let best = strictest(compiled, p);
+    let best = strictest(compiled, ruled(p));
     // `mask` keeps a value's first character and an email's domain: of a computed value those are other characters
     // (`reverse(email)` would keep the local part, `substr(email, k)` its k-th character), so it keeps nothing.
     if (best === 'mask' && (!p.picked || p.computed)) best = 'null';
@@ -127,7 +127,7 @@ export function checkPredicates(a: StatementAnalysis | null, schema: Schema, rul
   // A generated column computed from a masked one, shown hashed or masked, shows which rows share the property its
   // expression computes (`email_domain ... AS (split_part(email, '@', 2))`), though the statement only names it.
   for (const c of a.outputs === null ? [] : traceOutputs(a.outputs, schema)) {
-    const action = c.computed && !c.untraced ? strictest(compiled, c) : null;
+    const action = c.computed && !c.untraced ? strictest(compiled, ruled(c)) : null;
     if (action === 'hash' || action === 'mask') {
       throw predicateError(`its column '${c.name}' is a value computed from a masked column, which shows which rows share a property of it`);
     }
@@ -145,19 +145,16 @@ function ruled(p: TracedColumn): TracedColumn['sources'] {
   return p.carried ? [...p.sources, ...p.carried] : p.sources;
 }
 
-/** The strictest action the rules give a table's column (`table` a relation key, names.ts), or null when none matches. */
-export function columnAction(rules: MaskRule[], table: string, column: string): MaskAction | null {
-  let best: MaskAction | null = null;
-  for (const r of rules.map(compileRule)) {
-    if (matches(r, { table, column }) && (best === null || STRICTNESS[r.action] > STRICTNESS[best])) best = r.action;
-  }
-  return best;
+/** The strictest action `rules` give a table's column (`table` a relation key, names.ts), or null: the rules compiled once. */
+export function columnActions(rules: MaskRule[]): (table: string, column: string) => MaskAction | null {
+  const compiled = rules.map(compileRule);
+  return (table, column) => strictest(compiled, [{ table, column }]);
 }
 
-/** The strictest action the rules give a traced column, or null when none matches. */
-function strictest(compiled: CompiledRule[], p: TracedColumn): MaskAction | null {
+/** The strictest action the rules give any of `sources` (a traced column's: ruled()), or null when none matches. */
+function strictest(compiled: CompiledRule[], sources: ReadonlyArray<{ table: string; column: string }>): MaskAction | null {
   let best: MaskAction | null = null;
-  for (const s of ruled(p)) {
+  for (const s of sources) {
     for (const r of compiled) {
       if (matches(r, s) && (best === null || STRICTNESS[r.action] > STRICTNESS[best])) best = r.action;
     }

@@ -431,8 +431,7 @@ export function judgeTokens(tokens: Token[], dialect: ScanDialect): LexicalVerdi
         const locks = isWord(prev, 'for') || (isWord(prev, 'key') && isWord(tokens[k - 2], 'no'));
         if (!locks) writes.add(w);
       } else if (w === 'merge' || w === 'replace') {
-        const next = tokens[k + 1];
-        if (next && next.kind === 'word' && next.text === 'into') writes.add(w);
+        if (isWord(tokens[k + 1], 'into')) writes.add(w);
       } else if (w === 'into') {
         const prev = k > 0 ? tokens[k - 1] : undefined;
         if (!(prev && prev.kind === 'word' && INTO_OWNERS.has(prev.text))) selectInto = true;

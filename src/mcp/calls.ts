@@ -11,7 +11,7 @@ import type { CallRequest } from '../call/request.js';
 import { admit, savedCall } from '../call/runCall.js';
 import type { CallOptions } from '../call/statement.js';
 import { GatewayError } from '../contract/errors.js';
-import { columnAction, type MaskAction } from '../governance/masking.js';
+import { columnActions, type MaskAction } from '../governance/masking.js';
 import { allowedKeys } from '../governance/policy.js';
 import { type Answer, bodyText } from '../contract/exchange.js';
 import { EXECUTE_SQL, hasConnectionGrant, LIST_TABLES, queryTools } from './tools.js';
@@ -109,14 +109,14 @@ async function listTables(ctx: CallContext, caller: Caller, args: Record<string,
   const known = await ctx.governance.schemas.get(connection, ctx.source(connection));
   // Names resolved as governance resolves them: an allowed_tables entry is the relation the connection would read.
   const allowed = caller.kind === 'key' && caller.key.allowed_tables ? allowedKeys(caller.key.allowed_tables, known.schema) : null;
-  const rules = caller.kind === 'key' && caller.key.mask?.length ? caller.key.mask : null;
+  const maskOf = caller.kind === 'key' && caller.key.mask?.length ? columnActions(caller.key.mask) : null;
   type Column = { name: string; type: string | null; masked?: MaskAction };
   const tables: Array<{ name: string; schema: string; columns: Column[] }> = [];
   for (const rel of known.schema.relations.values()) {
     if (!rel.columns || (allowed && !allowed.has(rel.key))) continue; // views carry no traceable columns
     const columns: Column[] = [];
     for (const [i, name] of rel.columns.entries()) {
-      const masked = rules ? columnAction(rules, rel.key, name) : null;
+      const masked = maskOf ? maskOf(rel.key, name) : null;
       if (masked === 'drop') continue; // a column the key's answers never hold is not listed either
       const type = rel.types[i] || null;
       columns.push(masked ? { name, type, masked } : { name, type });
