@@ -268,6 +268,19 @@ describe('governance on MariaDB syntax', () => {
     assert.equal(both.json.code, 'table_not_allowed');
   });
 
+  /** The statements published on `my`, and the secret of a key that may call them and write only `ops`. */
+  async function writerOf(name: string, ops: string[], statements: Record<string, string>): Promise<string> {
+    for (const [query, sql] of Object.entries(statements)) {
+      const r = await s.call('POST', '/api/v1/queries', { body: { name: query, connection_name: 'my', description: query, publish: true, sql } });
+      assert.ok(r.status < 300, r.text);
+    }
+    const r = await s.call('POST', '/api/v1/api-keys', {
+      body: { name, queries: Object.keys(statements), connections: [], allow_writes: true, allowed_write_ops: ops },
+    });
+    assert.equal(r.status, 201, r.text);
+    return r.json.secret;
+  }
+
   test('a key allowed some write verbs writes nothing else through a function: a stored one, a sequence', async () => {
     const statements = {
       my_purge: 'UPDATE customer SET c_last = c_last WHERE c_id = wipe_last()',
@@ -275,15 +288,7 @@ describe('governance on MariaDB syntax', () => {
       my_next: 'SELECT NEXT VALUE FOR ids AS v',
       my_rename: "UPDATE customer SET c_last = CONCAT('Z', SUBSTRING(c_last, 2)) WHERE c_id = 1",
     };
-    for (const [name, sql] of Object.entries(statements)) {
-      const r = await s.call('POST', '/api/v1/queries', { body: { name, connection_name: 'my', description: name, publish: true, sql } });
-      assert.ok(r.status < 300, r.text);
-    }
-    const key = (
-      await s.call('POST', '/api/v1/api-keys', {
-        body: { name: 'updater', queries: Object.keys(statements), connections: [], allow_writes: true, allowed_write_ops: ['update'] },
-      })
-    ).json.secret;
+    const key = await writerOf('updater', ['update'], statements);
     for (const [name, fn] of [
       ['my_purge', /wipe_last\(\)/],
       ['my_setval', /setval\(\)/],
@@ -309,15 +314,7 @@ describe('governance on MariaDB syntax', () => {
       my_upsert: "INSERT INTO customer (c_id, c_last) VALUES (2, 'TAKEN') ON DUPLICATE KEY UPDATE c_last = 'TAKEN'",
       my_add: "INSERT INTO customer (c_id, c_last) VALUES (4, 'DAVIS')",
     };
-    for (const [name, sql] of Object.entries(statements)) {
-      const r = await s.call('POST', '/api/v1/queries', { body: { name, connection_name: 'my', description: name, publish: true, sql } });
-      assert.ok(r.status < 300, r.text);
-    }
-    const key = (
-      await s.call('POST', '/api/v1/api-keys', {
-        body: { name: 'inserter', queries: Object.keys(statements), connections: [], allow_writes: true, allowed_write_ops: ['insert'] },
-      })
-    ).json.secret;
+    const key = await writerOf('inserter', ['insert'], statements);
     const upsert = await s.call('GET', '/q/my_upsert', { key });
     assert.equal(upsert.status, 403, upsert.text);
     assert.equal(upsert.json.code, 'write_op_not_allowed');

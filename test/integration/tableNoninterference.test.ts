@@ -256,9 +256,17 @@ async function answer(engine: Engine, sql: string): Promise<Answer> {
   }
 }
 
+/** The schema the gateway reads from the database, as governance checks against it. */
+async function schemaRead(engine: Engine): Promise<Schema> {
+  return toSchema(engine.dialect, await Promise.all(schemaQueries(engine.dialect).map((q) => engine.rows(q))));
+}
+
+/** A statement's {other} and {own} as the engine names them. */
+const named = (engine: Engine) => (sql: string) => sql.replaceAll('{other}', engine.other).replaceAll('{own}', engine.own);
+
 async function holds(engine: Engine): Promise<void> {
-  const schema = toSchema(engine.dialect, await Promise.all(schemaQueries(engine.dialect).map((q) => engine.rows(q))));
-  const name = (sql: string) => sql.replaceAll('{other}', engine.other).replaceAll('{own}', engine.own);
+  const schema = await schemaRead(engine);
+  const name = named(engine);
   const probes = [...PROBES, ...DIALECT_PROBES[engine.dialect]].map(name);
   const generated = fc.sample(generator(engine.dialect), { seed: SEED, numRuns: Math.max(1, Math.round(1500 * RUNS)) }).map(name);
   for (const sql of SERVED) assert.ok(served(sql, engine.dialect, schema), `${engine.dialect}: should be served: ${sql}`);
@@ -287,8 +295,8 @@ async function holds(engine: Engine): Promise<void> {
 /** A writer with the same list changes nothing outside it: what the other tables hold after each write it is served. */
 async function holdsWrites(engine: Engine): Promise<void> {
   await engine.fill(WORLDS[1]);
-  const schema = toSchema(engine.dialect, await Promise.all(schemaQueries(engine.dialect).map((q) => engine.rows(q))));
-  const name = (sql: string) => sql.replaceAll('{other}', engine.other).replaceAll('{own}', engine.own);
+  const schema = await schemaRead(engine);
+  const name = named(engine);
   const outside = [`SELECT id, top FROM secrets ORDER BY id`, `SELECT id, name FROM ${engine.other}.customers ORDER BY id`];
   const before = JSON.stringify(await Promise.all(outside.map((q) => engine.rows(q))));
   /** What the other tables hold after the write, in its transaction; 'failed' when the write failed. */
