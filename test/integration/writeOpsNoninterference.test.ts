@@ -1,6 +1,6 @@
 // Noninterference for a key with allowed_write_ops: whatever such a key is served may change the database only as its
-// verbs allow. Each statement goes through the gateway's /execute_sql, as the key, on a real PostgreSQL and MariaDB,
-// and what the tables and the sequence hold after it is compared with what they held before:
+// verbs allow. Each statement goes through the gateway as the key, as its ad-hoc SQL and as a saved query, on a real
+// PostgreSQL and MariaDB, and what the tables and the sequence hold after it is compared with what they held before:
 //   - a key that may not delete or update leaves every row it found (it may add rows);
 //   - a key that may not insert or update adds no row (it may remove rows);
 //   - a key that may not insert ends with no more rows in a table, one that may not delete with no fewer;
