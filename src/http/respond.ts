@@ -139,7 +139,7 @@ class SocketRequest implements Request {
     if (opts.authorization) this.authorization = uwsReq.getHeader('authorization');
     this.#res = res;
     this.#hops = opts.trustProxy;
-    this.#forwardedFor = opts.trustProxy ? uwsReq.getHeader('x-forwarded-for') : '';
+    this.#forwardedFor = opts.trustProxy ? forwardedFor(uwsReq) : '';
   }
 
   get ip(): string {
@@ -308,6 +308,20 @@ export function forwardedClient(peer: string, forwardedFor: string, hops: number
     if (parts.length >= hops) text = parts[parts.length - hops].trim();
   }
   return text.startsWith('::ffff:') && text.includes('.') ? text.slice(7) : text;
+}
+
+/**
+ * Every X-Forwarded-For line, in order, as the one list they make (RFC 9110, 5.3). A proxy may add a line of its own
+ * rather than extend the caller's (haproxy's `option forwardfor` does): getHeader gives the first line only, the
+ * caller's to write, so a caller behind deploy/scale-out/haproxy.cfg passed any allow-list, and chose its rate limit's
+ * bucket, by claiming an address there.
+ */
+function forwardedFor(uwsReq: UwsRequest): string {
+  let list = '';
+  uwsReq.forEach((name, value) => {
+    if (name === 'x-forwarded-for') list = list === '' ? value : `${list},${value}`;
+  });
+  return list;
 }
 
 function internalError(req: Request, e: unknown): Answer {

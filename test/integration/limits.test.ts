@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ADMIN_KEY, request, scratchDatabase, startProcess, startTestServer, type TestServer } from '../helpers.js';
+import { rawExchange } from '../rawHttp.js';
 
 async function keyFor(s: Pick<TestServer, 'call'>, body: Record<string, unknown>): Promise<string> {
   const r = await s.call('POST', '/api/v1/api-keys', { body: { queries: ['example_film_lookup'], connections: [], ...body } });
@@ -105,6 +106,29 @@ test('the server-wide limit is per client address, before authentication, behind
     assert.ok(first[3].headers.get('retry-after'));
     assert.equal((await from('203.0.113.2', 'sk_wrong')).status, 401, 'another client has its own bucket');
     assert.equal((await s.call('GET', '/health', { key: null, headers: { 'X-Forwarded-For': '203.0.113.1' } })).status, 200, '/health is never limited');
+  } finally {
+    await s.stop();
+  }
+});
+
+test('behind a trusted proxy the address is read from every X-Forwarded-For line, not the first (the caller may write that one)', async () => {
+  const s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_TRUST_PROXY: '1' });
+  try {
+    const made = await s.call('POST', '/api/v1/api-keys', { body: { name: 'office', queries: '*', allowed_ips: ['203.0.113.7'] } });
+    assert.equal(made.status, 201, made.text);
+    const port = Number(new URL(s.url).port);
+    /** The status of a call whose X-Forwarded-For lines are `lines`, as a proxy that adds its own line sends them. */
+    const through = async (...lines: string[]) => {
+      const forwarded = lines.map((l) => `X-Forwarded-For: ${l}\r\n`).join('');
+      const head = `GET /q/none HTTP/1.1\r\nHost: x\r\nX-API-Key: ${made.json.secret}\r\n${forwarded}Connection: close\r\n\r\n`;
+      return (await rawExchange(port, Buffer.from(head))).status;
+    };
+    // Past the address check, the call meets a query that does not exist.
+    assert.equal(await through('203.0.113.7'), 404);
+    assert.equal(await through('198.51.100.1, 203.0.113.7'), 404);
+    assert.equal(await through('198.51.100.1', '203.0.113.7'), 404, 'the proxy saw the allowed address');
+    assert.equal(await through('203.0.113.7', '198.51.100.1'), 401, 'the caller claimed the allowed address; the proxy saw another');
+    assert.equal(await through('203.0.113.7', '198.51.100.1, 198.51.100.2'), 401);
   } finally {
     await s.stop();
   }

@@ -105,6 +105,19 @@ test('a key revoked on one instance is refused by all three at once, not when th
   );
 });
 
+test("a key's allowed_ips meet the address haproxy saw, whatever X-Forwarded-For the caller sends (deploy/scale-out/haproxy.cfg)", async () => {
+  // haproxy adds a line of its own (option forwardfor); the caller, on this host, reaches it at its own address.
+  const caller = new URL(rig.lb).hostname;
+  const elsewhere = await key(rig.instances[0].url, 'elsewhere', ['item'], { allowed_ips: ['203.0.113.7'] });
+  const here = await key(rig.instances[1].url, 'here', ['item'], { allowed_ips: [caller] });
+  for (const claimed of [null, '203.0.113.7', `198.51.100.1, 203.0.113.7`, caller]) {
+    const headers: Record<string, string> = claimed === null ? {} : { 'X-Forwarded-For': claimed };
+    const claims = `claiming ${claimed ?? 'nothing'}`;
+    assert.equal((await request(rig.lb, 'GET', '/q/item?id=1', { key: elsewhere, headers })).status, 401, claims);
+    assert.equal((await request(rig.lb, 'GET', '/q/item?id=1', { key: here, headers })).status, 200, claims);
+  }
+});
+
 test('a rate limit of 20/minute admits exactly 20 calls across the three (Redis)', async () => {
   const secret = await key(rig.instances[2].url, 'limited', ['item'], { rate_limit: '20/minute' });
   const statuses: number[] = [];
