@@ -94,10 +94,26 @@ export async function streamCall(
     } else gone = true;
     wake?.();
   });
+  // A reader that takes nothing holds the statement, its connection and a stream's place: stopped after a while.
+  const stallMs = ctx.config.streamStallTimeout * 1000;
+  /** Whether a credit (or the client's leaving) came within the stall limit. */
+  const credited = () =>
+    new Promise<boolean>((resolve) => {
+      const timer = stallMs > 0 ? setTimeout(() => resolve(false), stallMs) : undefined;
+      wake = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+    });
   /** Posts a chunk once the window has room for it (a string's bytes, or the bytes of the buffer it moves). */
   const send = async (chunk: string | Uint8Array) => {
     const bytes = typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.buffer.byteLength;
-    while (inFlight > 0 && inFlight + bytes > WINDOW_BYTES && !gone) await new Promise<void>((r) => (wake = r));
+    while (inFlight > 0 && inFlight + bytes > WINDOW_BYTES && !gone) {
+      if (!(await credited())) {
+        wake = null;
+        throw new GatewayError('stream_stalled', `The client read nothing for ${ctx.config.streamStallTimeout} s, so the stream was stopped`);
+      }
+    }
     wake = null;
     if (gone) throw new ClientGone();
     posted.push(bytes);

@@ -209,3 +209,69 @@ test('QUERYAPIGATE_STREAM_MAX_ROWS ends a stream with a visible truncation note'
     await s.stop();
   }
 });
+
+test('a reader that takes nothing for QUERYAPIGATE_STREAM_STALL_TIMEOUT is cut off, its statement cancelled; one that keeps reading, longer than that in all, is not', async () => {
+  const pg = await scratchDatabase('qag_stall');
+  const s = await startTestServer({ QUERYAPIGATE_WORKERS: '1', QUERYAPIGATE_STREAM_STALL_TIMEOUT: '3' });
+  try {
+    await pg.sql`CREATE TABLE big AS SELECT i AS id, repeat('x', 200) AS pad FROM generate_series(1, 300000) i`;
+    const post = async (path: string, body: unknown) => assert.ok((await s.call('POST', path, { body })).status < 300);
+    await post('/api/v1/connections', { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: pg.name, user: 'postgres' });
+    await post('/api/v1/queries', { name: 'big', connection_name: 'pg', sql: 'SELECT id, pad FROM big ORDER BY id', description: 'b', publish: true });
+    await post('/api/v1/queries', {
+      name: 'some',
+      connection_name: 'pg',
+      sql: 'SELECT id, pad FROM big WHERE id <= 90000 ORDER BY id',
+      description: 's',
+      publish: true,
+    });
+    /**
+     * Reads the export at `path`, pausing `pauseMs` after each 256 KiB; `stallMs`: once, for that long, after the first
+     * 256 KiB (a paused socket sees no end, so it reads on after it). The bytes it got and whether the answer was whole.
+     */
+    const read = (path: string, pauseMs: number, stallMs = 0) =>
+      new Promise<{ bytes: number; whole: boolean }>((resolve) => {
+        let bytes = 0;
+        let since = 0;
+        let stalls = stallMs > 0 ? 1 : 0;
+        http
+          .get(new URL(`${s.url}${path}`), { headers: { 'X-API-Key': 'test-admin-key' } }, (res) => {
+            res.on('data', (d: Buffer) => {
+              bytes += d.length;
+              since += d.length;
+              if (since < 256 * 1024) return;
+              since = 0;
+              res.pause();
+              setTimeout(() => res.resume(), stalls-- > 0 ? stallMs : pauseMs);
+            });
+            res.on('close', () => resolve({ bytes, whole: res.complete }));
+          })
+          .on('error', () => resolve({ bytes, whole: false }));
+      });
+    const whole = (await s.call('GET', '/q/big?stream=true&format=csv')).bytes.byteLength;
+    const stalled = await read('/q/big?stream=true&format=csv', 0, 8000);
+    assert.equal(stalled.whole, false, 'the server cut the stream');
+    assert.ok(stalled.bytes < whole, `${stalled.bytes} of ${whole} bytes`);
+    const active = await eventually(
+      () =>
+        pg.sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${pg.name} AND query LIKE '%FROM big ORDER%' AND state <> 'idle' AND pid <> pg_backend_pid()`,
+      (r) => r[0].n === 0,
+      5000,
+    );
+    assert.equal(active[0].n, 0, 'the statement was cancelled on the server');
+    const h = await eventually(
+      () => s.call('GET', '/api/v1/queries/big/history?limit=1'),
+      (r) => r.json.items.length > 0,
+    );
+    assert.equal(h.json.items[0].status, 'error');
+    assert.equal(h.json.items[0].code, 'stream_stalled', JSON.stringify(h.json.items[0]));
+    // Short pauses, longer than the limit in all: the export is whole. The socket says it can take more only once the
+    // reader has freed about half its kernel buffer (megabytes on loopback), so the reader keeps a brisk pace.
+    const slow = await read('/q/some?stream=true&format=csv', 150);
+    assert.equal(slow.whole, true);
+    assert.equal(slow.bytes, (await s.call('GET', '/q/some?stream=true&format=csv')).bytes.byteLength);
+  } finally {
+    await s.stop();
+    await pg.drop();
+  }
+});
