@@ -51,8 +51,8 @@ export interface Config {
   readonly trustProxy: number;
   /** Rows after which a ?stream=true export ends, marked truncated; 0 = unbounded. */
   readonly streamMaxRows: number;
-  /** Seconds a ?stream=true export waits for its reader to take anything before it is stopped; 0 waits forever. */
-  readonly streamStallTimeout: number;
+  /** Seconds an answer (a stream, or a page too large for the socket's buffer) waits while its reader takes nothing; 0 waits forever. */
+  readonly stallTimeout: number;
   /** Seconds every run stays in the event log, at least. */
   readonly eventRetention: number;
   /** Open /events streams at most; 0 turns /events off. */
@@ -202,7 +202,7 @@ const VARIABLES = {
   RATE_LIMIT: [v.pipe(text, v.regex(/^\s*[1-9]\d*\s*\/\s*(second|minute|hour|day)s?\s*$/i, "must look like '60/minute' (N/second|minute|hour|day)")), null],
   TRUST_PROXY: [int(0, 32), '0'],
   STREAM_MAX_ROWS: [int(0, Number.MAX_SAFE_INTEGER), '0'],
-  STREAM_STALL_TIMEOUT: [int(0, 86_400), '60'],
+  STALL_TIMEOUT: [int(0, 86_400), '60'],
   EVENT_RETENTION: [int(60, 30 * 86400), '3600'],
   EVENTS_MAX_STREAMS: [int(0, 100_000), '4'],
   REDIS_URL: [v.pipe(text, v.regex(/^(rediss?|unix):\/\//, 'must be a redis://, rediss:// or unix:// URL')), null],
@@ -373,11 +373,11 @@ export const SETTING_INFO: Readonly<Record<Name, { group: SettingGroup; type: st
       'PostgreSQL, and reads on MySQL/MariaDB: calls arriving together that share one connection, sent in one write (fewer system calls and database wake-ups); a slow one delays the others. 1: each call takes a connection of its own (the least busy on PostgreSQL).',
   },
   STREAM_MAX_ROWS: { group: 'calls', type: 'whole number', description: 'Rows after which a ?stream=true export ends, marked truncated; 0 is unbounded.' },
-  STREAM_STALL_TIMEOUT: {
+  STALL_TIMEOUT: {
     group: 'calls',
     type: 'seconds, 0-86400',
     description:
-      'Seconds a ?stream=true export waits while its reader takes nothing before it is stopped (its statement cancelled, its connection freed); 0 waits forever.',
+      'Seconds an answer waits while its reader takes nothing, then the connection is cut (a ?stream=true export stops too: its statement cancelled, its connection freed); 0 waits forever.',
   },
   HISTORY_LIMIT: { group: 'history', type: 'whole number, 1-1000000', description: 'Runs kept per saved-query version.' },
   HISTORY_ADHOC_LIMIT: {
@@ -485,7 +485,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, warn: (line: st
     rateLimit: read('RATE_LIMIT'),
     trustProxy: read('TRUST_PROXY'),
     streamMaxRows: read('STREAM_MAX_ROWS'),
-    streamStallTimeout: read('STREAM_STALL_TIMEOUT'),
+    stallTimeout: read('STALL_TIMEOUT'),
     eventRetention: read('EVENT_RETENTION'),
     eventsMaxStreams: read('EVENTS_MAX_STREAMS'),
     historyAdhocLimit: read('HISTORY_ADHOC_LIMIT'),

@@ -95,7 +95,7 @@ export async function streamCall(
     wake?.();
   });
   // A reader that takes nothing holds the statement, its connection and a stream's place: stopped after a while.
-  const stallMs = ctx.config.streamStallTimeout * 1000;
+  const stallMs = ctx.config.stallTimeout * 1000;
   /** Whether a credit (or the client's leaving) came within the stall limit. */
   const credited = () =>
     new Promise<boolean>((resolve) => {
@@ -111,7 +111,7 @@ export async function streamCall(
     while (inFlight > 0 && inFlight + bytes > WINDOW_BYTES && !gone) {
       if (!(await credited())) {
         wake = null;
-        throw new GatewayError('stream_stalled', `The client read nothing for ${ctx.config.streamStallTimeout} s, so the stream was stopped`);
+        throw new GatewayError('stream_stalled', `The client read nothing for ${ctx.config.stallTimeout} s, so the stream was stopped`);
       }
     }
     wake = null;

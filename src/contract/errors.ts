@@ -79,7 +79,7 @@ export const ERRORS = {
   /** Rendering the rows into the answer's body. */
   shape: {
     answer_too_large: 400,
-    /** A stream's reader took nothing for QUERYAPIGATE_STREAM_STALL_TIMEOUT: after the first byte, so only history says it. */
+    /** A stream's reader took nothing for QUERYAPIGATE_STALL_TIMEOUT: after the first byte, so only history says it. */
     stream_stalled: 408,
   },
   /** Management writes: what is saved must hold (its SQL, its parameters, the names it refers to). */

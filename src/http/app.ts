@@ -94,6 +94,7 @@ export function buildApp(
     return {
       maxBody: control.config.maxBodyBytes,
       trustProxy: control.config.trustProxy,
+      stallMs: control.config.stallTimeout * 1000,
       // The Authorization header is read only where a signed-in user may call, and only with JWT on.
       authorization: Boolean(control.jwt) && AUTHORIZED_ENDPOINTS.has(endpoint),
       cors: CORS_ENDPOINTS.has(endpoint) ? cors : null,

@@ -41,6 +41,8 @@ export interface ServeOptions {
   onAnswer?: (req: Request, a: Answer) => void;
   /** Trusted X-Forwarded-For hops (QUERYAPIGATE_TRUST_PROXY). */
   trustProxy: number;
+  /** How long an answer the socket could not take at once waits while its reader takes nothing (QUERYAPIGATE_STALL_TIMEOUT); 0 = forever. */
+  stallMs: number;
   /** More request headers the route's handler reads (lower-case names), copied into `Request.headers`. */
   headers?: readonly string[];
   /** Reads the Authorization header into `Request.authorization` (JWT on). */
@@ -125,6 +127,8 @@ class SocketRequest implements Request {
   #hops: number;
   #ip: string | null = null;
   #settled = false;
+  /** A large answer's stalled-reader timer (endWatched), cleared if the connection goes first. */
+  stall: ReturnType<typeof setTimeout> | undefined = undefined;
 
   constructor(res: HttpResponse, uwsReq: UwsRequest, method: string, opts: ServeOptions) {
     this.method = method;
@@ -180,6 +184,7 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
   res.onAborted(() => {
     req.settle();
     stream?.fire();
+    clearTimeout(req.stall);
   });
   const finish = (a: Answer | StreamStart) => {
     if (req.settled) return;
@@ -193,7 +198,8 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
       if (cors) for (let i = 0; i < cors.length; i += 2) res.writeHeader(cors[i], cors[i + 1]);
       res.writeHeader('X-Request-Id', req.requestId);
       if (a.status === 204 || a.status === 304) res.endWithoutBody(0);
-      else res.end(a.body);
+      else if (a.body.length < WATCHED_BODY) res.end(a.body);
+      else endWatched(res, req, a.body, opts.stallMs);
     });
   };
   const startStream = (a: StreamStart) => {
@@ -322,6 +328,34 @@ function forwardedFor(uwsReq: UwsRequest): string {
     if (name === 'x-forwarded-for') list = list === '' ? value : `${list},${value}`;
   });
   return list;
+}
+
+/** Bodies from this size on (characters or bytes) are sent watched for a stalled reader; smaller ones fit a socket's buffer. */
+const WATCHED_BODY = 64 * 1024;
+
+/**
+ * Ends with a large body. What the socket cannot take at once would wait in uWS for as long as the connection lasts, and
+ * a reader that takes nothing would keep it (up to QUERYAPIGATE_MAX_ANSWER_BYTES) for ever: it is sent as the socket
+ * drains instead, and the connection cut when the reader takes nothing for `stallMs` (0: never).
+ */
+function endWatched(res: HttpResponse, req: SocketRequest, body: string | Uint8Array, stallMs: number): void {
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  const base = res.getWriteOffset();
+  if (res.tryEnd(bytes, bytes.byteLength)[1]) return;
+  const cut = () => {
+    logger('http').warn({ request_id: req.requestId, route: req.url }, `the reader took nothing for ${stallMs / 1000} s: connection cut`);
+    res.close();
+  };
+  const watch = () => {
+    if (stallMs > 0) req.stall = setTimeout(cut, stallMs);
+  };
+  watch();
+  res.onWritable((offset) => {
+    clearTimeout(req.stall);
+    const [ok, done] = res.tryEnd(bytes.subarray(offset - base), bytes.byteLength);
+    if (!done) watch();
+    return ok;
+  });
 }
 
 function internalError(req: Request, e: unknown): Answer {

@@ -210,9 +210,9 @@ test('QUERYAPIGATE_STREAM_MAX_ROWS ends a stream with a visible truncation note'
   }
 });
 
-test('a reader that takes nothing for QUERYAPIGATE_STREAM_STALL_TIMEOUT is cut off, its statement cancelled; one that keeps reading, longer than that in all, is not', async () => {
+test('a reader that takes nothing for QUERYAPIGATE_STALL_TIMEOUT is cut off (a stream, its statement cancelled; a page); one that keeps reading, longer than that in all, is not', async () => {
   const pg = await scratchDatabase('qag_stall');
-  const s = await startTestServer({ QUERYAPIGATE_WORKERS: '1', QUERYAPIGATE_STREAM_STALL_TIMEOUT: '3' });
+  const s = await startTestServer({ QUERYAPIGATE_WORKERS: '1', QUERYAPIGATE_STALL_TIMEOUT: '3', QUERYAPIGATE_MAX_PAGE_SIZE: '100000' });
   try {
     await pg.sql`CREATE TABLE big AS SELECT i AS id, repeat('x', 200) AS pad FROM generate_series(1, 300000) i`;
     const post = async (path: string, body: unknown) => assert.ok((await s.call('POST', path, { body })).status < 300);
@@ -249,7 +249,7 @@ test('a reader that takes nothing for QUERYAPIGATE_STREAM_STALL_TIMEOUT is cut o
           .on('error', () => resolve({ bytes, whole: false }));
       });
     const whole = (await s.call('GET', '/q/big?stream=true&format=csv')).bytes.byteLength;
-    const stalled = await read('/q/big?stream=true&format=csv', 0, 8000);
+    const stalled = await read('/q/big?stream=true&format=csv', 0, 6000);
     assert.equal(stalled.whole, false, 'the server cut the stream');
     assert.ok(stalled.bytes < whole, `${stalled.bytes} of ${whole} bytes`);
     const active = await eventually(
@@ -267,9 +267,19 @@ test('a reader that takes nothing for QUERYAPIGATE_STREAM_STALL_TIMEOUT is cut o
     assert.equal(h.json.items[0].code, 'stream_stalled', JSON.stringify(h.json.items[0]));
     // Short pauses, longer than the limit in all: the export is whole. The socket says it can take more only once the
     // reader has freed about half its kernel buffer (megabytes on loopback), so the reader keeps a brisk pace.
-    const slow = await read('/q/some?stream=true&format=csv', 150);
+    const slow = await read('/q/some?stream=true&format=csv', 100);
     assert.equal(slow.whole, true);
     assert.equal(slow.bytes, (await s.call('GET', '/q/some?stream=true&format=csv')).bytes.byteLength);
+    // An ordinary answer too large for the socket's buffers (about 19 MB of JSON): the same two readers.
+    const page = '/q/some?page_size=100000';
+    const answer = (await s.call('GET', page)).bytes.byteLength;
+    assert.ok(answer > 10_000_000, `${answer} bytes`);
+    const stalledPage = await read(page, 0, 6000);
+    assert.equal(stalledPage.whole, false, 'the server cut the answer');
+    assert.ok(stalledPage.bytes < answer, `${stalledPage.bytes} of ${answer} bytes`);
+    const slowPage = await read(page, 100);
+    assert.equal(slowPage.whole, true);
+    assert.equal(slowPage.bytes, answer);
   } finally {
     await s.stop();
     await pg.drop();
