@@ -85,37 +85,26 @@ export async function streamCall(
   const posted: number[] = [];
   let inFlight = 0;
   const spare: ArrayBuffer[] = [];
-  let gone = false;
+  /** Set when the acceptor cancels: the client left, or it was cut off for reading nothing (http/respond.ts). */
+  let gone: 'left' | 'stalled' | null = null;
   let wake: (() => void) | null = null;
   port.on('message', (m: StreamCredit) => {
     if (m.t === 'more') {
       inFlight -= posted.shift() ?? 0;
       if (m.buf?.byteLength === FRAME_BYTES && spare.length < WINDOW_BYTES / FRAME_BYTES) spare.push(m.buf);
-    } else gone = true;
+    } else gone = m.stalled ? 'stalled' : 'left';
     wake?.();
   });
-  // A reader that takes nothing holds the statement, its connection and a stream's place: stopped after a while.
-  const stallMs = ctx.config.stallTimeout * 1000;
-  /** Whether a credit (or the client's leaving) came within the stall limit. */
-  const credited = () =>
-    new Promise<boolean>((resolve) => {
-      const timer = stallMs > 0 ? setTimeout(() => resolve(false), stallMs) : undefined;
-      wake = () => {
-        clearTimeout(timer);
-        resolve(true);
-      };
-    });
+  const stopped = () =>
+    gone === 'stalled'
+      ? new GatewayError('stream_stalled', `The client read nothing for ${ctx.config.stallTimeout} s, so the stream was stopped`)
+      : new ClientGone();
   /** Posts a chunk once the window has room for it (a string's bytes, or the bytes of the buffer it moves). */
   const send = async (chunk: string | Uint8Array) => {
     const bytes = typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.buffer.byteLength;
-    while (inFlight > 0 && inFlight + bytes > WINDOW_BYTES && !gone) {
-      if (!(await credited())) {
-        wake = null;
-        throw new GatewayError('stream_stalled', `The client read nothing for ${ctx.config.stallTimeout} s, so the stream was stopped`);
-      }
-    }
+    while (inFlight > 0 && inFlight + bytes > WINDOW_BYTES && !gone) await new Promise<void>((r) => (wake = r));
     wake = null;
-    if (gone) throw new ClientGone();
+    if (gone) throw stopped();
     posted.push(bytes);
     inFlight += bytes;
     postData(chunk);
@@ -197,7 +186,7 @@ export async function streamCall(
 
   try {
     await source.stream(plan.text, values, options, async (cols, batch, types, raw) => {
-      if (gone) throw new ClientGone();
+      if (gone) throw stopped();
       let rows = batch;
       if (max > 0 && sent + rows.length >= max) {
         truncated = sent + rows.length > max;

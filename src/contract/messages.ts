@@ -77,7 +77,8 @@ export type StreamFrame =
  * one per chunk and in their order, with a binary chunk's buffer moved back (`buf`) for the executor
  * to fill again; 'cancel' when the client went away.
  */
-export type StreamCredit = { t: 'more'; buf?: ArrayBuffer } | { t: 'cancel' };
+/** `stalled`: the acceptor cut the client off because it read nothing for QUERYAPIGATE_STALL_TIMEOUT (http/respond.ts). */
+export type StreamCredit = { t: 'more'; buf?: ArrayBuffer } | { t: 'cancel'; stalled?: true };
 
 // ---- Executors → recorder: runs.
 

@@ -31,8 +31,11 @@ export interface StreamOut {
   /** Drops the connection (a reader too slow to keep). */
   abort(): void;
   readonly closed: boolean;
-  /** Called once when the answer ends, is aborted, or the client goes away. */
-  onClose(fn: () => void): void;
+  /**
+   * Called once when the answer ends, is aborted, or the client goes away; `stalled`: cut because the reader took nothing
+   * for QUERYAPIGATE_STALL_TIMEOUT.
+   */
+  onClose(fn: (stalled: boolean) => void): void;
 }
 
 export interface ServeOptions {
@@ -127,8 +130,6 @@ class SocketRequest implements Request {
   #hops: number;
   #ip: string | null = null;
   #settled = false;
-  /** A large answer's stalled-reader timer (endWatched), cleared if the connection goes first. */
-  stall: ReturnType<typeof setTimeout> | undefined = undefined;
 
   constructor(res: HttpResponse, uwsReq: UwsRequest, method: string, opts: ServeOptions) {
     this.method = method;
@@ -180,11 +181,13 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
   const req = new SocketRequest(res, uwsReq, method, opts);
   const cors = opts.cors ? opts.cors.headers(uwsReq.getHeader('origin')) : null;
   const declared = uwsReq.getHeader('content-length');
-  let stream: (StreamOut & { fire(): void }) | null = null;
+  let stream: (StreamOut & { fire(stalled: boolean): void }) | null = null;
+  /** A large answer's or a stream's watch for a reader that takes nothing. */
+  let stall: StallWatch | null = null;
   res.onAborted(() => {
     req.settle();
-    stream?.fire();
-    clearTimeout(req.stall);
+    stream?.fire(false);
+    stall?.disarm();
   });
   const finish = (a: Answer | StreamStart) => {
     if (req.settled) return;
@@ -199,7 +202,7 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
       res.writeHeader('X-Request-Id', req.requestId);
       if (a.status === 204 || a.status === 304) res.endWithoutBody(0);
       else if (a.body.length < WATCHED_BODY) res.end(a.body);
-      else endWatched(res, req, a.body, opts.stallMs);
+      else stall = endWatched(res, req, a.body, opts.stallMs);
     });
   };
   const startStream = (a: StreamStart) => {
@@ -211,14 +214,19 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
       if (cors) for (let i = 0; i < cors.length; i += 2) res.writeHeader(cors[i], cors[i + 1]);
       res.writeHeader('X-Request-Id', req.requestId);
     });
-    const closers: Array<() => void> = [];
+    const closers: Array<(stalled: boolean) => void> = [];
     const drains: Array<() => void> = [];
     let closed = false;
     // Bytes handed over since the socket last backed up: this build of uWS has no
     // getBufferedAmount on HTTP responses, so backpressure is tracked from write()'s answer.
     let backlog = 0;
+    const watch = stallWatch(req, opts.stallMs, () => {
+      stream!.fire(true); // before close: closing calls onAborted at once, which would say the client left
+      res.close();
+    });
     res.onWritable(() => {
       backlog = 0;
+      watch.disarm();
       for (const f of drains.splice(0)) if (!closed) f();
       return true;
     });
@@ -233,6 +241,7 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
           ok = res.write(chunk);
         });
         if (!ok || backlog > 0) backlog += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
+        if (!ok) watch.arm();
         return ok;
       },
       buffered: () => (closed ? 0 : backlog),
@@ -243,22 +252,23 @@ export function serve(res: HttpResponse, uwsReq: UwsRequest, handler: Handler, o
       end() {
         if (closed) return;
         res.cork(() => res.end());
-        stream!.fire();
+        stream!.fire(false);
       },
       abort() {
         if (closed) return;
         res.close();
-        stream!.fire();
+        stream!.fire(false);
       },
       onClose(fn) {
-        if (closed) fn();
+        if (closed) fn(false);
         else closers.push(fn);
       },
-      fire() {
+      fire(stalled) {
         if (closed) return;
         closed = true;
         req.settle();
-        for (const f of closers.splice(0)) f();
+        watch.disarm();
+        for (const f of closers.splice(0)) f(stalled);
       },
     };
     a.start(stream);
@@ -333,29 +343,48 @@ function forwardedFor(uwsReq: UwsRequest): string {
 /** Bodies from this size on (characters or bytes) are sent watched for a stalled reader; smaller ones fit a socket's buffer. */
 const WATCHED_BODY = 64 * 1024;
 
+/** Cuts the connection when the socket has taken nothing for `ms` since `arm` (0: never); `disarm` once it took some. */
+interface StallWatch {
+  arm(): void;
+  disarm(): void;
+}
+
+function stallWatch(req: Request, ms: number, cut: () => void): StallWatch {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const fire = () => {
+    timer = undefined;
+    logger('http').warn({ request_id: req.requestId, route: req.url }, `the reader took nothing for ${ms / 1000} s: connection cut`);
+    cut();
+  };
+  return {
+    arm() {
+      if (ms > 0 && timer === undefined) timer = setTimeout(fire, ms);
+    },
+    disarm() {
+      clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}
+
 /**
  * Ends with a large body. What the socket cannot take at once would wait in uWS for as long as the connection lasts, and
  * a reader that takes nothing would keep it (up to QUERYAPIGATE_MAX_ANSWER_BYTES) for ever: it is sent as the socket
- * drains instead, and the connection cut when the reader takes nothing for `stallMs` (0: never).
+ * drains instead, watched for a stalled reader. The watch, or null when the socket took it all.
  */
-function endWatched(res: HttpResponse, req: SocketRequest, body: string | Uint8Array, stallMs: number): void {
+function endWatched(res: HttpResponse, req: Request, body: string | Uint8Array, stallMs: number): StallWatch | null {
   const bytes = typeof body === 'string' ? Buffer.from(body) : body;
   const base = res.getWriteOffset();
-  if (res.tryEnd(bytes, bytes.byteLength)[1]) return;
-  const cut = () => {
-    logger('http').warn({ request_id: req.requestId, route: req.url }, `the reader took nothing for ${stallMs / 1000} s: connection cut`);
-    res.close();
-  };
-  const watch = () => {
-    if (stallMs > 0) req.stall = setTimeout(cut, stallMs);
-  };
-  watch();
+  if (res.tryEnd(bytes, bytes.byteLength)[1]) return null;
+  const watch = stallWatch(req, stallMs, () => res.close());
+  watch.arm();
   res.onWritable((offset) => {
-    clearTimeout(req.stall);
+    watch.disarm();
     const [ok, done] = res.tryEnd(bytes.subarray(offset - base), bytes.byteLength);
-    if (!done) watch();
+    if (!done) watch.arm();
     return ok;
   });
+  return watch;
 }
 
 function internalError(req: Request, e: unknown): Answer {

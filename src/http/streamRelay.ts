@@ -42,10 +42,10 @@ export function relayStream(req: Request, dispatcher: Dispatcher, task: CallTask
           key: f.key,
           start(o) {
             out = o;
-            o.onClose(() => {
+            o.onClose((stalled) => {
               if (!finished) {
                 finished = true;
-                credit({ t: 'cancel' }); // the executor stops the cursor and frees its connection
+                credit(stalled ? { t: 'cancel', stalled } : { t: 'cancel' }); // the executor stops the cursor and frees its connection
                 port1.close();
               }
             });

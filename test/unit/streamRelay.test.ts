@@ -15,7 +15,7 @@ import { relayStream } from '../../src/http/streamRelay.js';
 function socket(room: number) {
   const written: Buffer[] = [];
   let drains: (() => void)[] = [];
-  let closers: (() => void)[] = [];
+  let closers: ((stalled: boolean) => void)[] = [];
   let ended = false;
   let taken = 0;
   const out: StreamOut = {
@@ -30,10 +30,10 @@ function socket(room: number) {
     },
     end() {
       ended = true;
-      for (const f of closers) f();
+      for (const f of closers) f(false);
     },
     abort() {
-      for (const f of closers) f();
+      for (const f of closers) f(false);
     },
     onClose(fn) {
       closers.push(fn);
@@ -52,7 +52,7 @@ function socket(room: number) {
     leave() {
       const c = closers;
       closers = [];
-      for (const f of c) f();
+      for (const f of c) f(false);
     },
   };
 }
