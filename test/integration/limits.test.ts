@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ADMIN_KEY, request, scratchDatabase, startProcess, startTestServer, type TestServer } from '../helpers.js';
-import { rawExchange } from '../rawHttp.js';
+import { rawExchange, requestBytes } from '../rawHttp.js';
 
 async function keyFor(s: Pick<TestServer, 'call'>, body: Record<string, unknown>): Promise<string> {
   const r = await s.call('POST', '/api/v1/api-keys', { body: { queries: ['example_film_lookup'], connections: [], ...body } });
@@ -119,9 +119,8 @@ test('behind a trusted proxy the address is read from every X-Forwarded-For line
     const port = Number(new URL(s.url).port);
     /** The status of a call whose X-Forwarded-For lines are `lines`, as a proxy that adds its own line sends them. */
     const through = async (...lines: string[]) => {
-      const forwarded = lines.map((l) => `X-Forwarded-For: ${l}\r\n`).join('');
-      const head = `GET /q/none HTTP/1.1\r\nHost: x\r\nX-API-Key: ${made.json.secret}\r\n${forwarded}Connection: close\r\n\r\n`;
-      return (await rawExchange(port, Buffer.from(head))).status;
+      const headers: Array<[string, string]> = [['Host', 'x'], ['X-API-Key', made.json.secret], ...lines.map((l): [string, string] => ['X-Forwarded-For', l])];
+      return (await rawExchange(port, requestBytes({ method: 'GET', target: '/q/none', headers }))).status;
     };
     // Past the address check, the call meets a query that does not exist.
     assert.equal(await through('203.0.113.7'), 404);
