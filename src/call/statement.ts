@@ -86,8 +86,10 @@ export async function runStatement(ctx: CallContext, caller: Caller, call: CallR
     const offset = (paging.page - 1) * paging.pageSize;
     const values = fillValues(plan, bound, paging.pageSize + 1, offset);
     const text = pagedStatement(plan, offset);
-    // The database refuses writes too unless this caller may write (governance already refused them).
-    const readOnly = !plan.write || o.readOnly || !mayWrite(caller, s.queryName, ctx.config.allowWrites);
+    // The database refuses writes too unless this caller may write (governance already refused them). A caller that
+    // may write runs a SELECT as a writer as well: it may call a function that writes (`SELECT create_order(...)`,
+    // `nextval`), which governance has judged for this caller; the contract's session is read-only = may not write.
+    const readOnly = o.readOnly || !mayWrite(caller, s.queryName, ctx.config.allowWrites);
     let result: Awaited<ReturnType<typeof execute>>;
     try {
       result = await execute(ctx.metrics.activeQueries, counters, source, text, values, {

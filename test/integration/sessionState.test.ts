@@ -172,7 +172,9 @@ describe('MariaDB: sessions stay as the gateway set them', () => {
     await admin.query(`CREATE DATABASE ${db}; USE ${db};
       CREATE TABLE customers (id INT, name VARCHAR(20));
       INSERT INTO customers VALUES (1, 'Ann');
-      CREATE FUNCTION leak() RETURNS INT DETERMINISTIC BEGIN SET @leak = 42; RETURN 1; END;`);
+      CREATE FUNCTION leak() RETURNS INT DETERMINISTIC BEGIN SET @leak = 42; RETURN 1; END;
+      CREATE TABLE orders (id INT AUTO_INCREMENT PRIMARY KEY, amount INT);
+      CREATE FUNCTION add_order(a INT) RETURNS INT MODIFIES SQL DATA BEGIN INSERT INTO orders (amount) VALUES (a); RETURN 1; END;`);
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1', QUERYAPIGATE_POOL_SIZE: '1' });
     await s.call('POST', '/api/v1/connections', { body: { name: 'my', db: 'mysql', host: '127.0.0.1', port: 3306, database: db, user: 'root' } });
     k = await keys(s, 'my');
@@ -259,6 +261,18 @@ describe('MariaDB: sessions stay as the gateway set them', () => {
       assert.equal(r.status, 200, r.text);
       await assertClean('after leak()');
     }
+  });
+
+  test("a stored function that writes: a writer's SELECT of it writes, a reader's is refused by its read-only session", async () => {
+    const written = await call(s, 'my', 'SELECT add_order(5) AS x', k.writer);
+    assert.equal(written.status, 200, written.text);
+    assert.deepEqual(written.json, [{ x: 1 }]);
+    const refused = await call(s, 'my', 'SELECT add_order(6) AS x', k.reader);
+    assert.equal(refused.status, 403, refused.text);
+    assert.equal(refused.json.code, 'read_only', refused.text);
+    const [rows] = await admin.query(`SELECT amount FROM ${db}.orders ORDER BY id`);
+    assert.deepEqual(rows, [{ amount: 5 }]);
+    await assertClean('after add_order()');
   });
 });
 

@@ -31,7 +31,10 @@ before(async () => {
     CREATE FUNCTION my_sql_quoted_lock() RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT "pg_try_advisory_lock"(80)';
     CREATE FUNCTION my_sql_nested() RETURNS boolean LANGUAGE sql STABLE AS 'SELECT my_sql_stable_lock()';
     CREATE FUNCTION my_sql_atomic() RETURNS boolean LANGUAGE sql STABLE BEGIN ATOMIC SELECT pg_try_advisory_lock(81); END;
-    CREATE FUNCTION my_sql_upper(t text) RETURNS text LANGUAGE sql IMMUTABLE AS 'SELECT upper(coalesce(t, ''''))';`);
+    CREATE FUNCTION my_sql_upper(t text) RETURNS text LANGUAGE sql IMMUTABLE AS 'SELECT upper(coalesce(t, ''''))';
+    CREATE TABLE orders (id serial PRIMARY KEY, amount int);
+    CREATE FUNCTION create_order(a int) RETURNS int LANGUAGE sql AS 'INSERT INTO orders (amount) VALUES (a) RETURNING id';
+    CREATE SEQUENCE order_numbers;`);
   s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
   const created = await s.call('POST', '/api/v1/connections', {
     body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: data.name, user: 'postgres' },
@@ -146,4 +149,30 @@ test('a key that may write is not held to the read-only rule', async () => {
   const r = await call('SELECT pg_try_advisory_xact_lock(5) AS got', writer);
   assert.equal(r.status, 200, r.text);
   assert.deepEqual(r.json, [{ got: true }]);
+});
+
+test("a key that may write runs a SELECT as a writer: a function that writes does, saved or ad hoc; a reader's is refused", async () => {
+  const made = await call('SELECT create_order(5) AS id', writer);
+  assert.equal(made.status, 200, made.text);
+  assert.deepEqual(made.json, [{ id: 1 }]);
+  const numbered = await call("SELECT nextval('order_numbers')::int AS n", writer);
+  assert.equal(numbered.status, 200, numbered.text);
+  assert.deepEqual(numbered.json, [{ n: 1 }]);
+  const adhoc = await s.call('POST', '/execute_sql', { key: writer, body: { connection_name: 'pg', sql: 'SELECT create_order(6) AS id' } });
+  assert.equal(adhoc.status, 200, adhoc.text);
+  assert.deepEqual(adhoc.json, [{ id: 2 }]);
+  for (const sql of ['SELECT create_order(7) AS id', "SELECT nextval('order_numbers')::int AS n"]) {
+    const r = await call(sql, reader);
+    assert.equal(r.status, 403, `${sql}: ${r.text}`);
+    assert.equal(r.json.code, 'read_only', sql);
+  }
+  assert.deepEqual(
+    [...(await data.sql`SELECT id, amount FROM orders ORDER BY id`)],
+    [
+      { id: 1, amount: 5 },
+      { id: 2, amount: 6 },
+    ],
+  );
+  const [sequence] = await data.sql`SELECT last_value::int AS n FROM order_numbers`;
+  assert.equal(sequence.n, 1, "the reader's nextval did not run");
 });

@@ -53,6 +53,13 @@ const PROBES: Record<'postgres' | 'mysql', string[]> = {
     'TRUNCATE contacts',
     'CALL wipe_contacts()',
     "INSERT INTO customers (id, name) VALUES (nextval('ids'), 'x')",
+    // A writer's SELECT runs read-write, as its writes do: only governance stands between these and the tables.
+    "SELECT nextval('ids')",
+    "SELECT setval('ids', 500)",
+    'SELECT rename_contact() AS r',
+    'SELECT name FROM customers WHERE id = add_contact()',
+    'WITH x AS (SELECT purge_contacts() AS v) SELECT v FROM x',
+    "VALUES (nextval('ids'))",
   ],
   mysql: [
     "INSERT INTO customers (id, name) VALUES (1, 'x') ON DUPLICATE KEY UPDATE name = 'x'",
@@ -63,7 +70,6 @@ const PROBES: Record<'postgres' | 'mysql', string[]> = {
     "INSERT INTO customers (id, name) VALUES (60, 'x'), (rename_contact() + 60, 'y')",
     'DELETE FROM customers WHERE id = add_contact()',
     'DO purge_contacts()',
-    // A writer's SELECT runs in a read-only session here, so these ride on writes.
     "UPDATE customers SET name = 'x' WHERE id = 1 + 0 * (NEXT VALUE FOR ids)",
     'DELETE FROM customers WHERE id = 40 + 0 * NEXTVAL(ids)',
     'UPDATE customers SET name = SETVAL(ids, 500) WHERE id = 1',
@@ -72,6 +78,13 @@ const PROBES: Record<'postgres' | 'mysql', string[]> = {
     'TRUNCATE contacts',
     'CALL wipe_contacts()',
     "INSERT INTO customers (id, name) VALUES (NEXT VALUE FOR ids, 'x')",
+    'SELECT purge_contacts()',
+    'SELECT NEXT VALUE FOR ids',
+    'SELECT NEXTVAL(ids) AS n',
+    'SELECT SETVAL(ids, 500) AS n',
+    'SELECT rename_contact() AS r',
+    'SELECT name FROM customers WHERE id = add_contact()',
+    'VALUES (NEXTVAL(ids))',
   ],
 };
 
