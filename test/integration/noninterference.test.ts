@@ -178,9 +178,11 @@ const generated = fc
     if (g.union) sql += ` UNION ALL SELECT ${g.items.map(() => 'name').join(', ')} FROM customers`;
     if (g.order.length) sql += ` ORDER BY ${g.order.join(', ')}`;
     if (g.limit) sql += ' LIMIT 2';
-    // Read again from outside, which sorts by what the inner statement shows.
-    if (g.wrap === 'cte') return `WITH t AS (${sql}) SELECT * FROM t ORDER BY 1`;
-    if (g.wrap === 'derived') return `SELECT t.* FROM (${sql}) AS t ORDER BY 1`;
+    // Read again from outside, which sorts by what the inner statement shows: by every column, so rows equal in the
+    // first come in one order in both worlds (by the first alone, MariaDB once gave the ties in two orders).
+    const all = g.items.map((_, i) => i + 1).join(', ');
+    if (g.wrap === 'cte') return `WITH t AS (${sql}) SELECT * FROM t ORDER BY ${all}`;
+    if (g.wrap === 'derived') return `SELECT t.* FROM (${sql}) AS t ORDER BY ${all}`;
     if (g.wrap === 'count') return `SELECT count(*) AS c FROM (${sql}) AS t`;
     if (g.wrap === 'exists') return `SELECT id FROM contacts WHERE EXISTS (${sql}) ORDER BY id`;
     if (g.wrap === 'in') return `SELECT id FROM contacts WHERE id IN (SELECT 1 FROM (${sql}) AS t) ORDER BY id`;
