@@ -53,6 +53,18 @@ export function mayWrite(caller: Caller, queryName: string | null, serverAllows:
   return queryName !== null && k.queries !== '*' && k.queries.some((g) => typeof g !== 'string' && g.name === queryName && g.allow_writes);
 }
 
+/**
+ * Whether a statement that does not write (a SELECT) by a caller that may write runs read-write: so that a function it
+ * calls may write (`SELECT create_order(5)`, `nextval`), as the contract's runner has it, but only for a caller nothing
+ * bounds (no allowed_write_ops, mask or allowed_tables), who may write anything anyway. For a bounded key the read-only
+ * session stays behind what governance cannot see in a SELECT: a view's functions, an operator's, a row policy's.
+ */
+export function selectsWrite(caller: Caller): boolean {
+  if (caller.kind !== 'key') return true;
+  const k = caller.key;
+  return k.allowed_write_ops === null && !k.mask?.length && k.allowed_tables === null;
+}
+
 /** How a call is held beyond the caller's grants: MCP and streams never write. */
 export interface GovernOptions {
   readOnly?: boolean;
@@ -102,11 +114,20 @@ export function governCall(
   // Once read, the schema is cached: the same checks again, at once.
   if (known instanceof Promise) return known.then(() => governCall(g, plan, caller, queryName, connection, source, options));
   if ((rules || tables) && known.untracedOperators) throw operatorsError(known.untracedOperators, tables !== null);
+  const limitedWrites = writer ? (key?.allowed_write_ops ?? null) : null;
+  // A write runs code the statement does not show: an operator's function wherever the values' types fit it, a view's
+  // functions where it reads one. Either may delete or update: a key limited to some verbs writes through neither (and
+  // its SELECTs run read-only, statement.ts). A statement the parsers cannot read may hide a view.
+  if (limitedWrites && plan.write) {
+    const unseen = (known.untracedOperators ?? []).map((o) => `operator ${o}`);
+    if (analysis === null) unseen.push('a statement the gateway cannot read');
+    else for (const t of analysis.tables) if (!resolveTable(known.schema, t)?.columns) unseen.push(`view ${t}`);
+    if (unseen.length > 0) throw writeOpsError(limitedWrites, unseen);
+  }
   let reset = resetAnyway;
   if (judgeCalls && known.functions) {
     // A writer's function could copy a masked value anywhere (an INSERT in its body): a key that masks calls none.
     // So could one that deletes or updates (a user's function, setval) for a key allowed only some writes.
-    const limitedWrites = key?.allowed_write_ops ?? null;
     if (writer && (rules || limitedWrites)) {
       const unsafe = unsafeCalls(scan.calls, known.functions);
       if (unsafe && rules) {

@@ -11,7 +11,7 @@ import type { Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { CallContext } from './context.js';
 import { execute } from './execute.js';
-import { governCall, mayWrite } from './govern.js';
+import { governCall, mayWrite, selectsWrite } from './govern.js';
 import { type CallPlan, fillValues, namedParamError, pagedStatement } from './plan.js';
 import { record, type RunTarget, type Transport } from './record.js';
 import { type CallRequest, type Paging, parsePaging } from './request.js';
@@ -86,10 +86,9 @@ export async function runStatement(ctx: CallContext, caller: Caller, call: CallR
     const offset = (paging.page - 1) * paging.pageSize;
     const values = fillValues(plan, bound, paging.pageSize + 1, offset);
     const text = pagedStatement(plan, offset);
-    // The database refuses writes too unless this caller may write (governance already refused them). A caller that
-    // may write runs a SELECT as a writer as well: it may call a function that writes (`SELECT create_order(...)`,
-    // `nextval`), which governance has judged for this caller; the contract's session is read-only = may not write.
-    const readOnly = o.readOnly || !mayWrite(caller, s.queryName, ctx.config.allowWrites);
+    // The database refuses writes too unless this caller may write (governance already refused them); a SELECT
+    // runs read-write only for a writer nothing bounds (govern.ts selectsWrite).
+    const readOnly = o.readOnly || !mayWrite(caller, s.queryName, ctx.config.allowWrites) || (!plan.write && !selectsWrite(caller));
     let result: Awaited<ReturnType<typeof execute>>;
     try {
       result = await execute(ctx.metrics.activeQueries, counters, source, text, values, {

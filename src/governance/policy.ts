@@ -58,10 +58,11 @@ export function checkWriteOps(a: StatementScan, allowedWriteOps: string[] | null
 }
 
 /** The refusal of a write outside `allowed_write_ops`; `functions`, as `name()`, when functions are what wrote. */
-export function writeOpsError(allowedWriteOps: string[], functions: string[] = []): GatewayError {
+/** `through`: what the statement would run that can change anything (`f()`, `operator ###`, `view v`). */
+export function writeOpsError(allowedWriteOps: string[], through: string[] = []): GatewayError {
   const list = [...new Set(allowedWriteOps.map((op) => op.toLowerCase()))].sort().join(', ');
-  const through = functions.length > 0 ? ` Not through functions that can change anything (${functions.join(', ')}).` : '';
-  return governanceError('write_op_not_allowed', `This API key may only perform these write operations: ${list}.${through}`);
+  const why = through.length > 0 ? ` Not through code that can change anything (${through.join(', ')}).` : '';
+  return governanceError('write_op_not_allowed', `This API key may only perform these write operations: ${list}.${why}`);
 }
 
 function writesOrChangesSession(f: string): boolean {

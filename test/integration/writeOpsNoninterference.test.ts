@@ -60,6 +60,11 @@ const PROBES: Record<'postgres' | 'mysql', string[]> = {
     'SELECT name FROM customers WHERE id = add_contact()',
     'WITH x AS (SELECT purge_contacts() AS v) SELECT v FROM x',
     "VALUES (nextval('ids'))",
+    // What the statement does not show: a view's functions (an operator's: below).
+    'SELECT x FROM purging',
+    'SELECT * FROM renaming',
+    "INSERT INTO customers (id, name) SELECT x + 80, 'v' FROM purging",
+    'UPDATE customers SET name = (SELECT x::text FROM renaming) WHERE id = 2',
   ],
   mysql: [
     "INSERT INTO customers (id, name) VALUES (1, 'x') ON DUPLICATE KEY UPDATE name = 'x'",
@@ -85,6 +90,10 @@ const PROBES: Record<'postgres' | 'mysql', string[]> = {
     'SELECT rename_contact() AS r',
     'SELECT name FROM customers WHERE id = add_contact()',
     'VALUES (NEXTVAL(ids))',
+    'SELECT x FROM purging',
+    'SELECT * FROM renaming',
+    "INSERT INTO customers (id, name) SELECT x + 80, 'v' FROM purging",
+    'UPDATE customers SET name = (SELECT x FROM renaming) WHERE id = 2',
   ],
 };
 
@@ -200,13 +209,17 @@ describe(`a key with allowed_write_ops changes the database only as its verbs al
       CREATE FUNCTION purge_contacts() RETURNS int LANGUAGE plpgsql AS $$ BEGIN DELETE FROM contacts WHERE id = 2; RETURN 1; END $$;
       CREATE FUNCTION rename_contact() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE contacts SET email = 'changed' WHERE id = 1; RETURN 1; END $$;
       CREATE FUNCTION add_contact() RETURNS int LANGUAGE plpgsql AS $$ BEGIN INSERT INTO contacts VALUES (9, 'new') ON CONFLICT DO NOTHING; RETURN 1; END $$;
-      CREATE PROCEDURE wipe_contacts() LANGUAGE sql AS $$ DELETE FROM contacts $$;`);
+      CREATE PROCEDURE wipe_contacts() LANGUAGE sql AS $$ DELETE FROM contacts $$;
+      CREATE VIEW purging AS SELECT purge_contacts() AS x;
+      CREATE VIEW renaming AS SELECT rename_contact() AS x;`);
     my = await mysql.createConnection({ host: '127.0.0.1', user: 'root', multipleStatements: true, rowsAsArray: true });
     await my.query(`CREATE DATABASE ${myDb}; USE ${myDb}; ${TABLES} CREATE SEQUENCE ids START WITH 100;
       CREATE FUNCTION purge_contacts() RETURNS INT MODIFIES SQL DATA BEGIN DELETE FROM contacts WHERE id = 2; RETURN 1; END;
       CREATE FUNCTION rename_contact() RETURNS INT MODIFIES SQL DATA BEGIN UPDATE contacts SET email = 'changed' WHERE id = 1; RETURN 1; END;
       CREATE FUNCTION add_contact() RETURNS INT MODIFIES SQL DATA BEGIN INSERT IGNORE INTO contacts VALUES (9, 'new'); RETURN 1; END;
-      CREATE PROCEDURE wipe_contacts() MODIFIES SQL DATA DELETE FROM contacts;`);
+      CREATE PROCEDURE wipe_contacts() MODIFIES SQL DATA DELETE FROM contacts;
+      CREATE VIEW purging AS SELECT purge_contacts() AS x;
+      CREATE VIEW renaming AS SELECT rename_contact() AS x;`);
     s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
     for (const body of [
       { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: pg.name, user: 'postgres' },
@@ -325,3 +338,66 @@ describe(`a key with allowed_write_ops changes the database only as its verbs al
     });
   }
 });
+
+// An operator runs its function wherever the values' types fit it, with no call naming it: on a database that defines
+// one whose function the catalog cannot vouch for, a key limited to some verbs is refused every write (as keys with mask
+// rules or allowed_tables are every statement), and its SELECTs meet the read-only session.
+describe('a key with allowed_write_ops, on a database with an operator whose function deletes', () => {
+  let s: TestServer;
+  let pg: Awaited<ReturnType<typeof scratchDatabase>>;
+  let inserter = '';
+  before(async () => {
+    pg = await scratchDatabase('qag_woop');
+    await pg.sql.unsafe(`${TABLES} ${FILL}
+      CREATE FUNCTION purge_plus(a int, b int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN DELETE FROM contacts WHERE id = 2; RETURN a + b; END $$;
+      CREATE OPERATOR ### (LEFTARG = int, RIGHTARG = int, FUNCTION = purge_plus);`);
+    s = await startTestServer({ QUERYAPIGATE_WORKERS: '0', QUERYAPIGATE_ALLOW_WRITES: '1' });
+    const c = await s.call('POST', '/api/v1/connections', {
+      body: { name: 'pg', db: 'postgres', host: '127.0.0.1', port: 5432, database: pg.name, user: 'postgres' },
+    });
+    assert.equal(c.status, 201, c.text);
+    const k = await s.call('POST', '/api/v1/api-keys', {
+      body: { name: 'inserts', connections: ['pg'], queries: '*', allow_writes: true, allowed_write_ops: ['insert'] },
+    });
+    inserter = k.json.secret;
+  });
+  after(async () => {
+    await s?.stop();
+    await pg?.drop();
+  });
+
+  test('its writes are refused, its SELECTs run read-only, and the administrator shows the operator deletes', async () => {
+    const contacts = async () => (await pg.sql`SELECT id FROM contacts ORDER BY id`.values()).map((r) => r[0]);
+    // Ad hoc, the statement with the operator is refused sooner: the parsers cannot read it (a scoped key's own text).
+    for (const [sql, adhocCode] of [
+      ["INSERT INTO customers (id, name) VALUES (70 ### 0, 'x')", 'table_check_failed'],
+      ["INSERT INTO customers (id, name) VALUES (71, 'y')", 'write_op_not_allowed'],
+    ]) {
+      const adhoc = await s.call('POST', '/execute_sql', { key: inserter, body: { connection_name: 'pg', sql } });
+      assert.equal(adhoc.status, 403, `${sql}: ${adhoc.text}`);
+      assert.equal(adhoc.json.code, adhocCode, `${sql}: ${adhoc.text}`);
+      const saved = await saveAndCall(s, sql, inserter);
+      assert.equal(saved.status, 403, `${sql}: ${saved.text}`);
+      assert.equal(saved.json.code, 'write_op_not_allowed', `${sql}: ${saved.text}`);
+      assert.match(saved.json.error, /operator ###/);
+    }
+    const read = await saveAndCall(s, 'SELECT 1 ### 2 AS n', inserter);
+    assert.equal(read.status, 403, read.text);
+    assert.equal(read.json.code, 'read_only', read.text);
+    assert.deepEqual(await contacts(), [1, 2], 'no contact deleted');
+    const [{ n }] = await pg.sql`SELECT count(*)::int AS n FROM customers`;
+    assert.equal(n, 3, 'no customer added');
+    const admin = await saveAndCall(s, "INSERT INTO customers (id, name) VALUES (70 ### 0, 'x')", undefined);
+    assert.equal(admin.status, 200, admin.text);
+    assert.deepEqual(await contacts(), [1], "the administrator's insert ran the operator's DELETE");
+  });
+});
+
+let savedCount = 0;
+/** Saves `sql` as a published query on 'pg' and calls it with `key` (undefined: the administrator). */
+async function saveAndCall(s: TestServer, sql: string, key: string | undefined) {
+  const name = `op_${savedCount++}`;
+  const saved = await s.call('POST', '/api/v1/queries', { body: { name, connection_name: 'pg', description: 'op', publish: true, sql } });
+  assert.equal(saved.status, 201, saved.text);
+  return s.call('POST', `/q/${name}`, { key, body: {} });
+}
