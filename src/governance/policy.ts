@@ -57,8 +57,7 @@ export function checkWriteOps(a: StatementScan, allowedWriteOps: string[] | null
   );
 }
 
-/** The refusal of a write outside `allowed_write_ops`; `functions`, as `name()`, when functions are what wrote. */
-/** `through`: what the statement would run that can change anything (`f()`, `operator ###`, `view v`). */
+/** The refusal of a write outside `allowed_write_ops`; `through`, what would have written unseen (`f()`, `operator ###`, `view v`). */
 export function writeOpsError(allowedWriteOps: string[], through: string[] = []): GatewayError {
   const list = [...new Set(allowedWriteOps.map((op) => op.toLowerCase()))].sort().join(', ');
   const why = through.length > 0 ? ` Not through code that can change anything (${through.join(', ')}).` : '';
