@@ -8,7 +8,7 @@ import { GatewayError } from '../contract/errors.js';
 import { checkPredicates, checkWrites, compileMasker, planMasks, type MaskPlan, type MaskRule, type Masker } from '../governance/masking.js';
 import { allSafe, checkFunctions, opaqueCalls, unsafeCalls } from '../governance/functions.js';
 import { resolveTable } from '../governance/names.js';
-import { checkOutsideReads, checkStatement, checkTables, governanceError, writeOpsError } from '../governance/policy.js';
+import { checkOutsideReads, checkStatement, checkTables, governanceError, viewsNamed, writeOpsError } from '../governance/policy.js';
 import type { Source } from '../sources/types.js';
 import type { ConnectionRow } from '../store/types.js';
 import type { CallPlan } from './plan.js';
@@ -117,10 +117,11 @@ export function governCall(
   const limitedWrites = writer ? (key?.allowed_write_ops ?? null) : null;
   // A write runs code the statement does not show: an operator's function wherever the values' types fit it, a view's
   // functions where it reads one. Either may delete or update: a key limited to some verbs writes through neither (and
-  // its SELECTs run read-only, statement.ts). A statement the parsers cannot read may hide a view.
+  // its SELECTs run read-only, statement.ts). Of a statement the parsers cannot read, every view it names counts.
   if (limitedWrites && plan.write) {
     const unseen = (known.untracedOperators ?? []).map((o) => `operator ${o}`);
-    if (analysis === null) unseen.push('a statement the gateway cannot read');
+    if (analysis === null && scan.unreadable) unseen.push('a statement the gateway cannot read');
+    else if (analysis === null) for (const v of viewsNamed(plan.text, source.dialect, known.schema)) unseen.push(`view ${v}`);
     else for (const t of analysis.tables) if (!resolveTable(known.schema, t)?.columns) unseen.push(`view ${t}`);
     if (unseen.length > 0) throw writeOpsError(limitedWrites, unseen);
   }

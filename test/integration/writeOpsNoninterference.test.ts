@@ -337,7 +337,31 @@ describe(`a key with allowed_write_ops changes the database only as its verbs al
       assert.ok(servedWrites >= 40, `${engine.dialect}: only ${servedWrites} served statements changed anything`);
     });
   }
+
+  test('a MERGE the parsers cannot read is served to a key allowed its verbs, unless it names a view', async () => {
+    await engines.PostgreSQL().reset();
+    const k = await s.call('POST', '/api/v1/api-keys', {
+      body: { name: 'merges', connections: ['pg'], queries: '*', allow_writes: true, allowed_write_ops: ['merge', 'insert', 'update'] },
+    });
+    assert.equal(k.status, 201, k.text);
+    const call = async (sql: string) => {
+      const name = `merge_${savedMerges++}`;
+      const saved = await s.call('POST', '/api/v1/queries', { body: { name, connection_name: 'pg', description: 'm', publish: true, sql } });
+      assert.equal(saved.status, 201, saved.text);
+      return s.call('POST', `/q/${name}`, { key: k.json.secret, body: {} });
+    };
+    const plain = await call('MERGE INTO customers c USING contacts k ON c.id = k.id + 10 WHEN NOT MATCHED THEN INSERT VALUES (k.id + 10, k.email)');
+    assert.equal(plain.status, 200, plain.text);
+    const viewed = await call('MERGE INTO customers c USING (SELECT x AS id FROM purging) k ON c.id = k.id WHEN MATCHED THEN UPDATE SET name = 2');
+    assert.equal(viewed.status, 403, viewed.text);
+    assert.equal(viewed.json.code, 'write_op_not_allowed');
+    assert.match(viewed.json.error, /view purging/);
+    const ids = async (rows: Promise<unknown[][]>) => JSON.stringify(await rows);
+    assert.equal(await ids(pg.sql`SELECT id FROM contacts ORDER BY id`.values()), '[[1],[2]]', "the view's DELETE did not run");
+    assert.equal(await ids(pg.sql`SELECT id FROM customers WHERE id > 10 ORDER BY id`.values()), '[[11],[12]]', 'the plain MERGE inserted');
+  });
 });
+let savedMerges = 0;
 
 // An operator runs its function wherever the values' types fit it, with no call naming it: on a database that defines
 // one whose function the catalog cannot vouch for, a key limited to some verbs is refused every write (as keys with mask
