@@ -53,7 +53,7 @@ const PROBES: Record<'postgres' | 'mysql', string[]> = {
     'TRUNCATE contacts',
     'CALL wipe_contacts()',
     "INSERT INTO customers (id, name) VALUES (nextval('ids'), 'x')",
-    // A writer's SELECT runs read-write, as its writes do: only governance stands between these and the tables.
+    // Run by the administrator, whose SELECTs run read-write, these write; a key limited to some verbs runs its read-only.
     "SELECT nextval('ids')",
     "SELECT setval('ids', 500)",
     'SELECT rename_contact() AS r',
