@@ -106,7 +106,7 @@ function queryName(url: string): string {
 export function parseCall(req: Request): CallRequest {
   const args = parseQueryString(req.query);
   const body = req.method === 'POST' ? parseJsonObject(req.body) : null;
-  const pick = body ? (k: string): unknown => args.get(k) ?? body[k] : (k: string): unknown => args.get(k);
+  const pick = body ? (k: string): unknown => args.get(k) ?? scalar(body[k]) : (k: string): unknown => args.get(k);
   const options = callOptions(pick);
 
   let version: number | null = null;
@@ -141,7 +141,8 @@ export function parseCall(req: Request): CallRequest {
  * The options every statement call takes (format, timeout, paging, stream), each from the query string
  * or the body, in a CallRequest whose other fields the caller fills (one object a call, not a copy).
  */
-export function callOptions(pick: (k: string) => unknown): CallRequest {
+export function callOptions(given: (k: string) => unknown): CallRequest {
+  const pick = (k: string) => scalar(given(k));
   const formatRaw = pick('format');
   const format = (formatRaw === undefined || formatRaw === '' ? 'json' : String(formatRaw).toLowerCase()) as Format;
   if (!FORMATS.includes(format)) {
@@ -177,6 +178,14 @@ export function callOptions(pick: (k: string) => unknown): CallRequest {
 }
 
 const NO_PARAMS: ReadonlyMap<string, unknown> = new Map();
+
+/**
+ * An option read as a scalar: a body's object or array as its JSON text. String() or Number() of a parsed object calls
+ * its own toString or valueOf, which the body may set (`{"page": {"toString": null}}` threw a TypeError: a 500).
+ */
+function scalar(v: unknown): unknown {
+  return v !== null && typeof v === 'object' ? JSON.stringify(v) : v;
+}
 
 export interface Paging {
   page: number;

@@ -204,9 +204,19 @@ test('parseCall: refusals are 400s', () => {
     [get('timeout=0'), 'invalid_timeout'],
     [post('{'), 'invalid_body'],
     [get('a=%zz'), 'invalid_request'],
+    // an option that is an object whose own toString or valueOf is not a function: read as its JSON text, never called
+    [post({ page: { toString: null } }), 'invalid_paging'],
+    [post({ page_size: { valueOf: null, toString: null } }), 'invalid_paging'],
+    [post({ version: { toString: null } }), 'invalid_request'],
+    [post({ format: { toString: null } }), 'invalid_format'],
+    [post({ timeout: { toString: null } }), 'invalid_timeout'],
+    [post({ connection_name: { toString: null }, page: [1] }), 'invalid_paging'],
   ] as const) {
     assert.throws(
-      () => parseCall(req),
+      () => {
+        const call = parseCall(req);
+        parsePaging(call, 1000); // paging is checked after the parameters, as runCall does
+      },
       (e: unknown) => e instanceof GatewayError && e.code === code && statusOf(e.code) === 400,
     );
   }
