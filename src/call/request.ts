@@ -106,18 +106,18 @@ function queryName(url: string): string {
 export function parseCall(req: Request): CallRequest {
   const args = parseQueryString(req.query);
   const body = req.method === 'POST' ? parseJsonObject(req.body) : null;
-  const pick = body ? (k: string): unknown => args.get(k) ?? scalar(body[k]) : (k: string): unknown => args.get(k);
+  const pick = body ? (k: string): unknown => args.get(k) ?? body[k] : (k: string): unknown => args.get(k);
   const options = callOptions(pick);
 
   let version: number | null = null;
-  const versionRaw = pick('version');
+  const versionRaw = scalar(pick('version'));
   if (versionRaw !== undefined && versionRaw !== '') {
     version = Number(versionRaw);
     if (!Number.isSafeInteger(version) || version < 1 || (typeof versionRaw === 'string' && !/^\d+$/.test(versionRaw))) {
       throw new GatewayError('invalid_request', 'version must be a positive integer');
     }
   }
-  const connectionName = pick('connection_name');
+  const connectionName = scalar(pick('connection_name'));
   // The query string's names less the options are the parameters (the Map itself: nothing else reads it).
   const params: Map<string, unknown> = args;
   for (const k of RESERVED) params.delete(k);
@@ -141,28 +141,27 @@ export function parseCall(req: Request): CallRequest {
  * The options every statement call takes (format, timeout, paging, stream), each from the query string
  * or the body, in a CallRequest whose other fields the caller fills (one object a call, not a copy).
  */
-export function callOptions(given: (k: string) => unknown): CallRequest {
-  const pick = (k: string) => scalar(given(k));
-  const formatRaw = pick('format');
+export function callOptions(pick: (k: string) => unknown): CallRequest {
+  const formatRaw = scalar(pick('format'));
   const format = (formatRaw === undefined || formatRaw === '' ? 'json' : String(formatRaw).toLowerCase()) as Format;
   if (!FORMATS.includes(format)) {
     throw new GatewayError('invalid_format', `Unsupported format '${String(formatRaw)}'. Supported formats: ${FORMATS.join(', ')}`);
   }
 
   let timeout: number | null = null;
-  const timeoutRaw = pick('timeout');
+  const timeoutRaw = scalar(pick('timeout'));
   if (timeoutRaw !== undefined && timeoutRaw !== '') {
     timeout = typeof timeoutRaw === 'number' ? timeoutRaw : /^\s*\d*\.?\d+\s*$/.test(String(timeoutRaw)) ? Number(timeoutRaw) : NaN;
     if (Number.isNaN(timeout)) throw new GatewayError('invalid_timeout', 'timeout must be a number of seconds');
     if (!(timeout > 0) || !Number.isFinite(timeout)) throw new GatewayError('invalid_timeout', 'timeout must be a positive number of seconds');
   }
 
-  const streamRaw = pick('stream');
+  const streamRaw = scalar(pick('stream'));
   const stream =
     streamRaw !== undefined && ['1', 'true', 'yes', 'on', true].includes(typeof streamRaw === 'string' ? streamRaw.toLowerCase() : (streamRaw as boolean));
 
-  const page = pick('page');
-  const pageSize = pick('page_size');
+  const page = scalar(pick('page'));
+  const pageSize = scalar(pick('page_size'));
   return {
     name: '',
     version: null,
