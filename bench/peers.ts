@@ -576,8 +576,8 @@ other work that ran meanwhile (the load average shows it), so read the ratios wi
   keeps the newest 50 runs a version; every run goes to the event log).
 - **Runs kept** (the gateway's cells): runs its store's event log gained over the window / calls wrk counted,
   the lowest round's. Each count follows a \`GET /api/v1/history\`, which has the recorder write every run made
-  before it. Every cell,
-  gateway or not, pauses ${SETTLE_MS / 1000} s between its warm-up and its window (the gateway's count waits in it).
+  before it; the calls still in flight when wrk's window closed are answered and recorded after it, so a count can pass
+  100% by up to the callers. Every cell, gateway or not, pauses ${SETTLE_MS / 1000} s between its warm-up and its window (the gateway's count waits in it).
 - **Platformatic DB** (${versions.split(', ')[0] ?? ''}): \`bench/peers/platformatic.mjs\`, its \`buildServer\` on the
   same database, REST (OpenAPI) on, GraphQL and events off, no authorization rules, logger at
   \`warn\` (its default \`info\` logs every request); called as \`GET /pgbenchAccounts/N?fields=aid,bid,abalance\`, the primary key route with the same three columns.
