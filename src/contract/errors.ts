@@ -72,6 +72,7 @@ export const ERRORS = {
   execute: {
     unsupported_database: 400,
     connection_misconfigured: 400,
+    value_rejected: 400,
     query_failed: 500,
     connection_failed: 502,
     query_timeout: 504,

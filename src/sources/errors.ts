@@ -40,6 +40,17 @@ export function parameterRejected(position: number, type: string, detail: string
   });
 }
 
+/**
+ * A statement the call bound values to, refused for a pattern or a row count the database could not use (a LIKE pattern
+ * ending in its escape character, a regular expression that does not compile, a negative LIMIT): errors of an operand a
+ * caller supplies, so a 400 the caller can act on rather than a 500 that looks like an outage. Other data exceptions
+ * (a division by zero, a cast of a table's text) may as well come from the data and stay query_failed. The database's
+ * words stay in `detail`, for those who may see it.
+ */
+export function valueRejected(detail: string): GatewayError {
+  return new GatewayError('value_rejected', 'The database could not use a value of this call as a pattern or a row count: check the parameters', { detail });
+}
+
 export function queryFailed(detail: string): GatewayError {
   return new GatewayError('query_failed', 'An error occurred while executing the SQL query', { detail });
 }

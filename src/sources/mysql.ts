@@ -23,7 +23,7 @@ import {
   type StreamOptions,
   batchRowsOf,
 } from './types.js';
-import { connectionFailed, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams } from './errors.js';
+import { connectionFailed, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams, valueRejected } from './errors.js';
 
 /** mysql2, required when the first MySQL pool is made: about 6 MB of RSS a thread that serves no MySQL need not hold. */
 let mysql: typeof mysqlModule | null = null;
@@ -94,6 +94,7 @@ const T_BIT = 16;
 // Errors.
 const ER_PARSE_ERROR = 1064;
 const ER_SYNTAX_ERROR = 1149;
+const ER_REGEXP_ERROR = 1139; // MariaDB: a regular expression that does not compile
 const ER_QUERY_INTERRUPTED = 1317;
 const ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION = 1792;
 const ER_STATEMENT_TIMEOUT = 1969; // MariaDB max_statement_time
@@ -429,7 +430,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
     } catch (err) {
       if (lead) abandon(lead);
       if ((err as { fatal?: unknown } | null)?.fatal) keep = false;
-      const e = toCallError(err, ms, password);
+      const e = toCallError(err, ms, password, values.length > 0);
       if (e.code !== 'connection_failed') breaker.reached(); // the database answered, with an error of its own
       throw e;
     } finally {
@@ -564,7 +565,7 @@ export function openMysql(conn: ConnectionConfig, settings: SourceSettings): Sou
           (c as unknown as { stream?: { destroy?: () => void } }).stream?.destroy?.();
         }
       }
-      const failed = out.error === undefined ? null : toCallError(out.error, ms, password);
+      const failed = out.error === undefined ? null : toCallError(out.error, ms, password, values.length > 0);
       if (failed?.code !== 'connection_failed') breaker.reached();
       if (out.failure) throw out.failure.error;
       if (out.timedOut) throw timeoutError(ms);
@@ -1044,7 +1045,8 @@ const CONNECT_ERRNOS = new Set([
   4031, // ER_CLIENT_INTERACTION_TIMEOUT (MySQL)
 ]);
 
-function toCallError(err: unknown, ms: number, password: string): GatewayError {
+/** `withValues`: the statement ran with values bound, so a regular expression that does not compile is one of them. */
+function toCallError(err: unknown, ms: number, password: string, withValues = false): GatewayError {
   if (err instanceof GatewayError) return err;
   const e = (err ?? {}) as { errno?: unknown; code?: unknown; fatal?: unknown; syscall?: unknown; qagKilled?: unknown };
   const errno = typeof e.errno === 'number' ? e.errno : 0;
@@ -1056,6 +1058,7 @@ function toCallError(err: unknown, ms: number, password: string): GatewayError {
     return readOnlyRefused(detail);
   }
   if (e.fatal === true || CONNECT_ERRNOS.has(errno) || typeof e.syscall === 'string') return connectionFailed(detail);
+  if (withValues && errno === ER_REGEXP_ERROR) return valueRejected(detail);
   return queryFailed(detail);
 }
 

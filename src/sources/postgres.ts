@@ -21,7 +21,7 @@ import {
   type StreamOptions,
   batchRowsOf,
 } from './types.js';
-import { connectionFailed, parameterRejected, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams } from './errors.js';
+import { connectionFailed, parameterRejected, queryFailed, readOnlyRefused, redact, timeoutError, toMs, tooManyStreams, valueRejected } from './errors.js';
 
 type Sql = postgres.Sql;
 /** Where a client's session statements go: its pool, or the connection a stream reserved. */
@@ -343,7 +343,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
       if (!again && isStalePlan(err)) return run(text, values, opts, retire(client, 5) ?? pick(opts.readOnly ? readPool : writer()));
       // The types asked ahead may be what the server refused (class 42: a table or a column changed): untyped from now on.
       if (String((err as { code?: unknown }).code).startsWith('42')) described.delete(text);
-      throw noted(err, toCallError(err, ms, password));
+      throw noted(err, toCallError(err, ms, password, values.length > 0));
     } finally {
       deadlines.clear(backstop);
       client.busy--;
@@ -496,7 +496,7 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
           if (!(await viaCursor(sql))) await viaPortal(sql);
         }
       } catch (err) {
-        if (!st.failure && !st.timedOut) throw noted(err, toCallError(err, ms, password));
+        if (!st.failure && !st.timedOut) throw noted(err, toCallError(err, ms, password, values.length > 0));
       }
       breaker.reached();
       // Behind the stream on its own connection, before any call waiting for the client.
@@ -939,7 +939,14 @@ const PORTAL_PARAMETER = /portal parameter \$(\d+)\b/;
 /** The type in "invalid input syntax for type integer: ..." and "... out of range for type integer". */
 const TYPE_NAMED = /for type ([a-z][a-z0-9 ]*?)(?::|$)/;
 
-function toCallError(err: unknown, ms: number, password: string): GatewayError {
+/**
+ * Data exceptions of a pattern or a row count (valueRejected): invalid escape character, escape character conflict,
+ * invalid escape sequence (a LIKE pattern ending in `\`), invalid regular expression, a negative LIMIT or OFFSET.
+ */
+const OPERAND_STATES = new Set(['22019', '2200B', '22025', '2201B', '2201W', '2201X']);
+
+/** `withValues`: the statement ran with values bound, so a pattern's or a row count's error is one of them. */
+function toCallError(err: unknown, ms: number, password: string, withValues = false): GatewayError {
   if (err instanceof GatewayError) return err;
   const e = (err ?? {}) as { name?: unknown; code?: unknown; syscall?: unknown; message?: unknown; where?: unknown };
   const code = typeof e.code === 'string' ? e.code : '';
@@ -949,6 +956,7 @@ function toCallError(err: unknown, ms: number, password: string): GatewayError {
     // A data exception (class 22) while binding a value: its CONTEXT names the parameter.
     const bound = code.startsWith('22') && typeof e.where === 'string' ? PORTAL_PARAMETER.exec(e.where) : null;
     if (bound) return parameterRejected(Number(bound[1]), TYPE_NAMED.exec(detail)?.[1] ?? 'value', detail);
+    if (withValues && OPERAND_STATES.has(code)) return valueRejected(detail);
     if (code === '25006') {
       return readOnlyRefused(detail);
     }
