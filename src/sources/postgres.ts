@@ -435,11 +435,14 @@ export function openPostgres(conn: ConnectionConfig, settings: SourceSettings): 
           if (st.batches > 0) arm(); // the first wait runs from the start
           const rows = (await batch) as unknown as unknown[][] & { columns?: ColumnsLike };
           clearTimeout(timer);
+          // A batch that came after the limit ran out is not handed over: before the first, the caller then gets a
+          // clean 504 instead of rows and a cut connection (the cancel may land after the batch did).
+          if (st.timedOut) break;
           // The first batch even when empty: an export still writes its header.
           if (rows.length > 0 || st.batches === 0) await deliver(plainArray(rows), rows.columns);
           if (st.failure || rows.length < n) break;
         }
-        if (st.failure) await rollback();
+        if (st.failure || st.timedOut) await rollback();
         else await sql.unsafe('commit').simple();
       } catch (err) {
         await rollback();

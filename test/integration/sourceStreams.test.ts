@@ -5,6 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -414,6 +415,72 @@ describe('stream: postgres', () => {
     assert.equal(new Set(pids.map((r) => r.rows[0]![0])).size, 1);
     release();
     assert.equal(await streaming, ROWS);
+  });
+});
+
+/**
+ * A TCP proxy to PostgreSQL that holds each cancel request (a connection whose first message is PostgreSQL's
+ * CancelRequest) for `holdMs` before passing it on: a cancel that lands after the statement it was sent for has
+ * answered, every time. Other connections pass at once.
+ */
+async function lateCancels(target: { host: string; port: number }, holdMs: number): Promise<{ port: number; held: () => number; close(): void }> {
+  let held = 0;
+  const server = net.createServer((client) => {
+    client.once('data', (first) => {
+      client.pause();
+      const cancel = first.length >= 8 && first.readInt32BE(0) === 16 && first.readInt32BE(4) === 80877102;
+      if (cancel) held++;
+      setTimeout(
+        () => {
+          const upstream = net.connect(target.port, target.host, () => {
+            upstream.write(first);
+            client.pipe(upstream).pipe(client);
+            client.resume();
+          });
+          upstream.on('error', () => client.destroy());
+          client.on('error', () => upstream.destroy());
+        },
+        cancel ? holdMs : 0,
+      );
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { port: (server.address() as net.AddressInfo).port, held: () => held, close: () => server.close() };
+}
+
+describe('stream: postgres, a cancel that lands late', () => {
+  test('a first batch that comes after the limit ran out is not handed over: query_timeout before any row', async () => {
+    const url = new URL(PG_ADMIN_URL);
+    const proxy = await lateCancels({ host: url.hostname, port: Number(url.port || 5432) }, 600);
+    const src = openSource(
+      {
+        name: 'pg',
+        db: 'postgres',
+        host: '127.0.0.1',
+        port: proxy.port,
+        user: decodeURIComponent(url.username) || 'postgres',
+        password: decodeURIComponent(url.password) || null,
+        database: url.pathname.slice(1) || 'postgres',
+      },
+      settings(2),
+    );
+    try {
+      // Both connections open before the clock starts (two calls at once), so the limit runs out in the FETCH.
+      await Promise.all([src.run('select pg_sleep(0.05)', [], READ), src.run('select pg_sleep(0.05)', [], READ)]);
+      // The first FETCH takes 300 ms; the limit is 60 ms, and its cancel reaches the server 600 ms after it is sent.
+      let batches = 0;
+      await rejectsWith(
+        src.stream('select g, pg_sleep(0.3)::text as s from generate_series(1, 1) g', [], stream(BATCH, 60), () => {
+          batches++;
+        }),
+        'query_timeout',
+      );
+      assert.equal(proxy.held(), 1, 'the cancel went through the proxy');
+      assert.equal(batches, 0, 'no row handed over once the limit has run out');
+    } finally {
+      await src.close();
+      proxy.close();
+    }
   });
 });
 
