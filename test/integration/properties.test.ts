@@ -562,13 +562,42 @@ async function check({ request, masked }: Sent): Promise<void> {
     assert.equal(json.request_id, requestId, `request_id: ${where}`);
     for (const k of Object.keys(json)) assert.ok(ERROR_FIELDS.has(k), `field ${k}: ${where}`);
   }
-  if (masked) {
-    const all = body + [...reply.headers.values()].join('\n');
-    for (const secret of SECRETS) assert.ok(!all.includes(secret), `a masked value in clear (${secret}): ${where}`);
-    for (const email of all.toLowerCase().match(/[a-z0-9._%+-]+@[a-z0-9.-]+/g) ?? []) {
-      assert.ok(!exampleEmails.has(email), `a masked example e-mail in clear (${email}): ${where}`);
-    }
+  if (masked) noMaskedValue(body + [...reply.headers.values()].join('\n'), where);
+}
+
+/** Neither a masked fixture value nor a masked example e-mail appears in `all`. */
+function noMaskedValue(all: string, where: string): void {
+  for (const secret of SECRETS) assert.ok(!all.includes(secret), `a masked value in clear (${secret}): ${where}`);
+  for (const email of all.toLowerCase().match(/[a-z0-9._%+-]+@[a-z0-9.-]+/g) ?? []) {
+    assert.ok(!exampleEmails.has(email), `a masked example e-mail in clear (${email}): ${where}`);
   }
+}
+
+/**
+ * One generated MCP request (POST /mcp): answered below 500 with its request id, a JSON-RPC body (an answer, a
+ * JSON-RPC error, or nothing for a notification), no stack trace, and nothing a masked caller may not see.
+ */
+async function checkMcp({ request, masked }: Sent): Promise<void> {
+  const reply = await rawExchange(port, requestBytes(request), { timeoutMs: 3000 });
+  const body = reply.body.toString('utf8');
+  tally(reply.status, body);
+  const where = `${describeRequest(request)} -> ${reply.status} ${body.slice(0, 400)}`;
+  assert.ok(reply.status < 500, `a 5xx: ${where}`);
+  assert.ok(reply.headers.get('x-request-id'), `no X-Request-Id: ${where}`);
+  assert.ok(!STACK.test(body), `stack trace text: ${where}`);
+  if (body !== '') {
+    let json: unknown;
+    try {
+      json = JSON.parse(body);
+    } catch {
+      assert.fail(`an answer that is not JSON: ${where}`);
+    }
+    const rpc = (Array.isArray(json) ? json : [json]) as Array<Record<string, unknown>>;
+    // The gateway's own refusals (no key, a spoiled key) keep the contract's error body; the rest is JSON-RPC.
+    for (const m of rpc)
+      assert.ok(m.jsonrpc === '2.0' || (typeof m.error === 'string' && KNOWN_CODES.has(m.code as string)), `neither JSON-RPC nor an error: ${where}`);
+  }
+  if (masked) noMaskedValue(body, where);
 }
 
 /** A /q/ call's option as parseCall reads it: the query string first, then a POST's JSON body. */
@@ -742,6 +771,60 @@ const callRead = fc
     }),
   );
 
+/** JSON-RPC to /mcp: tool calls of the fixtures' tools with any arguments, other methods, batches, and any JSON. */
+const mcpArguments = fc.oneof(
+  fc.jsonValue({ maxDepth: 2 }),
+  fc.dictionary(
+    fc.constantFrom('connection_name', 'sql', 'id', 'v', 'e', 'pattern', 'lo', 'hi', 'params', 'page', 'page_size', 'format', 'timeout'),
+    fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.constantFrom('pg', 'my', 'lite', 'SELECT * FROM customers', 'SELECT email, ssn FROM customers', '%')),
+  ),
+);
+const mcpMessage = fc.record(
+  {
+    jsonrpc: mostly(fc.constant('2.0')),
+    id: mostly(fc.oneof(fc.nat(), fc.string({ maxLength: 5 }))),
+    method: mostly(fc.constantFrom('tools/call', 'tools/call', 'tools/call', 'tools/list', 'initialize', 'ping', 'nope')),
+    params: fc.oneof(
+      {
+        weight: 6,
+        arbitrary: fc.record({
+          name: mostly(fc.constantFrom('people_pg', 'people_my', 'people_lite', 'by_id_pg', 'list_tables', 'execute_sql', 'nope')),
+          arguments: mcpArguments,
+        }),
+      },
+      { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
+    ),
+  },
+  { requiredKeys: ['jsonrpc', 'id', 'method'] },
+);
+const callMcp = fc
+  .tuple(
+    fc.oneof(
+      { weight: 8, arbitrary: mcpMessage },
+      { weight: 1, arbitrary: fc.array(mcpMessage, { minLength: 1, maxLength: 3 }) },
+      { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
+    ),
+    apiKey({ masked: 6, admin: 3, spoiled: 1 }),
+  )
+  .map(
+    ([message, key]): Sent => ({
+      masked: key.masked,
+      request: {
+        method: 'POST',
+        target: '/mcp',
+        headers: withKey(
+          [
+            ['Host', 'localhost'],
+            ['Content-Type', 'application/json'],
+            ['Accept', 'application/json, text/event-stream'],
+          ],
+          key.value,
+        ),
+        body: Buffer.from(JSON.stringify(message) ?? 'null'),
+      },
+    }),
+  );
+
 const settings = (numRuns: number): fc.Parameters<[Sent]> => ({
   seed: SEED,
   numRuns: Math.max(1, Math.round(numRuns * RUNS)),
@@ -765,6 +848,12 @@ describe(`generated hostile requests (seed ${SEED}; QUERYAPIGATE_TEST_SEED=${SEE
   test('reads of every route, fixtures included, by any caller', async (t) => {
     answers = new Map();
     await fc.assert(fc.asyncProperty(callRead, check), settings(400));
+    report(t);
+  });
+
+  test('MCP: any JSON-RPC message, batch or JSON, by any caller', async (t) => {
+    answers = new Map();
+    await fc.assert(fc.asyncProperty(callMcp, checkMcp), settings(300));
     report(t);
   });
 
