@@ -120,9 +120,10 @@ export function governCall(
   // its SELECTs run read-only, statement.ts). Of a statement the parsers cannot read, every view it names counts.
   if (limitedWrites && plan.write) {
     const unseen = (known.untracedOperators ?? []).map((o) => `operator ${o}`);
-    if (analysis === null && scan.unreadable) unseen.push('a statement the gateway cannot read');
-    else if (analysis === null) for (const v of viewsNamed(plan.text, source.dialect, known.schema)) unseen.push(`view ${v}`);
-    else for (const t of analysis.tables) if (!resolveTable(known.schema, t)?.columns) unseen.push(`view ${t}`);
+    if (analysis !== null) {
+      for (const t of analysis.tables) if (!resolveTable(known.schema, t)?.columns) unseen.push(`view ${t}`);
+    } else if (scan.unreadable) unseen.push('a statement the gateway cannot read');
+    else for (const v of viewsNamed(plan.inspection.words, known.schema)) unseen.push(`view ${v}`);
     if (unseen.length > 0) throw writeOpsError(limitedWrites, unseen);
   }
   let reset = resetAnyway;

@@ -88,7 +88,14 @@ export interface Inspection {
   failure: string | null;
   /** True when `analysis` is null because the parsers rejected the text (see AnalysisError.syntax). */
   rejectedByParser: boolean;
+  /**
+   * Of a statement no parser could read, its words and quoted names, lower-case: what a check of the relations it may
+   * read has to go on (policy.ts viewsNamed). Empty when `analysis` is given.
+   */
+  words: ReadonlySet<string>;
 }
+
+const NO_WORDS: ReadonlySet<string> = new Set();
 
 /** A statement of the usual shape (a join, a parameter, an order and a limit) in each dialect's spelling. */
 const WARM_UP: Record<SqlDialect, string> = {
@@ -108,10 +115,11 @@ export function warmParser(dialect: SqlDialect): void {
 export function inspectStatement(sql: string, dialect: SqlDialect): Inspection {
   try {
     const analysis = analyzeStatement(sql, dialect);
-    return { scan: analysis, analysis, failure: null, rejectedByParser: false };
+    return { scan: analysis, analysis, failure: null, rejectedByParser: false, words: NO_WORDS };
   } catch (e) {
-    if (e instanceof AnalysisError) return { scan: e.scan, analysis: null, failure: e.message, rejectedByParser: e.syntax };
-    throw e;
+    if (!(e instanceof AnalysisError)) throw e;
+    const words = new Set(lex(trimStatement(sql), dialect).tokens.flatMap((t) => (t.kind === 'word' || t.kind === 'name' ? [t.text.toLowerCase()] : [])));
+    return { scan: e.scan, analysis: null, failure: e.message, rejectedByParser: e.syntax, words };
   }
 }
 

@@ -5,7 +5,7 @@ import { type CodeOf, GatewayError } from '../contract/errors.js';
 import type { SqlDialect, StatementAnalysis, StatementScan } from './analysis.js';
 import { PURE_GENERATORS } from './lineage.js';
 import { parseTableName, type Schema, showRef, tableKey } from './names.js';
-import { lex, readsOutsideTables, SESSION_OR_WRITE_FUNCTIONS } from './scan.js';
+import { readsOutsideTables, SESSION_OR_WRITE_FUNCTIONS } from './scan.js';
 
 export const READ_ONLY_MESSAGE = 'Only read-only statements (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN) are allowed';
 
@@ -59,11 +59,10 @@ export function checkWriteOps(a: StatementScan, allowedWriteOps: string[] | null
 
 /**
  * The views (relations whose rows the gateway does not trace) that a statement the parsers could not read may read:
- * those whose name, in any schema, case aside, is a word or name of its text. More than it reads, perhaps, never
- * fewer: the database reads a view only by naming it.
+ * those whose name, in any schema, case aside, is one of its `words` (Inspection.words). More than it reads, perhaps,
+ * never fewer: the database reads a view only by naming it.
  */
-export function viewsNamed(text: string, dialect: SqlDialect, schema: Schema): string[] {
-  const words = new Set(lex(text, dialect).tokens.flatMap((t) => (t.kind === 'word' || t.kind === 'name' ? [t.text.toLowerCase()] : [])));
+export function viewsNamed(words: ReadonlySet<string>, schema: Schema): string[] {
   const named: string[] = [];
   for (const r of schema.relations.values()) if (r.columns === null && words.has(r.name.toLowerCase())) named.push(r.name);
   return named;
