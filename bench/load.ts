@@ -1,6 +1,8 @@
 // An oha-style load generator on top of `wrk`: fixed or random URLs (a small regex subset, like
 // oha's --rand-regex-url), extra headers, an optional warm-up, and one result object with the
 // throughput, latency percentiles, error counts and the server's CPU seconds.
+// The percentiles are wrk's, corrected for coordinated omission as wrk does at the end of a run
+// (`stats_correct`): a call slower than twice a connection's mean interval also counts the calls it held back.
 //
 //   node dist/bench/load.js [-z 10s] [-c 32] [-t threads] [-H 'Name: value']... [--json]
 //        [--warmup 3s] [--pid <server pid>] [--timeout 5s] [--seed n]

@@ -564,6 +564,10 @@ other work that ran meanwhile (the load average shows it), so read the ratios wi
 - **Server CPU-s**: utime+stime of the server's process and its descendants (all threads) over the
   measured window, from /proc; **calls per CPU-s** = calls / that. **RSS after**: VmRSS of the same
   processes right after the last window of that caller count. wrk and the database are not counted.
+- **p50, p99**: wrk's, which it corrects for coordinated omission once the window closes: a call that took longer
+  than twice a connection's mean interval between calls counts as well the calls that connection held back meanwhile,
+  one an interval. So the p99 follows the window's longest stalls: at one caller one stall of 80 ms adds about 250
+  calls, at 32 callers one of the whole server adds as many on every connection.
 - **pgbench**: \`pgbench -n -S -M prepared -c N -j min(N,2) -T ${seconds}\`, the database alone, in the same rounds.
 - **floor** (\`bench/floor.ts\`, not a product): node:http + postgres.js, 8 clients with max: 1 used in
   turn, the same lookup, no key, no record. **floor-batch**: the same, every thread of it under SCHED_BATCH (as the
