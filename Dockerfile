@@ -57,5 +57,6 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.QUERYAPIGATE_PORT || 5000) + '/health', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 
 # node runs as PID 1 and handles SIGTERM itself (finishes calls in flight, then exits); --single-threaded-gc:
-# V8 collects without helper threads, as the server is measured (src/serve.ts GC_FLAG).
-CMD ["node", "--single-threaded-gc", "dist/src/main.js", "serve"]
+# V8 collects without helper threads; --max-semi-space-size=8: the main thread's young generation 24 MB, as the
+# executors' (src/serve.ts GC_FLAG, YOUNG_FLAG); as the server is measured.
+CMD ["node", "--single-threaded-gc", "--max-semi-space-size=8", "dist/src/main.js", "serve"]

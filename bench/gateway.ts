@@ -114,9 +114,9 @@ export function adminApi(url: string, adminKey: string): Gateway['api'] {
 /** `main`: another build's dist/src/main.js (a baseline), run with the same settings. */
 /**
  * Node's flags for the gateway, as its start commands give them (package.json's start, the Dockerfile; src/serve.ts
- * GC_FLAG); a variant's own come after them and win (`--no-single-threaded-gc` measures without).
+ * GC_FLAG, YOUNG_FLAG); a variant's own come after them and win (`--no-single-threaded-gc` measures without).
  */
-export const GATEWAY_NODE_ARGS = ['--single-threaded-gc'];
+export const GATEWAY_NODE_ARGS = ['--single-threaded-gc', '--max-semi-space-size=8'];
 
 export async function startGateway(env: Record<string, string>, adminKey = 'bench-admin', nodeArgs: string[] = [], main = MAIN): Promise<Gateway> {
   const g = await spawnListening([...GATEWAY_NODE_ARGS, ...nodeArgs, main, 'serve'], { QUERYAPIGATE_PORT: '0', QUERYAPIGATE_API_KEY: adminKey, ...env });

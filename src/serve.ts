@@ -55,13 +55,22 @@ const EXAMPLE_KEY = 'example-partner';
 const HEAP_GROWING_PERCENT = 60;
 
 /**
- * The flag the start commands give node (package.json's start, the Dockerfile; not the bin, see main.ts): V8 then
- * collects each heap on its own thread, with no helper threads. On 2 cores a pooled gateway's threads fill them
- * already, and V8's concurrent marking competed with them: with the flag, calls per CPU-s +3-4% and the p99 at 32
+ * The flags the start commands give node (package.json's start, the Dockerfile; not the bin, see main.ts). V8 takes
+ * both only at start-up: set in a running process the first aborts it, the second changes nothing.
+ *
+ * GC_FLAG: V8 collects each heap on its own thread, with no helper threads. On 2 cores a pooled gateway's threads fill
+ * them already, and V8's concurrent marking competed with them: with the flag, calls per CPU-s +3-4% and the p99 at 32
  * callers lower in every round; inline the same CPU, its p99 as often lower as not, RSS 8-10 MiB higher
- * (bench/results/levers-2026-12-05-stgc-*). A flag V8 takes only at start-up: set in a running process it aborts.
+ * (bench/results/levers-2026-12-05-stgc-*).
+ *
+ * YOUNG_FLAG: the main thread's young generation held to 24 MB, as an executor's is (http/dispatch.ts
+ * EXECUTOR_YOUNG_GENERATION_MB: a call's objects die long before 8 MB semi-spaces fill, and V8 grows them to 16 under
+ * any steady load). Inline at 32 callers, the RSS after load 8-20 MiB lower at the medians, the calls per CPU-s the same
+ * within the noise (medians 1.03x over 9 rounds on stop 74's machine, 0.98x over 8 on stop 71's); pooled, 2-12 MiB
+ * lower (bench/results/levers-2026-12-07-stop74-semi*, levers-2026-12-07-stop71-semi-*).
  */
 export const GC_FLAG = '--single-threaded-gc';
+export const YOUNG_FLAG = '--max-semi-space-size=8';
 
 export async function startServer(config: Config): Promise<RunningServer> {
   if (!process.execArgv.some((a) => a.startsWith('--heap-growing-percent'))) v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);

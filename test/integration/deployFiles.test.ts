@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { ROOT } from '../../src/cli/commands.js';
 import { loadConfig, unknownVariables } from '../../src/config.js';
-import { GC_FLAG } from '../../src/serve.js';
+import { GC_FLAG, YOUNG_FLAG } from '../../src/serve.js';
 import { GATEWAY_NODE_ARGS } from '../../bench/gateway.js';
 import { ADMIN_KEY, startProcess, startTestServer } from '../helpers.js';
 
@@ -152,6 +152,7 @@ test('the Dockerfile copies files that exist and starts the real entry point, wh
 test('the server starts with the same node flags in the image, npm start and the benches; the start-up says how V8 collects', async () => {
   const image = dockerCmd().filter((a) => a.startsWith('--'));
   assert.ok(image.includes(GC_FLAG), `the image gives node ${GC_FLAG}`);
+  assert.ok(image.includes(YOUNG_FLAG), `the image gives node ${YOUNG_FLAG}`);
   const start = /^node ((?:--\S+ )*)dist\/src\/main\.js serve$/
     .exec(JSON.parse(read('package.json')).scripts.start)?.[1]
     .trim()
