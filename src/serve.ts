@@ -66,8 +66,9 @@ const HEAP_GROWING_PERCENT = 60;
  * YOUNG_FLAG: the main thread's young generation held to 24 MB, as an executor's is (http/dispatch.ts
  * EXECUTOR_YOUNG_GENERATION_MB: a call's objects die long before 8 MB semi-spaces fill, and V8 grows them to 16 under
  * any steady load). Inline at 32 callers, the RSS after load 8-20 MiB lower at the medians, the calls per CPU-s the same
- * within the noise (medians 1.03x over 9 rounds on stop 74's machine, 0.98x over 8 on stop 71's); pooled, 2-12 MiB
- * lower (bench/results/levers-2026-12-07-stop74-semi*, levers-2026-12-07-stop71-semi-*).
+ * within the noise (medians 1.03x over 9 rounds on stop 74's machine, 0.98x over 8 on stop 71's; side by side 1.00x and
+ * 1.02x, the two orders: modes-stop74-semi8-first, -semi16-first); pooled, 2-12 MiB lower
+ * (bench/results/levers-2026-12-07-stop74-semi*, levers-2026-12-07-stop71-semi-*).
  */
 export const GC_FLAG = '--single-threaded-gc';
 export const YOUNG_FLAG = '--max-semi-space-size=8';
